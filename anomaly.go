@@ -1,0 +1,69 @@
+package idemcheck
+
+// Check names are stable: they appear in reports, suite files and JUnit.
+const (
+	CheckConcurrentBurst  = "concurrent-burst"
+	CheckSequentialReplay = "sequential-replay"
+	CheckLostReply        = "lost-reply"
+)
+
+// Kind names a class of idempotency bug. Kinds are stable: they appear in
+// JSON and JUnit reports and CI pipelines match on them.
+type Kind string
+
+const (
+	// DuplicateEffect: the database holds more than one effect for one intent.
+	DuplicateEffect Kind = "duplicate-effect"
+	// MultipleCreated: overlapping attempts of one intent were answered with
+	// more than one distinct created resource.
+	MultipleCreated Kind = "multiple-created"
+	// ReplayMismatch: a replay describes the same resource as the original
+	// but with another status or body.
+	ReplayMismatch Kind = "replay-mismatch"
+	// FreshResultOnReplay: a retry sent after the original had succeeded was
+	// executed again and answered with a new resource.
+	FreshResultOnReplay     Kind = "fresh-result-on-replay"
+	PayloadMismatchAccepted Kind = "payload-mismatch-accepted"
+	FalseMismatch           Kind = "false-mismatch"
+	CrossEndpointReplay     Kind = "cross-endpoint-replay"
+	CrossTenantReplay       Kind = "cross-tenant-replay"
+	OverDeduplication       Kind = "over-deduplication"
+	MissingKeyAccepted      Kind = "missing-key-accepted"
+	// ServerErrorUnderRetry: a 5xx where a conflict or a replay was due.
+	ServerErrorUnderRetry Kind = "server-error-under-retry"
+	StuckKey              Kind = "stuck-key"
+	// LostEffect: the client was told of a success that the database does not hold.
+	LostEffect Kind = "lost-effect"
+	// UnexpectedStatus: a status the policy does not allow at that point.
+	UnexpectedStatus Kind = "unexpected-status"
+)
+
+// Anomaly is one broken promise, with the evidence that witnesses it. The
+// data (attempts, evidence, observed counts) is kept apart from the prose
+// (Explanation), so a reviewer can verify the prose against the data.
+type Anomaly struct {
+	Kind   Kind   `json:"kind"`
+	Check  string `json:"check"`
+	Intent string `json:"intent"`
+	Key    string `json:"key,omitempty"`
+	// Explanation says in a sentence or two what happened and why it breaks
+	// the contract, in terms a reviewer can check by hand.
+	Explanation string `json:"explanation"`
+	// Attempts are the IDs of the attempts that witness the anomaly.
+	Attempts []int `json:"attempts"`
+	// Evidence shows each witnessing attempt as it was seen on the wire.
+	Evidence []Evidence `json:"evidence,omitempty"`
+	// Observed holds the counts read from the database and other figures.
+	Observed map[string]any `json:"observed,omitempty"`
+}
+
+// Evidence is one attempt as the wire showed it.
+type Evidence struct {
+	Attempt int    `json:"attempt"`
+	Step    int    `json:"step"`
+	Status  int    `json:"status,omitempty"`
+	Body    string `json:"body,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Replayed is the value of the policy's replay header, when the policy names one.
+	Replayed string `json:"replayed,omitempty"`
+}

@@ -1,0 +1,403 @@
+// Package assert turns a recorded History into typed anomalies. It is pure:
+// no network, no database, only the attempts the wire showed and the effect
+// counts the database gave. It is sound rather than complete: every anomaly
+// it reports is witnessed by attempts in the history, and what it cannot see
+// (a check with no database, say) it leaves to the checks that can.
+package assert
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// Rules says, for each check, the contract rule it enforces.
+var Rules = map[string]string{
+	idemcheck.CheckConcurrentBurst: "IETF Idempotency-Key draft, section 2.6: a request that duplicates one still in progress gets 409 Conflict; " +
+		"concurrent duplicates leave exactly one effect and every success describes the same resource.",
+	idemcheck.CheckSequentialReplay: "IETF Idempotency-Key draft, section 2.6 and Stripe: a retry of a completed request returns the saved result " +
+		"(same status, same body) and leaves no second effect.",
+	idemcheck.CheckLostReply: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
+		"and gets the original result; the effect happens once.",
+}
+
+// Report checks h against the policy and plan in its header and returns the
+// full verdict. Stats other than the counts are left for the caller.
+func Report(h *idemcheck.History) idemcheck.Report {
+	anomalies := Check(h)
+	r := idemcheck.Report{
+		Version:   idemcheck.ReportVersion,
+		Verdict:   idemcheck.Pass,
+		Seed:      h.Run.Seed,
+		Target:    h.Run.Target,
+		Policy:    h.Run.Policy,
+		Anomalies: anomalies,
+		Stats: idemcheck.Stats{
+			Intents:             len(h.Intents),
+			Attempts:            len(h.Attempts),
+			BurstSpreadMedianUS: medianSpreadUS(h.Bursts),
+		},
+	}
+	intents := map[string]int{}
+	attempts := map[string]int{}
+	for _, in := range h.Intents {
+		intents[in.Check]++
+	}
+	for _, a := range h.Attempts {
+		attempts[a.Check]++
+	}
+	for _, pc := range h.Run.Checks {
+		cr := idemcheck.CheckResult{
+			Name: pc.Name, Status: idemcheck.Pass, Rule: Rules[pc.Name], Anomalies: []int{},
+			Intents: intents[pc.Name], Attempts: attempts[pc.Name],
+		}
+		if pc.Skip != "" {
+			cr.Status, cr.Reason = idemcheck.Skip, pc.Skip
+		}
+		for i, a := range anomalies {
+			if a.Check == pc.Name {
+				cr.Anomalies = append(cr.Anomalies, i)
+				cr.Status = idemcheck.Fail
+			}
+		}
+		if cr.Status == idemcheck.Pass && cr.Attempts == 0 {
+			// A check that sent nothing has shown nothing: never a pass.
+			cr.Status, cr.Reason = idemcheck.Skip, "no attempts were sent"
+		}
+		if cr.Status == idemcheck.Fail {
+			r.Verdict = idemcheck.Fail
+		}
+		r.Checks = append(r.Checks, cr)
+	}
+	// Anomalies of a check that was not planned still fail the run.
+	if len(anomalies) > 0 {
+		r.Verdict = idemcheck.Fail
+	}
+	return r
+}
+
+// Check returns every anomaly in h, grouped by intent in the order the
+// intents were made, and within an intent in a fixed order of kinds.
+func Check(h *idemcheck.History) []idemcheck.Anomaly {
+	p := h.Run.Policy
+	byIntent := h.ByIntent()
+	obs := h.ObservationsByIntent()
+	var out []idemcheck.Anomaly
+	for _, in := range h.Intents {
+		atts := byIntent[in.ID]
+		if len(atts) == 0 {
+			continue
+		}
+		ic := intentCheck{policy: p, intent: in, attempts: atts}
+		if o, ok := obs[in.ID]; ok {
+			ic.obs = &o
+		}
+		out = append(out, ic.run()...)
+	}
+	return out
+}
+
+// intentCheck holds what the rules need about one intent.
+type intentCheck struct {
+	policy   idemcheck.Policy
+	intent   idemcheck.Intent
+	attempts []idemcheck.Attempt // in start order
+	obs      *idemcheck.Observation
+	out      []idemcheck.Anomaly
+}
+
+// success is a success reply with its decoded identity.
+type success struct {
+	att      idemcheck.Attempt
+	resource string // the created resource's id, or the canonical body where none is found
+	idField  string // the JSON pointer the id was read from, "" when the body stood in
+	body     string // canonical body, ignore fields removed
+}
+
+func (c *intentCheck) run() []idemcheck.Anomaly {
+	succ := c.successes()
+	c.checkResources(succ)
+	c.checkStatuses()
+	c.checkEffects(succ)
+	return c.out
+}
+
+func (c *intentCheck) successes() []success {
+	var out []success
+	for _, a := range c.attempts {
+		if a.Outcome != idemcheck.Replied || !c.policy.Replay(a.Status) {
+			continue
+		}
+		body := canonicalBody(a.RespBody, c.policy.IgnoreFields)
+		id, ptr := resourceID(a.RespBody, a.Body, c.policy.ResourceID)
+		s := success{att: a, resource: id, idField: ptr, body: body}
+		if ptr == "" {
+			s.resource = "body:" + body
+		}
+		out = append(out, s)
+	}
+	// The original is the success the client saw first.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].att.End.Before(out[j].att.End) })
+	return out
+}
+
+// checkResources compares every success with the first one: another
+// resource means another execution; the same resource told differently
+// means a replay that is not the saved reply.
+func (c *intentCheck) checkResources(succ []success) {
+	if len(succ) == 0 {
+		return
+	}
+	first := succ[0]
+	var concurrent, fresh, mismatch []success
+	seen := map[string]bool{first.resource: true}
+	for _, s := range succ[1:] {
+		switch {
+		case s.resource != first.resource && !seen[s.resource]:
+			seen[s.resource] = true
+			if s.att.Start.After(first.att.End) {
+				fresh = append(fresh, s)
+			} else {
+				concurrent = append(concurrent, s)
+			}
+		case s.resource == first.resource:
+			if s.att.Status != first.att.Status || s.body != first.body {
+				mismatch = append(mismatch, s)
+			} else if h := c.policy.ReplayHeader; h != "" && s.att.Start.After(first.att.End) && !isTrue(s.att.RespHeader.Get(h)) {
+				mismatch = append(mismatch, s)
+			}
+		}
+	}
+	field := first.idField
+	if field == "" {
+		field = "the body"
+	}
+	if len(concurrent) > 0 {
+		w := append([]success{first}, concurrent...)
+		c.add(idemcheck.MultipleCreated, witnesses(w),
+			fmt.Sprintf("%d attempts with key %s were in flight together and %d distinct resources came back as successes (%s: %s): "+
+				"each of those attempts executed. Concurrent duplicates must get %d or a replay of the one resource.",
+				c.overlapping(), c.intent.Key, len(w), field, resources(w), c.policy.InProgressStatus),
+			map[string]any{"distinct_resources": len(w), "statuses": c.statusCounts()})
+	}
+	if len(fresh) > 0 {
+		w := append([]success{first}, fresh...)
+		c.add(idemcheck.FreshResultOnReplay, witnesses(w),
+			fmt.Sprintf("attempt %d succeeded with %s %s; attempt %d sent the same key after that reply had arrived and got %d with a new resource %s: "+
+				"the retry was executed again instead of replayed, and the client cannot tell a duplicate exists.",
+				first.att.ID, field, short(first.resource), fresh[0].att.ID, fresh[0].att.Status, short(fresh[0].resource)),
+			map[string]any{"distinct_resources": len(w)})
+	}
+	if len(mismatch) > 0 {
+		m := mismatch[0]
+		why := fmt.Sprintf("status %d, body %s", m.att.Status, short(m.att.RespBody))
+		if m.att.Status == first.att.Status && m.body == first.body {
+			why = fmt.Sprintf("the same body but no %q header", c.policy.ReplayHeader)
+		}
+		c.add(idemcheck.ReplayMismatch, witnesses([]success{first, m}),
+			fmt.Sprintf("attempt %d got status %d, body %s; attempt %d, a replay of the same resource, got %s. "+
+				"A replay must return the saved status and body (fields ignored by policy: %s).",
+				first.att.ID, first.att.Status, short(first.att.RespBody), m.att.ID, why, ignored(c.policy.IgnoreFields)),
+			map[string]any{"replays_differing": len(mismatch)})
+	}
+}
+
+// checkStatuses flags replies the policy does not allow: 5xx where a
+// conflict or replay was due, and anything else outside the contract.
+func (c *intentCheck) checkStatuses() {
+	p := c.policy
+	var serverErr, unexpected []idemcheck.Attempt
+	for _, a := range c.attempts {
+		if a.Outcome != idemcheck.Replied || p.Replay(a.Status) {
+			continue
+		}
+		others := c.earlierOrConcurrent(a)
+		switch {
+		case a.Status >= 500:
+			if p.ReplayErrors && c.replaysSavedError(a) {
+				continue
+			}
+			if len(others) > 0 {
+				serverErr = append(serverErr, a)
+			} else {
+				unexpected = append(unexpected, a)
+			}
+		case a.Status == p.InProgressStatus && len(others) > 0:
+			// A conflict while another attempt of the intent is or was in flight.
+		default:
+			if p.ReplayErrors && c.replaysSavedError(a) {
+				continue
+			}
+			unexpected = append(unexpected, a)
+		}
+	}
+	if len(serverErr) > 0 {
+		a := serverErr[0]
+		c.add(idemcheck.ServerErrorUnderRetry, ids(serverErr),
+			fmt.Sprintf("%d of %d attempts with key %s got a server error while another attempt of the same intent was in flight or done "+
+				"(attempt %d: %d %s). A duplicate must get %d or a replay, never a 5xx the client would retry into.",
+				len(serverErr), len(c.attempts), c.intent.Key, a.ID, a.Status, short(a.RespBody), p.InProgressStatus),
+			map[string]any{"server_errors": len(serverErr), "statuses": c.statusCounts()})
+	}
+	if len(unexpected) > 0 {
+		a := unexpected[0]
+		c.add(idemcheck.UnexpectedStatus, ids(unexpected),
+			fmt.Sprintf("attempt %d got %d %s, which the policy allows neither as success (%v), nor as a conflict while another attempt is in flight (%d).",
+				a.ID, a.Status, short(a.RespBody), p.CreatedStatuses, p.InProgressStatus),
+			map[string]any{"statuses": c.statusCounts()})
+	}
+}
+
+// checkEffects compares the database's count with what the wire promised.
+func (c *intentCheck) checkEffects(succ []success) {
+	if c.obs == nil {
+		return
+	}
+	n := c.obs.Effects
+	observed := map[string]any{"effects": n, "query": c.obs.Query, "args": c.obs.Args, "statuses": c.statusCounts()}
+	switch {
+	case n > 1:
+		c.add(idemcheck.DuplicateEffect, ids(c.attempts),
+			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects (%s with %s). One intent must leave exactly one effect.",
+				len(c.attempts), c.intent.Key, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			observed)
+	case n == 0 && len(succ) > 0:
+		c.add(idemcheck.LostEffect, []int{succ[0].att.ID},
+			fmt.Sprintf("attempt %d was answered %d, yet the effect query counts no effect (%s with %s): the client was told of work that is not there.",
+				succ[0].att.ID, succ[0].att.Status, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			observed)
+	}
+}
+
+func (c *intentCheck) add(kind idemcheck.Kind, attempts []int, explanation string, observed map[string]any) {
+	byID := make(map[int]idemcheck.Attempt, len(c.attempts))
+	for _, a := range c.attempts {
+		byID[a.ID] = a
+	}
+	var ev []idemcheck.Evidence
+	for _, id := range attempts {
+		a := byID[id]
+		e := idemcheck.Evidence{Attempt: a.ID, Step: a.Step, Status: a.Status, Body: clip(a.RespBody, 512), Error: a.Error}
+		if h := c.policy.ReplayHeader; h != "" && a.RespHeader != nil {
+			e.Replayed = a.RespHeader.Get(h)
+		}
+		ev = append(ev, e)
+	}
+	c.out = append(c.out, idemcheck.Anomaly{
+		Kind: kind, Check: c.intent.Check, Intent: c.intent.ID, Key: c.intent.Key,
+		Explanation: explanation, Attempts: attempts, Evidence: ev, Observed: observed,
+	})
+}
+
+// earlierOrConcurrent returns the other attempts of the intent that started
+// before a ended: those a could have met at the server.
+func (c *intentCheck) earlierOrConcurrent(a idemcheck.Attempt) []idemcheck.Attempt {
+	var out []idemcheck.Attempt
+	for _, b := range c.attempts {
+		if b.ID != a.ID && b.Outcome != idemcheck.NotSent && b.Start.Before(a.End) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// replaysSavedError reports whether an earlier attempt, finished before a
+// started, got the very same error reply: a saved error being replayed.
+func (c *intentCheck) replaysSavedError(a idemcheck.Attempt) bool {
+	for _, b := range c.attempts {
+		if b.ID != a.ID && b.Outcome == idemcheck.Replied && b.End.Before(a.Start) &&
+			b.Status == a.Status && canonicalBody(b.RespBody, c.policy.IgnoreFields) == canonicalBody(a.RespBody, c.policy.IgnoreFields) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapping counts the attempts that overlapped another attempt of the intent.
+func (c *intentCheck) overlapping() int {
+	n := 0
+	for i, a := range c.attempts {
+		for j, b := range c.attempts {
+			if i != j && a.Overlaps(b) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// statusCounts summarises the intent's outcomes: {"201": 1, "409": 31, "unknown": 0}.
+func (c *intentCheck) statusCounts() map[string]int {
+	m := map[string]int{}
+	for _, a := range c.attempts {
+		if a.Outcome == idemcheck.Replied {
+			m[strconv.Itoa(a.Status)]++
+		} else {
+			m[string(a.Outcome)]++
+		}
+	}
+	return m
+}
+
+func witnesses(s []success) []int {
+	out := make([]int, len(s))
+	for i, x := range s {
+		out[i] = x.att.ID
+	}
+	return out
+}
+
+func ids(atts []idemcheck.Attempt) []int {
+	out := make([]int, len(atts))
+	for i, a := range atts {
+		out[i] = a.ID
+	}
+	return out
+}
+
+func resources(s []success) string {
+	var r []string
+	for _, x := range s {
+		r = append(r, short(x.resource))
+	}
+	return strings.Join(r, ", ")
+}
+
+func ignored(f []string) string {
+	if len(f) == 0 {
+		return "none"
+	}
+	return strings.Join(f, ", ")
+}
+
+func isTrue(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	return v == "true" || v == "?1" || v == "1" || v == "yes"
+}
+
+func short(s string) string { return clip(s, 120) }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func medianSpreadUS(b []idemcheck.Burst) int64 {
+	if len(b) == 0 {
+		return 0
+	}
+	d := make([]time.Duration, len(b))
+	for i, x := range b {
+		d[i] = x.Spread
+	}
+	slices.Sort(d)
+	return d[len(d)/2].Microseconds()
+}

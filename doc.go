@@ -1,0 +1,12 @@
+// Package idemcheck holds the shared vocabulary of the idemcheck harness:
+// what a client means to do (Intent), each time it sends that (Attempt), all
+// that happened in a run (History), what a target promises (Policy), what
+// broke (Anomaly) and the verdict (Report).
+//
+// The subpackages speak these types and do not reach into each other:
+// scenarios decide what to send, faults decide how to break the link,
+// targets say where the API and its database live, and assert turns a
+// History into Anomalies. A run is recorded first and checked afterwards, so
+// a history written to disk can be checked again offline and the same
+// verdict comes out.
+package idemcheck

@@ -1,0 +1,155 @@
+package idemcheck
+
+import (
+	"net/http"
+	"time"
+)
+
+// Intent is one logical client action, such as pressing Pay once. It owns one
+// idempotency key; every Attempt of the intent sends that key.
+type Intent struct {
+	// ID is unique per intent and fills the {{intent}} template, so bodies
+	// and effect SQL can name what this intent created.
+	ID string `json:"id"`
+	// Key is the idempotency key, a UUID v4 by default as the IETF draft
+	// recommends; it fills {{key}}.
+	Key string `json:"key"`
+	// Seq numbers intents from 1 in the order the run made them; it fills {{seq}}.
+	Seq int `json:"seq"`
+	// Check names the check whose scenario made the intent.
+	Check string `json:"check"`
+	// Round is the scenario round, from 1.
+	Round int `json:"round"`
+}
+
+// Outcome says what is known about an attempt's effect, in the sense of
+// Jepsen's ok, fail and info.
+type Outcome string
+
+const (
+	// Replied: a complete HTTP reply arrived; its status tells the rest.
+	Replied Outcome = "replied"
+	// NotSent: the request never reached the server (connection refused
+	// or failed before the whole request was written), so it had no effect.
+	NotSent Outcome = "not-sent"
+	// Unknown: the request was sent but no complete reply came back. It may
+	// or may not have taken effect: exactly the case a client must retry.
+	Unknown Outcome = "unknown"
+)
+
+// Attempt is one send of an intent. The harness owns every send, so every
+// request that left the client is one Attempt and none is resent behind the
+// history's back.
+type Attempt struct {
+	// ID numbers attempts from 1 in the order they were started.
+	ID     int    `json:"id"`
+	Intent string `json:"intent"`
+	Key    string `json:"key,omitempty"`
+	Check  string `json:"check"`
+	Round  int    `json:"round"`
+	// Step is the scenario step that sent it, from 1: in sequential-replay,
+	// step 1 is the original and step 2 the replay.
+	Step int `json:"step"`
+	// Burst is set when the attempt was released together with others; all
+	// attempts of one burst share the number.
+	Burst int `json:"burst,omitempty"`
+
+	Method string      `json:"method"`
+	Path   string      `json:"path"`
+	Header http.Header `json:"header,omitempty"`
+	Body   string      `json:"body,omitempty"`
+	// Fingerprint is the harness's own hash of method, path and canonical
+	// body, so a reader can see which attempts sent the same request.
+	Fingerprint string `json:"fingerprint"`
+	// Fault is the name of the fault applied to this attempt's link, if any.
+	Fault string `json:"fault,omitempty"`
+
+	Start     time.Time `json:"start"`
+	FirstByte time.Time `json:"first_byte,omitzero"`
+	End       time.Time `json:"end"`
+
+	Outcome    Outcome     `json:"outcome"`
+	Status     int         `json:"status,omitempty"`
+	RespHeader http.Header `json:"resp_header,omitempty"`
+	RespBody   string      `json:"resp_body,omitempty"`
+	// Error is the transport error of an attempt without a complete reply.
+	Error string `json:"error,omitempty"`
+}
+
+// Overlaps reports whether two attempts were in flight at the same time.
+func (a Attempt) Overlaps(b Attempt) bool {
+	return a.Start.Before(b.End) && b.Start.Before(a.End)
+}
+
+// Observation is what the database says about one intent after its attempts
+// ended: how many effects (rows, charges, messages) the intent left behind,
+// counted with the suite's effect SQL.
+type Observation struct {
+	Intent  string `json:"intent"`
+	Check   string `json:"check"`
+	Effects int64  `json:"effects"`
+	// Query is the effect SQL with its bound arguments, so a reviewer can
+	// run it again by hand.
+	Query string   `json:"query"`
+	Args  []string `json:"args,omitempty"`
+}
+
+// Burst records one release of attempts sent together.
+type Burst struct {
+	ID       int `json:"id"`
+	Attempts int `json:"attempts"`
+	// Spread is the client-side release spread: the time between the first
+	// and the last final byte written.
+	Spread time.Duration `json:"spread_ns"`
+}
+
+// History is everything a run did and saw: the intents, every attempt in
+// the order it started, and the database's observations. It is the input of
+// the checker and can be written to disk and checked again offline.
+type History struct {
+	// Run says what was certified, how, and with which seed; with it the
+	// history can be checked again offline.
+	Run          Run           `json:"run"`
+	Intents      []Intent      `json:"intents"`
+	Attempts     []Attempt     `json:"attempts"`
+	Observations []Observation `json:"observations"`
+	Bursts       []Burst       `json:"bursts,omitempty"`
+}
+
+// ByIntent returns the attempts of each intent, in start order, keyed by intent ID.
+func (h *History) ByIntent() map[string][]Attempt {
+	m := make(map[string][]Attempt, len(h.Intents))
+	for _, a := range h.Attempts {
+		m[a.Intent] = append(m[a.Intent], a)
+	}
+	return m
+}
+
+// ObservationsByIntent returns each intent's observation, keyed by intent ID.
+func (h *History) ObservationsByIntent() map[string]Observation {
+	m := make(map[string]Observation, len(h.Observations))
+	for _, o := range h.Observations {
+		m[o.Intent] = o
+	}
+	return m
+}
+
+// Run is the header of a history: everything besides the traffic that the
+// checker needs to reach the same verdict again.
+type Run struct {
+	Seed   int64  `json:"seed"`
+	Target Target `json:"target"`
+	Policy Policy `json:"policy"`
+	// Checks are the checks planned for the run, in order; a check the
+	// target could not support carries the reason it was skipped.
+	Checks []PlannedCheck `json:"checks"`
+	// EffectQuery is the SQL that counted effects, empty without a database.
+	EffectQuery string `json:"effect_query,omitempty"`
+}
+
+// PlannedCheck is a check the run meant to perform.
+type PlannedCheck struct {
+	Name string `json:"name"`
+	// Skip, when set, is why the check could not run on this target.
+	Skip string `json:"skip,omitempty"`
+}
