@@ -102,6 +102,10 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 	return out
 }
 
+// MaxEvidence bounds the attempts shown as evidence in one anomaly; its
+// Attempts list names every witness.
+const MaxEvidence = 8
+
 // intentCheck holds what the rules need about one intent.
 type intentCheck struct {
 	policy   idemcheck.Policy
@@ -125,6 +129,20 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 	c.checkStatuses()
 	c.checkEffects(succ)
 	return c.out
+}
+
+// creators returns the first success of each distinct resource, in the
+// order the client saw them.
+func creators(succ []success) []success {
+	seen := map[string]bool{}
+	var out []success
+	for _, s := range succ {
+		if !seen[s.resource] {
+			seen[s.resource] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (c *intentCheck) successes() []success {
@@ -260,9 +278,15 @@ func (c *intentCheck) checkEffects(succ []success) {
 	}
 	n := c.obs.Effects
 	observed := map[string]any{"effects": n, "query": c.obs.Query, "args": c.obs.Args, "statuses": c.statusCounts()}
+	// The witnesses of a duplicate are the attempts that created distinct
+	// resources when the wire shows them, else every attempt that was sent.
+	witness := ids(c.attempts)
+	if cr := creators(succ); len(cr) > 1 {
+		witness = witnesses(cr)
+	}
 	switch {
 	case n > 1:
-		c.add(idemcheck.DuplicateEffect, ids(c.attempts),
+		c.add(idemcheck.DuplicateEffect, witness,
 			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects (%s with %s). One intent must leave exactly one effect.",
 				len(c.attempts), c.intent.Key, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
 			observed)
@@ -280,7 +304,10 @@ func (c *intentCheck) add(kind idemcheck.Kind, attempts []int, explanation strin
 		byID[a.ID] = a
 	}
 	var ev []idemcheck.Evidence
-	for _, id := range attempts {
+	for i, id := range attempts {
+		if i == MaxEvidence {
+			break
+		}
 		a := byID[id]
 		e := idemcheck.Evidence{Attempt: a.ID, Step: a.Step, Status: a.Status, Body: clip(a.RespBody, 512), Error: a.Error}
 		if h := c.policy.ReplayHeader; h != "" && a.RespHeader != nil {
@@ -363,7 +390,11 @@ func ids(atts []idemcheck.Attempt) []int {
 
 func resources(s []success) string {
 	var r []string
-	for _, x := range s {
+	for i, x := range s {
+		if i == 3 {
+			r = append(r, fmt.Sprintf("and %d more", len(s)-3))
+			break
+		}
 		r = append(r, short(x.resource))
 	}
 	return strings.Join(r, ", ")

@@ -130,7 +130,7 @@ func TestCheckThenInsertRace(t *testing.T) {
 	require.Len(t, mc.Evidence, 2)
 	assert.Equal(t, 201, mc.Evidence[1].Status)
 	assert.Equal(t, int64(2), got[1].Observed["effects"])
-	assert.Equal(t, []int{1, 2, 3}, got[1].Attempts)
+	assert.Equal(t, []int{1, 2}, got[1].Attempts, "the witnesses are the attempts that created distinct orders")
 
 	r := Report(&b.h)
 	assert.Equal(t, idemcheck.Fail, r.Verdict)

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/textreport"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+var errHelp = errors.New("help shown")
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// outputs are the files a run writes when it finishes, never before.
+type outputs struct {
+	json, history string
+	noColour      bool
+}
+
+func (o *outputs) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.json, "json", "", "write the JSON report (version 1) to `FILE`")
+	fs.StringVar(&o.history, "history", "", "write every attempt as JSON lines to `FILE`, for idemcheck check")
+	fs.BoolVar(&o.noColour, "no-color", false, "no colour, even on a terminal")
+}
+
+// parseFlags parses args, turning the flag package's errors into one-line
+// usage errors that name the command.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintf(stdout, "Usage of idemcheck %s:\n", fs.Name())
+			fs.PrintDefaults()
+			return errHelp
+		}
+		return idemcheck.Usagef("%s: %v (see idemcheck %s -h)", fs.Name(), err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return idemcheck.Usagef("%s: unexpected argument %q (see idemcheck %s -h)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
+	var (
+		rawURL, method, path, body, db, effectSQL, checks, name string
+		keyHeader, replayHeader, resourceID                     string
+		headers, effectArgs, ignore, redact                     listFlag
+		seed                                                    int64
+		timeout                                                 time.Duration
+		allowRemote                                             bool
+		out                                                     outputs
+		opts                                                    = scenarios.Defaults
+	)
+	def := idemcheck.IETF()
+	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 (required)")
+	fs.StringVar(&method, "method", "POST", "request method")
+	fs.StringVar(&path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
+	fs.StringVar(&body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}'")
+	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable; templates allowed)")
+	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
+	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
+	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
+	fs.StringVar(&checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
+	fs.StringVar(&name, "name", "", "label for the target in reports")
+	fs.StringVar(&keyHeader, "key-header", def.KeyHeader, "the idempotency key header")
+	fs.StringVar(&replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
+	fs.StringVar(&resourceID, "resource-id", "", "JSON `pointer` of the created resource's id in success bodies (default: detected)")
+	fs.Var(&ignore, "ignore-field", "JSON pointer left out when comparing replays (repeatable)")
+	fs.Var(&redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization and Cookie always are)")
+	fs.IntVar(&opts.BurstSize, "burst", opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
+	fs.IntVar(&opts.BurstRounds, "burst-rounds", opts.BurstRounds, "concurrent-burst rounds, each with a fresh intent (1 to 10000)")
+	fs.IntVar(&opts.Rounds, "rounds", opts.Rounds, "rounds of the sequential checks (1 to 10000)")
+	fs.DurationVar(&timeout, "timeout", 10*time.Second, "per-attempt timeout")
+	fs.Int64Var(&seed, "seed", 0, "seed for the run's random choices (default: random, printed in the report)")
+	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
+	out.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return 0, err
+	}
+
+	if rawURL == "" {
+		return 0, idemcheck.Usagef("certify: --url is required, such as --url http://127.0.0.1:8080")
+	}
+	base, err := url.Parse(rawURL)
+	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
+		return 0, idemcheck.Usagef("--url %q is not an absolute http:// or https:// URL, such as http://127.0.0.1:8080", rawURL)
+	}
+	if path == "" {
+		path = base.Path
+		if path == "" {
+			path = "/"
+		}
+	}
+	base = &url.URL{Scheme: base.Scheme, Host: base.Host}
+	if err := checkRange("--burst", opts.BurstSize, 2, scenarios.MaxBurstSize); err != nil {
+		return 0, err
+	}
+	if err := checkRange("--burst-rounds", opts.BurstRounds, 1, scenarios.MaxRounds); err != nil {
+		return 0, err
+	}
+	if err := checkRange("--rounds", opts.Rounds, 1, scenarios.MaxRounds); err != nil {
+		return 0, err
+	}
+	if timeout <= 0 {
+		return 0, idemcheck.Usagef("--timeout %v must be positive, such as 10s", timeout)
+	}
+
+	cfg := certify.Config{
+		Name: name, Options: opts, Timeout: timeout, Redact: redact, AllowRemote: allowRemote,
+		Checks: splitList(checks), EffectSQL: effectSQL,
+	}
+	cfg.Policy = def
+	cfg.Policy.KeyHeader = keyHeader
+	cfg.Policy.ReplayHeader = replayHeader
+	cfg.Policy.ResourceID = resourceID
+	cfg.Policy.IgnoreFields = ignore
+	for _, p := range append([]string{resourceID}, ignore...) {
+		if err := assert.ValidatePointer(p); err != nil {
+			return 0, idemcheck.Usagef("--resource-id/--ignore-field: %v", err)
+		}
+	}
+	if cfg.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
+		return 0, err
+	}
+	for _, a := range effectArgs {
+		t, err := idemcheck.ParseTemplate(a)
+		if err != nil {
+			return 0, idemcheck.Usagef("--effect-arg %q: %v", a, err)
+		}
+		cfg.EffectArgs = append(cfg.EffectArgs, t)
+	}
+	if len(effectArgs) > 0 && effectSQL == "" {
+		return 0, idemcheck.Usagef("--effect-arg needs --effect-sql")
+	}
+	cfg.Seed = seed
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Int64N(1<<53) + 1
+	}
+	if effectSQL != "" {
+		if db == "" {
+			db = os.Getenv("DATABASE_URL")
+		}
+		if db == "" {
+			return 0, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
+		}
+		database, err := targets.OpenDatabase(ctx, db)
+		if err != nil {
+			return 0, idemcheck.Unavailablef("%v", err)
+		}
+		defer database.Close()
+		cfg.DB, cfg.DBName = database.Pool, targets.RedactDSN(db)
+	}
+
+	return certifyAndReport(ctx, cfg, out, stdout, stderr)
+}
+
+// certifyAndReport runs one certification, prints it, writes the requested
+// files and returns the exit code; on error nothing is written.
+func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (int, error) {
+	res, err := certifyAndPrint(ctx, cfg, out, stdout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	if res.Report.Failed() {
+		return idemcheck.ExitAnomalies, nil
+	}
+	return idemcheck.ExitHeld, nil
+}
+
+func certifyAndPrint(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (*certify.Result, error) {
+	label := cfg.Name
+	if label == "" {
+		label = cfg.Endpoint.Base.Host
+	}
+	prog := &textreport.Progress{W: stderr, TTY: isTerminal(stderr), Label: label}
+	cfg.Progress = prog.Update
+	res, err := certify.Run(ctx, cfg)
+	prog.Done()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeOutputs(res, out); err != nil {
+		return nil, err
+	}
+	textreport.Write(stdout, res.Report, !out.noColour && isTerminal(stdout))
+	return res, nil
+}
+
+func writeOutputs(res *certify.Result, out outputs) error {
+	if out.history != "" {
+		if err := idemcheck.WriteFileAtomic(out.history, res.History.WriteJSONL); err != nil {
+			return idemcheck.Usagef("--history: %v", err)
+		}
+	}
+	if out.json != "" {
+		if err := idemcheck.WriteFileAtomic(out.json, res.Report.WriteJSON); err != nil {
+			return idemcheck.Usagef("--json: %v", err)
+		}
+	}
+	return nil
+}
+
+func endpoint(base *url.URL, method, path, body string, headers []string) (scenarios.Endpoint, error) {
+	e := scenarios.Endpoint{Base: base, Method: strings.ToUpper(method)}
+	if e.Method == "" || strings.ContainsAny(e.Method, " \t/") {
+		return e, idemcheck.Usagef("--method %q is not an HTTP method", method)
+	}
+	if !strings.HasPrefix(path, "/") {
+		return e, idemcheck.Usagef("--path %q must start with /", path)
+	}
+	var err error
+	if e.Path, err = idemcheck.ParseTemplate(path); err != nil {
+		return e, idemcheck.Usagef("--path: %v", err)
+	}
+	if e.Body, err = idemcheck.ParseTemplate(body); err != nil {
+		return e, idemcheck.Usagef("--body: %v", err)
+	}
+	jsonBody := true
+	for _, h := range headers {
+		hd, err := certify.ParseHeader(h)
+		if err != nil {
+			return e, idemcheck.Usagef("--header %v", err)
+		}
+		if strings.EqualFold(hd.Name, "Content-Type") && !strings.Contains(strings.ToLower(h), "json") {
+			jsonBody = false
+		}
+		e.Header = append(e.Header, hd)
+	}
+	if body != "" && jsonBody {
+		sample := e.Body.Fill(idemcheck.Intent{ID: "ic-sample-1", Key: "00000000-0000-4000-8000-000000000000", Seq: 1})
+		var v any
+		if err := json.Unmarshal([]byte(sample), &v); err != nil {
+			return e, idemcheck.Usagef("--body is not valid JSON once its templates are filled (%v); for a non-JSON body pass --header 'Content-Type: …'", err)
+		}
+	}
+	return e, nil
+}
+
+func checkRange(flagName string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return idemcheck.Usagef("%s %d is out of range: use %d to %d", flagName, v, lo, hi)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && textreport.IsTerminal(f)
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	var jsonOut string
+	var noColour bool
+	fs.StringVar(&jsonOut, "json", "", "write the JSON report to `FILE`")
+	fs.BoolVar(&noColour, "no-color", false, "no colour, even on a terminal")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return 0, idemcheck.Usagef("check: %v (usage: idemcheck check [--json FILE] HISTORY.jsonl)", err)
+	}
+	if fs.NArg() != 1 {
+		return 0, idemcheck.Usagef("check: name one history file (usage: idemcheck check [--json FILE] HISTORY.jsonl)")
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return 0, idemcheck.Usagef("check: %v", err)
+	}
+	defer f.Close()
+	h, err := idemcheck.ReadHistory(f, fs.Arg(0))
+	if err != nil {
+		return 0, idemcheck.Usagef("check: %v", err)
+	}
+	rep := assert.Report(h)
+	if jsonOut != "" {
+		if err := idemcheck.WriteFileAtomic(jsonOut, rep.WriteJSON); err != nil {
+			return 0, idemcheck.Usagef("--json: %v", err)
+		}
+	}
+	textreport.Write(stdout, rep, !noColour && isTerminal(stdout))
+	if rep.Failed() {
+		return idemcheck.ExitAnomalies, nil
+	}
+	return idemcheck.ExitHeld, nil
+}

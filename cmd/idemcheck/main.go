@@ -1,0 +1,69 @@
+// Command idemcheck certifies that an HTTP API is safe to retry with an
+// Idempotency-Key: it sends what production sends (same-key bursts, replies
+// cut after commit, retries), records every attempt, counts effects in the
+// database and reports each broken promise with its evidence.
+//
+// Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or
+// configuration, 3 the harness or the target could not run.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+const usage = `idemcheck proves whether an HTTP API is safe to retry.
+
+Usage:
+  idemcheck demo                 certify the example orders API and its check-then-insert twin
+  idemcheck certify --url URL …  certify one endpoint (idemcheck certify -h for flags)
+  idemcheck check HISTORY.jsonl  check a recorded history again, offline
+
+Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or configuration,
+3 the harness or the target could not run.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return idemcheck.ExitUsage
+	}
+	var err error
+	var code int
+	switch args[0] {
+	case "demo":
+		code, err = runDemo(ctx, args[1:], stdout, stderr)
+	case "certify":
+		code, err = runCertify(ctx, args[1:], stdout, stderr)
+	case "check":
+		code, err = runCheck(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return idemcheck.ExitHeld
+	default:
+		err = idemcheck.Usagef("unknown command %q: use demo, certify or check", args[0])
+	}
+	if err != nil {
+		if errors.Is(err, errHelp) {
+			return idemcheck.ExitHeld
+		}
+		fmt.Fprintf(stderr, "idemcheck: %v\n", err)
+		return idemcheck.ExitCode(err)
+	}
+	return code
+}

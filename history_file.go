@@ -1,0 +1,90 @@
+package idemcheck
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// historyLine is one line of a JSONL history: exactly one member is set.
+// The run header comes first, then intents, attempts, bursts and
+// observations in the order they happened.
+type historyLine struct {
+	Run         *Run         `json:"run,omitempty"`
+	Intent      *Intent      `json:"intent,omitempty"`
+	Attempt     *Attempt     `json:"attempt,omitempty"`
+	Burst       *Burst       `json:"burst,omitempty"`
+	Observation *Observation `json:"observation,omitempty"`
+}
+
+// WriteJSONL writes h as JSON lines, one record a line, so a history can be
+// streamed, grepped and checked again with `idemcheck check`.
+func (h *History) WriteJSONL(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(historyLine{Run: &h.Run}); err != nil {
+		return err
+	}
+	for i := range h.Intents {
+		if err := enc.Encode(historyLine{Intent: &h.Intents[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range h.Attempts {
+		if err := enc.Encode(historyLine{Attempt: &h.Attempts[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range h.Bursts {
+		if err := enc.Encode(historyLine{Burst: &h.Bursts[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range h.Observations {
+		if err := enc.Encode(historyLine{Observation: &h.Observations[i]}); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadHistory reads a JSONL history. name is used in errors, which give the
+// line number of the first bad record.
+func ReadHistory(r io.Reader, name string) (*History, error) {
+	h := &History{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
+	n, runSeen := 0, false
+	for sc.Scan() {
+		n++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var l historyLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a history record: %v", name, n, err)
+		}
+		switch {
+		case l.Run != nil:
+			h.Run, runSeen = *l.Run, true
+		case l.Intent != nil:
+			h.Intents = append(h.Intents, *l.Intent)
+		case l.Attempt != nil:
+			h.Attempts = append(h.Attempts, *l.Attempt)
+		case l.Burst != nil:
+			h.Bursts = append(h.Bursts, *l.Burst)
+		case l.Observation != nil:
+			h.Observations = append(h.Observations, *l.Observation)
+		default:
+			return nil, fmt.Errorf("%s:%d: a record needs one of run, intent, attempt, burst, observation", name, n)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", name, n+1, err)
+	}
+	if !runSeen {
+		return nil, fmt.Errorf("%s: no run record: is this a history written by --history?", name)
+	}
+	return h, nil
+}

@@ -1,0 +1,202 @@
+// Package certify joins the parts into one certification: it checks the
+// configuration before any traffic, runs the scenarios against the target,
+// counts effects in the database and hands the history to the checker.
+package certify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// Config is one endpoint to certify.
+type Config struct {
+	// Name labels the target in reports ("orders (reference)").
+	Name     string
+	Endpoint scenarios.Endpoint
+	Policy   idemcheck.Policy
+	// Checks to run, in order; empty means all that have a scenario.
+	Checks  []string
+	Options scenarios.Options
+	// DB, when set, is where EffectSQL counts each intent's effects.
+	DB         *pgxpool.Pool
+	DBName     string // the DSN with its password redacted, for the report
+	EffectSQL  string
+	EffectArgs []idemcheck.Template
+	Seed       int64
+	Timeout    time.Duration
+	Redact     []string
+	// AllowRemote lets traffic go to a target that is not on loopback.
+	AllowRemote bool
+	Progress    func(scenarios.Progress)
+}
+
+// Result is a finished certification.
+type Result struct {
+	History *idemcheck.History
+	Report  idemcheck.Report
+}
+
+// Run certifies one endpoint. Errors are *idemcheck.Error with the exit code
+// they map to: 2 for configuration the run could not start with, 3 for a
+// target or harness that could not run.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	start := time.Now()
+	if cfg.Checks == nil {
+		cfg.Checks = scenarios.Names()
+	}
+	if err := cfg.Options.Validate(); err != nil {
+		return nil, idemcheck.Usagef("%v", err)
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, idemcheck.Usagef("%v", err)
+	}
+	scs, err := scenarios.ByNames(cfg.Checks, cfg.Options)
+	if err != nil {
+		return nil, idemcheck.Usagef("--checks: %v", err)
+	}
+	if err := checkTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote); err != nil {
+		return nil, err
+	}
+	var effects *scenarios.Effects
+	if cfg.EffectSQL != "" {
+		if cfg.DB == nil {
+			return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
+		}
+		if err := checkEffectSQL(ctx, cfg.DB, cfg.EffectSQL, len(cfg.EffectArgs)); err != nil {
+			return nil, err
+		}
+		effects = &scenarios.Effects{Pool: cfg.DB, SQL: cfg.EffectSQL, Args: cfg.EffectArgs}
+	}
+
+	h := &idemcheck.History{Run: idemcheck.Run{
+		Seed: cfg.Seed,
+		Target: idemcheck.Target{
+			Name: cfg.Name, URL: cfg.Endpoint.Base.String(), Method: cfg.Endpoint.Method,
+			Path: cfg.Endpoint.Path.Fill(idemcheck.Intent{ID: "{{intent}}", Key: "{{key}}"}), Database: cfg.DBName,
+		},
+		Policy:      cfg.Policy,
+		EffectQuery: cfg.EffectSQL,
+	}}
+	for _, c := range cfg.Checks {
+		h.Run.Checks = append(h.Run.Checks, idemcheck.PlannedCheck{Name: c})
+	}
+	r := &scenarios.Runner{
+		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
+		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress,
+	}
+	if err := r.Run(ctx, scs, h); err != nil {
+		if ctx.Err() != nil {
+			return nil, idemcheck.Unavailablef("interrupted: %v", context.Cause(ctx))
+		}
+		return nil, idemcheck.Unavailablef("%v", err)
+	}
+	if n := refused(h); n == len(h.Attempts) && n > 0 {
+		return nil, idemcheck.Unavailablef("target %s refused every connection: is it still running?", cfg.Endpoint.Base.Host)
+	}
+	rep := assert.Report(h)
+	rep.Stats.DurationMS = time.Since(start).Milliseconds()
+	return &Result{History: h, Report: rep}, nil
+}
+
+// checkTarget refuses non-loopback targets unless allowed, and dials the
+// target once so an unreachable one fails before any scenario starts.
+func checkTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
+	if base == nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
+		return idemcheck.Usagef("--url must be an absolute http:// or https:// URL, such as http://127.0.0.1:8080")
+	}
+	addr := scenarios.Upstream(base)
+	if !allowRemote {
+		if err := requireLoopback(ctx, base.Hostname()); err != nil {
+			return err
+		}
+	}
+	d := net.Dialer{Timeout: 3 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return idemcheck.Unavailablef("cannot reach target %s: %v (is it running? check --url)", addr, unwrapNet(err))
+	}
+	conn.Close()
+	return nil
+}
+
+func requireLoopback(ctx context.Context, host string) error {
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return idemcheck.Unavailablef("cannot resolve target host %q: %v", host, err)
+	}
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return idemcheck.Usagef("--url host %s is %s, not loopback: pass --allow-remote to send traffic off this machine", host, ip.IP)
+		}
+	}
+	return nil
+}
+
+// checkEffectSQL prepares the effect query, so a typo or a missing table is
+// reported with PostgreSQL's own message before any traffic is sent.
+func checkEffectSQL(ctx context.Context, pool *pgxpool.Pool, sql string, nargs int) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return idemcheck.Unavailablef("database: %v", err)
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().Prepare(ctx, "", sql)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return idemcheck.Usagef("--effect-sql: PostgreSQL says: %s (SQLSTATE %s)", pe.Message, pe.Code)
+		}
+		return idemcheck.Usagef("--effect-sql: %v", err)
+	}
+	if len(sd.ParamOIDs) != nargs {
+		return idemcheck.Usagef("--effect-sql takes %d parameters ($1..$%d) but %d --effect-arg were given", len(sd.ParamOIDs), len(sd.ParamOIDs), nargs)
+	}
+	if len(sd.Fields) != 1 {
+		return idemcheck.Usagef("--effect-sql must return one number (such as SELECT count(*) ...), it returns %d columns", len(sd.Fields))
+	}
+	return nil
+}
+
+func refused(h *idemcheck.History) int {
+	n := 0
+	for _, a := range h.Attempts {
+		if a.Outcome == idemcheck.NotSent {
+			n++
+		}
+	}
+	return n
+}
+
+func unwrapNet(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		return s[i+2:]
+	}
+	return s
+}
+
+// ParseHeader parses "Name: value" as given to --header.
+func ParseHeader(s string) (scenarios.Header, error) {
+	name, value, ok := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return scenarios.Header{}, fmt.Errorf("%q is not a header: write it as 'Name: value'", s)
+	}
+	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
+	if err != nil {
+		return scenarios.Header{}, fmt.Errorf("%q: %v", s, err)
+	}
+	return scenarios.Header{Name: name, Value: t}, nil
+}

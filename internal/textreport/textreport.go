@@ -1,0 +1,228 @@
+// Package textreport renders a Report for a person at a terminal, and the
+// live progress line of a run.
+package textreport
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// MaxEvidence is how many witnessing attempts an anomaly shows; the JSON
+// report has them all.
+const MaxEvidence = 4
+
+type palette struct{ red, green, yellow, bold, dim, reset string }
+
+func colours(on bool) palette {
+	if !on {
+		return palette{}
+	}
+	return palette{red: "\033[31m", green: "\033[32m", yellow: "\033[33m", bold: "\033[1m", dim: "\033[2m", reset: "\033[0m"}
+}
+
+// IsTerminal reports whether f is a terminal, where colour and a live
+// progress line make sense.
+func IsTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// Write renders r. With colour, statuses are coloured.
+func Write(w io.Writer, r idemcheck.Report, colour bool) {
+	c := colours(colour)
+	t := r.Target
+	name := t.Name
+	if name == "" {
+		name = t.URL
+	}
+	fmt.Fprintf(w, "%s%s%s  %s %s%s\n", c.bold, name, c.reset, t.Method, strings.TrimSuffix(t.URL, "/"), t.Path)
+	if t.Database != "" {
+		fmt.Fprintf(w, "  effects counted in %s\n", t.Database)
+	} else {
+		fmt.Fprintf(w, "  %sno database: effects not counted, judged from the wire alone%s\n", c.dim, c.reset)
+	}
+	for _, ch := range r.Checks {
+		status := strings.ToUpper(string(ch.Status))
+		col := c.green
+		switch ch.Status {
+		case idemcheck.Fail:
+			col = c.red
+		case idemcheck.Skip:
+			col = c.yellow
+		}
+		detail := fmt.Sprintf("%d intents, %d attempts", ch.Intents, ch.Attempts)
+		if len(ch.Anomalies) > 0 {
+			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindSummary(r, ch.Anomalies))
+		}
+		if ch.Reason != "" {
+			detail += ": " + ch.Reason
+		}
+		fmt.Fprintf(w, "  %s%-4s%s  %-18s %s\n", col, status, c.reset, ch.Name, detail)
+	}
+	// One anomaly of each kind and check in full; the others of that
+	// kind are named by intent, so a run with many bursts stays readable.
+	type group struct {
+		first  idemcheck.Anomaly
+		others []string
+	}
+	var order []string
+	groups := map[string]*group{}
+	for _, a := range r.Anomalies {
+		k := a.Check + "\x00" + string(a.Kind)
+		if g, ok := groups[k]; ok {
+			g.others = append(g.others, a.Intent)
+			continue
+		}
+		groups[k] = &group{first: a}
+		order = append(order, k)
+	}
+	for _, k := range order {
+		g := groups[k]
+		a := g.first
+		fmt.Fprintf(w, "\n  %s%s%s in %s, intent %s, key %s\n", c.red, a.Kind, c.reset, a.Check, a.Intent, a.Key)
+		fmt.Fprintf(w, "%s\n", indent(wrap(a.Explanation, 96), "    "))
+		for i, e := range a.Evidence {
+			if i == MaxEvidence {
+				fmt.Fprintf(w, "    %s… %d more witnesses: attempts %s%s\n", c.dim, len(a.Attempts)-MaxEvidence, intList(a.Attempts[MaxEvidence:], 12), c.reset)
+				break
+			}
+			line := fmt.Sprintf("attempt %d (step %d): ", e.Attempt, e.Step)
+			switch {
+			case e.Error != "":
+				line += "no reply: " + e.Error
+			default:
+				line += fmt.Sprintf("%d %s", e.Status, oneLine(e.Body, 100))
+			}
+			if e.Replayed != "" {
+				line += "  [replayed: " + e.Replayed + "]"
+			}
+			fmt.Fprintf(w, "    %s%s%s\n", c.dim, line, c.reset)
+		}
+		if len(g.others) > 0 {
+			fmt.Fprintf(w, "    and in %d more intents of %s: %s\n", len(g.others), a.Check, strList(g.others, 4))
+		}
+	}
+	if len(r.Anomalies) > 0 {
+		fmt.Fprintf(w, "\n")
+	}
+	verdict := c.green + "PASS" + c.reset
+	if r.Verdict == idemcheck.Fail {
+		verdict = c.red + "FAIL" + c.reset
+	}
+	spread := ""
+	if r.Stats.BurstSpreadMedianUS > 0 {
+		spread = fmt.Sprintf(", burst release spread %d us (median)", r.Stats.BurstSpreadMedianUS)
+	}
+	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies, %d attempts in %.1fs%s, seed %d\n",
+		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread, r.Seed)
+}
+
+func kindSummary(r idemcheck.Report, idx []int) string {
+	n := map[idemcheck.Kind]int{}
+	for _, i := range idx {
+		n[r.Anomalies[i].Kind]++
+	}
+	var parts []string
+	for k, v := range n {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func wrap(s string, width int) string {
+	var lines []string
+	var cur strings.Builder
+	for _, word := range strings.Fields(s) {
+		if cur.Len() > 0 && cur.Len()+1+len(word) > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(word)
+	}
+	if cur.Len() > 0 {
+		lines = append(lines, cur.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// Progress draws a run's progress on w: on a terminal one line redrawn in
+// place, elsewhere a line when a check starts, so logs stay readable.
+type Progress struct {
+	W     io.Writer
+	TTY   bool
+	Label string
+
+	mu        sync.Mutex
+	lastCheck string
+	lastDraw  time.Time
+	drawn     bool
+}
+
+// Update is a scenarios.Runner progress callback.
+func (p *Progress) Update(s scenarios.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.TTY {
+		if s.Check != p.lastCheck {
+			fmt.Fprintf(p.W, "%s: %s ...\n", p.Label, s.Check)
+			p.lastCheck = s.Check
+		}
+		return
+	}
+	if time.Since(p.lastDraw) < 50*time.Millisecond && s.Sent < s.Total {
+		return
+	}
+	p.lastDraw = time.Now()
+	pct := 100 * s.Sent / max(s.Total, 1)
+	fmt.Fprintf(p.W, "\r\033[K%s: %s round %d/%d, %d/%d attempts (%d%%)", p.Label, s.Check, s.Round, s.Rounds, s.Sent, s.Total, pct)
+	p.drawn = true
+}
+
+// Done clears the progress line.
+func (p *Progress) Done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.TTY && p.drawn {
+		fmt.Fprint(p.W, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+func intList(v []int, n int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strList(s, n)
+}
+
+func strList(v []string, n int) string {
+	if len(v) <= n {
+		return strings.Join(v, ", ")
+	}
+	return strings.Join(v[:n], ", ") + fmt.Sprintf(" and %d more", len(v)-n)
+}

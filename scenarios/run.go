@@ -1,0 +1,271 @@
+package scenarios
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/wire"
+)
+
+// Endpoint is the request every intent sends, with holes filled per intent.
+type Endpoint struct {
+	// Base is the target's scheme and authority, as the user wrote it.
+	Base   *url.URL
+	Method string
+	Path   idemcheck.Template
+	Header []Header
+	Body   idemcheck.Template
+}
+
+// Header is one request header whose value may hold template holes.
+type Header struct {
+	Name  string
+	Value idemcheck.Template
+}
+
+// Effects counts what one intent left in the database: SQL returning one
+// number, with arguments filled per intent and bound, never spliced.
+type Effects struct {
+	Pool *pgxpool.Pool
+	SQL  string
+	Args []idemcheck.Template
+}
+
+// Progress is reported after every step of every round.
+type Progress struct {
+	Check         string
+	Round, Rounds int
+	// Sent counts the attempts sent so far in the whole run, of Total.
+	Sent, Total int
+}
+
+// Runner sends scenarios to one endpoint through an in-process fault proxy
+// and records every attempt.
+type Runner struct {
+	Endpoint Endpoint
+	Policy   idemcheck.Policy
+	// Effects, when set, is queried after every round.
+	Effects *Effects
+	// Timeout bounds each attempt; zero means wire.DefaultTimeout.
+	Timeout time.Duration
+	// Redact names headers whose values never reach a history or report,
+	// beside Authorization, Cookie and Proxy-Authorization.
+	Redact []string
+	// Progress, when set, is called after every step.
+	Progress func(Progress)
+}
+
+// Upstream returns the host:port the fault proxy forwards to.
+func Upstream(base *url.URL) string {
+	port := base.Port()
+	if port == "" {
+		port = "80"
+		if base.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(base.Hostname(), port)
+}
+
+// Run sends every scenario in order and appends what happened to h. It
+// stops at the first harness error (the proxy could not start, the effect
+// query failed, ctx was cancelled); what the target does is never an error
+// here, it is recorded.
+func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) error {
+	link, err := faults.NewLink(Upstream(r.Endpoint.Base))
+	if err != nil {
+		return fmt.Errorf("start the fault proxy: %w", err)
+	}
+	defer link.Close()
+
+	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout}
+	if r.Endpoint.Base.Scheme == "https" {
+		client.TLS = &tls.Config{ServerName: r.Endpoint.Base.Hostname(), NextProtos: []string{"http/1.1"}}
+	}
+	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID()}
+	for _, sc := range scs {
+		s.total += sc.Attempts()
+	}
+	for _, sc := range scs {
+		for round := 1; round <= sc.Rounds; round++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.round(ctx, sc, round); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// session is the state of one Run.
+type session struct {
+	*Runner
+	link   *faults.Link
+	client *wire.Client
+	h      *idemcheck.History
+	run    string
+	sent   int
+	total  int
+}
+
+func (s *session) round(ctx context.Context, sc Scenario, round int) error {
+	in := idemcheck.Intent{
+		ID:    fmt.Sprintf("ic-%s-%d", s.run, len(s.h.Intents)+1),
+		Key:   uuid.NewString(),
+		Seq:   len(s.h.Intents) + 1,
+		Check: sc.Check,
+		Round: round,
+	}
+	s.h.Intents = append(s.h.Intents, in)
+	req := s.request(in)
+	fp := fingerprint(req)
+	for i, st := range sc.Steps {
+		addr, err := s.link.Addr(st.Fault)
+		if err != nil {
+			return fmt.Errorf("fault %s: %w", st.Fault.Name, err)
+		}
+		base := idemcheck.Attempt{
+			Intent: in.ID, Key: in.Key, Check: sc.Check, Round: round, Step: i + 1,
+			Method: req.Method, Path: req.Path, Header: s.redact(req.Header), Body: string(req.Body),
+			Fingerprint: fp, Fault: st.Fault.Name,
+		}
+		if st.Together {
+			reqs := make([]wire.Request, st.Attempts)
+			for j := range reqs {
+				reqs[j] = req
+			}
+			results, spread := s.client.Burst(ctx, addr, reqs)
+			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: spread}
+			s.h.Bursts = append(s.h.Bursts, burst)
+			base.Burst = burst.ID
+			for _, res := range results {
+				s.record(base, res)
+			}
+		} else {
+			for range st.Attempts {
+				s.record(base, s.client.Do(ctx, addr, req))
+			}
+		}
+		if s.Progress != nil {
+			s.Progress(Progress{Check: sc.Check, Round: round, Rounds: sc.Rounds, Sent: s.sent, Total: s.total})
+		}
+	}
+	return s.observe(ctx, in)
+}
+
+// request fills the endpoint's templates for one intent.
+func (s *session) request(in idemcheck.Intent) wire.Request {
+	e := s.Endpoint
+	hdr := http.Header{}
+	for _, h := range e.Header {
+		hdr.Add(h.Name, h.Value.Fill(in))
+	}
+	body := e.Body.Fill(in)
+	if body != "" && hdr.Get("Content-Type") == "" && json.Valid([]byte(body)) {
+		hdr.Set("Content-Type", "application/json")
+	}
+	hdr.Set(s.Policy.KeyHeader, in.Key)
+	return wire.Request{Method: e.Method, Path: e.Path.Fill(in), Header: hdr, Body: []byte(body)}
+}
+
+func (s *session) record(a idemcheck.Attempt, res wire.Result) {
+	s.sent++
+	a.ID = len(s.h.Attempts) + 1
+	a.Start, a.FirstByte, a.End = res.Start, res.FirstByte, res.End
+	switch {
+	case res.Err == nil:
+		a.Outcome = idemcheck.Replied
+	case !res.Written || res.ErrKind == wire.KindRefused:
+		a.Outcome = idemcheck.NotSent
+	default:
+		a.Outcome = idemcheck.Unknown
+	}
+	if res.Err != nil {
+		a.Error = res.Err.Error()
+	}
+	if a.Outcome == idemcheck.Replied {
+		a.Status = res.Status
+		a.RespHeader = s.redact(res.Header)
+		a.RespBody = string(res.Body)
+	}
+	s.h.Attempts = append(s.h.Attempts, a)
+}
+
+// observe counts the intent's effects in the database.
+func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
+	if s.Effects == nil {
+		return nil
+	}
+	args := make([]any, len(s.Effects.Args))
+	strs := make([]string, len(s.Effects.Args))
+	for i, t := range s.Effects.Args {
+		strs[i] = t.Fill(in)
+		args[i] = strs[i]
+	}
+	var n int64
+	if err := s.Effects.Pool.QueryRow(ctx, s.Effects.SQL, args...).Scan(&n); err != nil {
+		return fmt.Errorf("effect query %q: %w", s.Effects.SQL, err)
+	}
+	s.h.Observations = append(s.h.Observations, idemcheck.Observation{
+		Intent: in.ID, Check: in.Check, Effects: n, Query: s.Effects.SQL, Args: strs,
+	})
+	return nil
+}
+
+// secretHeaders are redacted in every history and report.
+var secretHeaders = []string{"Authorization", "Cookie", "Set-Cookie", "Proxy-Authorization"}
+
+// Redacted replaces a secret header's value.
+const Redacted = "[redacted]"
+
+func (s *session) redact(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := h.Clone()
+	for _, name := range append(secretHeaders, s.Redact...) {
+		if _, ok := out[http.CanonicalHeaderKey(name)]; ok {
+			out[http.CanonicalHeaderKey(name)] = []string{Redacted}
+		}
+	}
+	return out
+}
+
+// fingerprint hashes method, path and the canonical JSON body (member order
+// and white space do not count), as a server's request fingerprint should.
+func fingerprint(r wire.Request) string {
+	body := r.Body
+	var v any
+	if json.Unmarshal(body, &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			body = b
+		}
+	}
+	sum := sha256.Sum256([]byte(r.Method + " " + r.Path + "\n" + string(body)))
+	return hex.EncodeToString(sum[:8])
+}
+
+// newRunID returns a short random id that keeps this run's intents apart
+// from every earlier run's rows in a shared database.
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(hex.EncodeToString(b[:]))
+}
