@@ -1,0 +1,93 @@
+package wire
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Burst sends reqs concurrently, each once on its own connection to addr,
+// released as close to the same instant as one machine allows (last-byte
+// synchronisation):
+//
+//  1. every connection is opened (and its TLS handshake done) first;
+//  2. every request is written except its final byte, so the server holds
+//     each one incomplete and cannot act on any of them yet;
+//  3. the final bytes are written in one tight loop;
+//  4. the replies are read concurrently.
+//
+// Holding back the final byte (the last body byte, or the last header byte
+// of a request without a body) also holds middleware that acts before the
+// body is read. The readers start only after the release loop, so that no
+// reply wakes a goroutine while final bytes are still going out; FirstByte is
+// therefore when the harness read the first reply byte, not when it arrived.
+//
+// Burst returns one Result per request, in order, and the release spread:
+// the time between the first and the last final-byte write. An attempt that
+// failed before its release (dial, handshake, prefix write) is not released
+// and has Written false.
+func (c *Client) Burst(ctx context.Context, addr string, reqs []Request) ([]Result, time.Duration) {
+	as := make([]*attempt, len(reqs))
+	for i, req := range reqs {
+		as[i] = c.newAttempt(ctx, addr, req)
+	}
+
+	var wg sync.WaitGroup
+	for _, a := range as {
+		if !a.done() {
+			wg.Go(func() { a.dial(addr) })
+		}
+	}
+	wg.Wait()
+
+	for _, a := range as {
+		if a.conn != nil {
+			wg.Go(func() {
+				if err := a.write(a.wire[:len(a.wire)-1]); err != nil {
+					a.writeFailed(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+
+	ready := make([]*attempt, 0, len(as))
+	for _, a := range as {
+		if a.conn != nil && !a.done() {
+			ready = append(ready, a)
+		} else {
+			a.finish()
+		}
+	}
+	// The release loop does nothing but one small write per connection; the
+	// time stamps are taken after each write and kept for later.
+	sent := make([]time.Time, len(ready))
+	errs := make([]error, len(ready))
+	for i, a := range ready {
+		_, errs[i] = a.conn.Write(a.wire[len(a.wire)-1:])
+		sent[i] = time.Now()
+	}
+	var spread time.Duration
+	if len(ready) > 1 {
+		spread = sent[len(sent)-1].Sub(sent[0])
+	}
+
+	for i, a := range ready {
+		wg.Go(func() {
+			defer a.finish()
+			if errs[i] != nil {
+				a.writeFailed(errs[i])
+				return
+			}
+			a.sent(sent[i])
+			a.read()
+		})
+	}
+	wg.Wait()
+
+	results := make([]Result, len(as))
+	for i, a := range as {
+		results[i] = a.res
+	}
+	return results, spread
+}
