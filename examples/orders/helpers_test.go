@@ -1,0 +1,176 @@
+package orders_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+// fixture is one orders server over real HTTP on loopback, on a fresh
+// database.
+type fixture struct {
+	t    *testing.T
+	pool *pgxpool.Pool
+	api  *orders.Server
+	url  string
+}
+
+func newFixture(t *testing.T, cfg orders.Config) *fixture {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	require.NoError(t, orders.Migrate(context.Background(), pool))
+	api := orders.New(pool, cfg)
+	t.Cleanup(api.Close)
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	return &fixture{t: t, pool: pool, api: api, url: ts.URL}
+}
+
+type result struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// orderID is the orderId of a 201 body.
+func (r result) orderID(t *testing.T) string {
+	t.Helper()
+	var b struct{ OrderID string }
+	require.NoError(t, json.Unmarshal(r.body, &b), string(r.body))
+	require.NotEmpty(t, b.OrderID)
+	return b.OrderID
+}
+
+func (r result) replayed() bool { return r.header.Get("Idempotent-Replayed") == "true" }
+
+func newRequest(t *testing.T, url, key, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/orders", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	// Go's Transport silently resends a request carrying Idempotency-Key
+	// when a reused connection dies; without GetBody it cannot, so every
+	// send here is exactly one attempt.
+	req.GetBody = nil
+	return req
+}
+
+func do(t *testing.T, c *http.Client, req *http.Request) result {
+	t.Helper()
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return result{resp.StatusCode, resp.Header, body}
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+func (f *fixture) post(key, body string) result {
+	f.t.Helper()
+	return do(f.t, client, newRequest(f.t, f.url, key, body))
+}
+
+// burst sends n copies of one request at once, each on its own connection:
+// the connections are opened first, then all goroutines wait on a barrier.
+func (f *fixture) burst(n int, key, body string) []result {
+	f.t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: n}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+
+	// Warm up: n concurrent requests open n connections, left idle.
+	var warm sync.WaitGroup
+	for range n {
+		warm.Go(func() {
+			resp, err := c.Get(f.url + "/healthz")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	warm.Wait()
+
+	results := make([]result, n)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		req := newRequest(f.t, f.url, key, body)
+		ready.Add(1)
+		done.Go(func() {
+			ready.Done()
+			<-start
+			resp, err := c.Do(req)
+			if err != nil {
+				results[i] = result{status: -1, body: []byte(err.Error())}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			results[i] = result{resp.StatusCode, resp.Header, b}
+		})
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	return results
+}
+
+// ordersFor counts the orders created under key: the effect, as opposed to
+// what the replies claim.
+func (f *fixture) ordersFor(key string) int {
+	f.t.Helper()
+	var n int
+	require.NoError(f.t, f.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM orders WHERE idempotency_key = $1`, key).Scan(&n))
+	return n
+}
+
+func (f *fixture) keyRows(key string) int {
+	f.t.Helper()
+	var n int
+	require.NoError(f.t, f.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM idempotency_keys WHERE key = $1`, key).Scan(&n))
+	return n
+}
+
+func (f *fixture) exec(sql string, args ...any) {
+	f.t.Helper()
+	_, err := f.pool.Exec(context.Background(), sql, args...)
+	require.NoError(f.t, err)
+}
+
+func newKey() string { return uuid.NewString() }
+
+const orderBody = `{"customerId":"cust-42","totalCents":1999}`
+
+func requireProblem(t *testing.T, r result, status int) {
+	t.Helper()
+	require.Equal(t, status, r.status, string(r.body))
+	require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
+	var p struct {
+		Title  string
+		Status int
+	}
+	require.NoError(t, json.Unmarshal(r.body, &p))
+	require.Equal(t, status, p.Status)
+	require.NotEmpty(t, p.Title)
+}

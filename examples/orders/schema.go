@@ -1,0 +1,66 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// schema is safe to run any number of times, by any number of processes:
+// every statement is IF NOT EXISTS.
+//
+// The key table is the whole guarantee. Its primary key is what makes the
+// claim atomic, and the token is the fencing token that lets only the
+// current lease holder commit.
+//
+// orders.idempotency_key is deliberately NOT unique. A unique index there
+// would hide the check-then-insert bug (it would turn a duplicate charge
+// into a 500) and idemcheck could no longer demonstrate it; the reference
+// never relies on it.
+const schema = `
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+	key             text        PRIMARY KEY,
+	fingerprint     bytea       NOT NULL,
+	status          text        NOT NULL CHECK (status IN ('running', 'done')),
+	token           uuid        NOT NULL,
+	locked_until    timestamptz NOT NULL,
+	response_status integer,
+	response_body   bytea,
+	content_type    text,
+	created_at      timestamptz NOT NULL DEFAULT now(),
+	finished_at     timestamptz
+);
+
+CREATE TABLE IF NOT EXISTS orders (
+	id              uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+	customer_id     text        NOT NULL,
+	total_cents     bigint      NOT NULL CHECK (total_cents > 0),
+	idempotency_key text        NOT NULL,
+	created_at      timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX IF NOT EXISTS orders_idempotency_key_idx ON orders (idempotency_key);
+`
+
+// Migrate creates the tables if they do not exist yet.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	// Two processes starting at once can race on CREATE ... IF NOT EXISTS
+	// (it is not atomic in PostgreSQL); a transaction-scoped advisory lock
+	// serialises them.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("orders: migrate: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('examples/orders migrate'))`); err != nil {
+		return fmt.Errorf("orders: migrate: %w", err)
+	}
+	if _, err := tx.Exec(ctx, schema); err != nil {
+		return fmt.Errorf("orders: migrate: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("orders: migrate: %w", err)
+	}
+	return nil
+}
