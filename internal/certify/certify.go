@@ -118,7 +118,7 @@ func checkTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
 	}
 	addr := scenarios.Upstream(base)
 	if !allowRemote {
-		if err := requireLoopback(ctx, base.Hostname()); err != nil {
+		if err := RequireLoopback(ctx, base.Hostname()); err != nil {
 			return err
 		}
 	}
@@ -131,7 +131,9 @@ func checkTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
 	return nil
 }
 
-func requireLoopback(ctx context.Context, host string) error {
+// RequireLoopback refuses a host that resolves to any address off this
+// machine: idemcheck sends traffic elsewhere only with --allow-remote.
+func RequireLoopback(ctx context.Context, host string) error {
 	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil {
 		return idemcheck.Unavailablef("cannot resolve target host %q: %v", host, err)

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// cli runs the command in-process and returns its exit code and output.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// ordersAPI serves a variant of the example API on loopback and returns its
+// URL and the DSN of its database.
+func ordersAPI(t *testing.T, v orders.Variant) (string, string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	p, err := pgxpool.New(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	require.NoError(t, orders.Migrate(context.Background(), p))
+	api := orders.New(p, orders.Config{Variant: v})
+	t.Cleanup(api.Close)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return srv.URL, dsn
+}
+
+func certifyArgs(url, dsn string, extra ...string) []string {
+	args := []string{"certify", "--url", url, "--path", "/orders",
+		"--body", `{"customerId":"{{intent}}","totalCents":4000}`,
+		"--db", dsn, "--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1", "--effect-arg", "{{intent}}",
+		"--replay-header", "Idempotent-Replayed", "--no-color"}
+	return append(args, extra...)
+}
+
+func TestCertifyReferenceWritesReportAndHistory(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	dir := t.TempDir()
+	jsonPath, histPath := filepath.Join(dir, "report.json"), filepath.Join(dir, "history.jsonl")
+	code, out, errOut := cli(t, certifyArgs(url, dsn, "--json", jsonPath, "--history", histPath, "--seed", "42")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "verdict PASS")
+	assert.Contains(t, out, "seed 42")
+
+	var rep map[string]any
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.EqualValues(t, 1, rep["version"])
+	assert.Equal(t, "pass", rep["verdict"])
+	assert.EqualValues(t, 42, rep["seed"])
+	assert.Len(t, rep["checks"], 3)
+	assert.NotContains(t, string(b), "secret", "the DSN's password never reaches a report")
+
+	// The recorded history checks again offline to the same verdict.
+	code, out, _ = cli(t, "check", "--no-color", histPath)
+	assert.Equal(t, idemcheck.ExitHeld, code, out)
+	assert.Contains(t, out, "verdict PASS")
+}
+
+func TestCertifyCheckThenInsertExitsOne(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.CheckThenInsert)
+	dir := t.TempDir()
+	histPath := filepath.Join(dir, "history.jsonl")
+	code, out, _ := cli(t, certifyArgs(url, dsn, "--checks", "concurrent-burst", "--history", histPath)...)
+	require.Equal(t, idemcheck.ExitAnomalies, code, out)
+	assert.Contains(t, out, "verdict FAIL")
+	assert.Regexp(t, `duplicate-effect|multiple-created`, out)
+
+	// Offline re-check of a buggy run gives the same verdict.
+	code, out2, _ := cli(t, "check", "--no-color", histPath)
+	assert.Equal(t, idemcheck.ExitAnomalies, code, out2)
+	assert.Equal(t, anomalyLines(out), anomalyLines(out2))
+}
+
+func anomalyLines(report string) []string {
+	var out []string
+	for _, l := range strings.Split(report, "\n") {
+		if strings.Contains(l, " in concurrent-burst, intent ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestCertifyRedactsSecrets(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	histPath := filepath.Join(t.TempDir(), "h.jsonl")
+	code, out, _ := cli(t, certifyArgs(url, dsn, "--checks", "sequential-replay", "--rounds", "1",
+		"--header", "Authorization: Bearer tok-SECRET", "--header", "X-Api-Key: key-SECRET", "--redact-header", "X-Api-Key",
+		"--history", histPath)...)
+	require.Equal(t, idemcheck.ExitHeld, code, out)
+	b, err := os.ReadFile(histPath)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "SECRET")
+	assert.Contains(t, string(b), "[redacted]")
+}
+
+// Bad input: a one-line error naming what is wrong, a distinct exit code,
+// and no report file left behind.
+func TestBadInput(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unreachable url", certifyArgs("http://127.0.0.1:1", dsn), idemcheck.ExitUnavailable, "cannot reach target 127.0.0.1:1"},
+		{"bad dsn", certifyArgs(url, "postgres://app:hunter2@127.0.0.1:1/app"), idemcheck.ExitUnavailable, "postgres://app:xxxxx@127.0.0.1:1/app"},
+		{"malformed body", append(certifyArgs(url, dsn), "--body", `{"customerId":`), idemcheck.ExitUsage, "--body is not valid JSON"},
+		{"unknown template", append(certifyArgs(url, dsn), "--body", `{"customerId":"{{uuid}}"}`), idemcheck.ExitUsage, "--body: unknown template name {{uuid}}"},
+		{"unknown template in effect arg", append(certifyArgs(url, dsn), "--effect-arg", "{{nope}}"), idemcheck.ExitUsage, "--effect-arg"},
+		{"effect sql fails", append(certifyArgs(url, dsn), "--effect-sql", "SELECT count(*) FROM missing WHERE id = $1"), idemcheck.ExitUsage, `relation "missing" does not exist`},
+		{"burst out of range", append(certifyArgs(url, dsn), "--burst", "1"), idemcheck.ExitUsage, "--burst 1 is out of range: use 2 to 1024"},
+		{"rounds out of range", append(certifyArgs(url, dsn), "--rounds", "0"), idemcheck.ExitUsage, "--rounds 0 is out of range"},
+		{"not a number", append(certifyArgs(url, dsn), "--burst", "many"), idemcheck.ExitUsage, `invalid value "many" for flag -burst`},
+		{"unknown check", append(certifyArgs(url, dsn), "--checks", "concurrent-burst,nope"), idemcheck.ExitUsage, `unknown check "nope"`},
+		{"no url", []string{"certify"}, idemcheck.ExitUsage, "--url is required"},
+		{"bad url", []string{"certify", "--url", "127.0.0.1:8080"}, idemcheck.ExitUsage, "is not an absolute http:// or https:// URL"},
+		{"bad header", append(certifyArgs(url, dsn), "--header", "NoColon"), idemcheck.ExitUsage, "--header"},
+		{"effect sql without db", []string{"certify", "--url", url, "--effect-sql", "SELECT 1"}, idemcheck.ExitUsage, "--effect-sql needs a database"},
+		{"unknown command", []string{"frobnicate"}, idemcheck.ExitUsage, `unknown command "frobnicate"`},
+		{"check without file", []string{"check"}, idemcheck.ExitUsage, "name one history file"},
+		{"check missing file", []string{"check", "/nonexistent/h.jsonl"}, idemcheck.ExitUsage, "/nonexistent/h.jsonl"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", "")
+			dir := t.TempDir()
+			args := append(c.args, "--json", filepath.Join(dir, "r.json"), "--history", filepath.Join(dir, "h.jsonl"))
+			if c.args[0] != "certify" {
+				args = c.args
+			}
+			code, out, errOut := cli(t, args...)
+			assert.Equal(t, c.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, errOut, c.want)
+			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+			assert.NotContains(t, errOut, "hunter2")
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "no report or history, not even a partial one")
+		})
+	}
+}
+
+func TestCheckRejectsAFileThatIsNotAHistory(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte("{\"run\":{}}\nnot json\n"), 0o644))
+	code, _, errOut := cli(t, "check", p)
+	assert.Equal(t, idemcheck.ExitUsage, code)
+	assert.Contains(t, errOut, "bad.jsonl:2:")
+}

@@ -1,0 +1,175 @@
+package certify_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// serveOrders serves one variant of the example API over real HTTP on
+// loopback, on a fresh database.
+func serveOrders(t *testing.T, v orders.Variant) (*url.URL, *pgxpool.Pool, *orders.Server) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	require.NoError(t, orders.Migrate(context.Background(), pool))
+	api := orders.New(pool, orders.Config{Variant: v})
+	t.Cleanup(api.Close)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	return u, pool, api
+}
+
+func ordersConfig(base *url.URL, pool *pgxpool.Pool) certify.Config {
+	p := idemcheck.IETF()
+	p.ReplayHeader = "Idempotent-Replayed"
+	return certify.Config{
+		Endpoint: scenarios.Endpoint{
+			Base: base, Method: "POST",
+			Path: idemcheck.MustTemplate("/orders"),
+			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`),
+		},
+		Policy: p, Options: scenarios.Defaults, Seed: 1,
+		DB: pool, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
+		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
+	}
+}
+
+// The acceptance bar: with default settings, every one of 10 runs catches
+// the check-then-insert race, and no run flags the reference.
+func TestCertifyCatchesCheckThenInsertEveryRun(t *testing.T) {
+	base, pool, _ := serveOrders(t, orders.CheckThenInsert)
+	for run := 1; run <= 10; run++ {
+		res, err := certify.Run(context.Background(), ordersConfig(base, pool))
+		require.NoError(t, err)
+		kinds := map[idemcheck.Kind]int{}
+		for _, a := range res.Report.Anomalies {
+			kinds[a.Kind]++
+			assert.Equal(t, idemcheck.CheckConcurrentBurst, a.Check, "run %d: %s", run, a.Explanation)
+			assert.NotEmpty(t, a.Attempts)
+			assert.NotEmpty(t, a.Explanation)
+		}
+		assert.Equal(t, idemcheck.Fail, res.Report.Verdict, "run %d", run)
+		assert.Positive(t, kinds[idemcheck.DuplicateEffect]+kinds[idemcheck.MultipleCreated], "run %d: race not caught: %v", run, kinds)
+		t.Logf("run %d: %v, median burst release spread %d us", run, kinds, res.Report.Stats.BurstSpreadMedianUS)
+	}
+}
+
+func TestCertifyReferencePassesEveryRun(t *testing.T) {
+	base, pool, api := serveOrders(t, orders.Reference)
+	before := api.Commits()
+	for run := 1; run <= 10; run++ {
+		res, err := certify.Run(context.Background(), ordersConfig(base, pool))
+		require.NoError(t, err)
+		for _, a := range res.Report.Anomalies {
+			t.Errorf("run %d: %s: %s", run, a.Kind, a.Explanation)
+		}
+		require.Len(t, res.Report.Checks, 3)
+		for _, c := range res.Report.Checks {
+			assert.Equal(t, idemcheck.Pass, c.Status, "run %d: %s", run, c.Name)
+		}
+		// Every intent left exactly one effect, by the database's own count.
+		for _, o := range res.History.Observations {
+			assert.Equal(t, int64(1), o.Effects, "intent %s", o.Intent)
+		}
+		assert.Len(t, res.History.Observations, len(res.History.Intents))
+	}
+	// One commit per intent: 5 bursts + 3 + 3 rounds, 10 runs.
+	assert.Equal(t, int64(10*(5+3+3)), api.Commits()-before)
+}
+
+// lost-reply really loses the reply: the first attempt of every round has
+// no reply, and the server still committed it.
+func TestLostReplyCutsAfterCommit(t *testing.T) {
+	base, pool, api := serveOrders(t, orders.Reference)
+	cfg := ordersConfig(base, pool)
+	cfg.Checks = []string{idemcheck.CheckLostReply}
+	cfg.Options.Rounds = 5
+	before := api.Commits()
+	res, err := certify.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Empty(t, res.Report.Anomalies)
+	assert.Equal(t, int64(5), api.Commits()-before)
+	for _, a := range res.History.Attempts {
+		if a.Step == 1 {
+			assert.Equal(t, idemcheck.Unknown, a.Outcome, "attempt %d", a.ID)
+			assert.Equal(t, "cut-reply", a.Fault)
+		} else {
+			assert.Equal(t, 201, a.Status, "attempt %d", a.ID)
+			assert.Equal(t, "true", a.RespHeader.Get("Idempotent-Replayed"), "the retry is a replay")
+		}
+	}
+}
+
+func TestUnreachableTarget(t *testing.T) {
+	cfg := ordersConfig(&url.URL{Scheme: "http", Host: "127.0.0.1:1"}, nil)
+	cfg.EffectSQL = ""
+	_, err := certify.Run(context.Background(), cfg)
+	require.Error(t, err)
+	assert.Equal(t, idemcheck.ExitUnavailable, idemcheck.ExitCode(err))
+	assert.Contains(t, err.Error(), "127.0.0.1:1")
+}
+
+func TestRemoteTargetNeedsAllowRemote(t *testing.T) {
+	// The host check alone: no connection is ever attempted off loopback.
+	err := certify.RequireLoopback(context.Background(), "192.0.2.1")
+	require.Error(t, err)
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+	assert.Contains(t, err.Error(), "--allow-remote")
+	for _, h := range []string{"127.0.0.1", "localhost", "::1", "127.3.4.5"} {
+		assert.NoError(t, certify.RequireLoopback(context.Background(), h), h)
+	}
+}
+
+func TestEffectSQLErrorsBeforeTraffic(t *testing.T) {
+	base, pool, api := serveOrders(t, orders.Reference)
+	cases := map[string]struct {
+		sql  string
+		args int
+		want string
+	}{
+		"missing table":  {"SELECT count(*) FROM nope WHERE x = $1", 1, `relation "nope" does not exist`},
+		"syntax":         {"SELEC count(*)", 0, `syntax error at or near "SELEC"`},
+		"argument count": {"SELECT count(*) FROM orders WHERE customer_id = $1", 0, "takes 1 parameters"},
+		"two columns":    {"SELECT 1, 2 FROM orders WHERE customer_id = $1", 1, "returns 2 columns"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := ordersConfig(base, pool)
+			cfg.EffectSQL = c.sql
+			cfg.EffectArgs = cfg.EffectArgs[:c.args]
+			before := api.Commits()
+			_, err := certify.Run(context.Background(), cfg)
+			require.Error(t, err)
+			assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+			assert.Contains(t, err.Error(), c.want)
+			assert.Equal(t, before, api.Commits(), "no traffic before the configuration is known good")
+		})
+	}
+}
+
+func TestInterruptedRunIsAnError(t *testing.T) {
+	base, pool, _ := serveOrders(t, orders.Reference)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	cfg := ordersConfig(base, pool)
+	cfg.Options.BurstRounds = 10000
+	_, err := certify.Run(ctx, cfg)
+	require.Error(t, err)
+	assert.Equal(t, idemcheck.ExitUnavailable, idemcheck.ExitCode(err))
+}
