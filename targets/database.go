@@ -1,0 +1,179 @@
+package targets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Database is an open PostgreSQL database a run uses for effect counts.
+type Database struct {
+	// DSN is the connection string as given. It may hold a password, so
+	// never print it raw: use RedactDSN.
+	DSN string
+	// Source says where the database came from: "dsn" when the user gave one,
+	// "local" when a throwaway cluster was started for this run.
+	Source string
+	// Pool is the connection pool every effect count goes through.
+	Pool *pgxpool.Pool
+
+	// local is the throwaway cluster behind a "local" database; Close stops it.
+	local *LocalPostgres
+}
+
+// Sources a Database can come from, as stored in Database.Source.
+const (
+	SourceDSN   = "dsn"
+	SourceLocal = "local"
+)
+
+// connectTimeout bounds a connection attempt when the DSN sets none, so an
+// unreachable host fails within seconds instead of the OS TCP timeout.
+const connectTimeout = 10 * time.Second
+
+// ErrNoDatabase reports that a run has no database: the user gave no DSN and
+// no local PostgreSQL could be started. Test for it with errors.Is.
+var ErrNoDatabase = errors.New("no database")
+
+// errNoDatabaseHint names both ways out, so the user can fix it without
+// reading documentation.
+const errNoDatabaseHint = "pass --db DSN (or set DATABASE_URL), or install the PostgreSQL server binaries (initdb, postgres) on PATH, e.g. apt-get install postgresql"
+
+// Close closes the pool and, for a local database, stops its cluster and
+// removes its data directory. It is safe to call more than once and on nil.
+func (d *Database) Close() {
+	if d == nil {
+		return
+	}
+	if d.Pool != nil {
+		d.Pool.Close()
+	}
+	if d.local != nil {
+		// The cluster is throwaway and Close is best effort: a leftover data
+		// directory is removed by the next run's stale-directory sweep.
+		_ = d.local.Close()
+	}
+}
+
+// OpenDatabase connects to dsn and pings it, so a wrong DSN fails at start-up
+// rather than in the middle of a run. The attempt is bounded by ctx and by a
+// 10 s connect timeout (unless the DSN sets connect_timeout). Errors read, on
+// one line, "cannot connect to database <redacted DSN>: <reason>"; the
+// password never appears in them.
+func OpenDatabase(ctx context.Context, dsn string) (*Database, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors quote the DSN again (best-effort redacted); the
+		// message already names it, so keep only the reason.
+		return nil, newConnectError(dsn, "", parseErrorReason(err), err)
+	}
+	password := cfg.ConnConfig.Password
+	timeout := cfg.ConnConfig.ConnectTimeout
+	if timeout <= 0 {
+		timeout = connectTimeout
+		cfg.ConnConfig.ConnectTimeout = timeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, newConnectError(dsn, password, err.Error(), err)
+	}
+	// The per-attempt timeout does not bound a DSN with several hosts, so
+	// the whole ping gets the same deadline too.
+	pingCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, newConnectError(dsn, password, err.Error(), err)
+	}
+	return &Database{DSN: dsn, Source: SourceDSN, Pool: pool}, nil
+}
+
+// parseErrorReason drops the quoted DSN from a pgx parse error, keeping the
+// reason ("cannot parse `...`: invalid port (...)" becomes "invalid port (...)").
+func parseErrorReason(err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "cannot parse `"); ok {
+		if i := strings.LastIndex(rest, "`: "); i >= 0 {
+			return "invalid DSN: " + rest[i+3:]
+		}
+	}
+	return msg
+}
+
+// connectError is OpenDatabase's error: a redacted, one-line message that
+// still unwraps to pgx's error so callers can inspect it (errors.As with
+// *pgconn.PgError, for example).
+type connectError struct {
+	msg string
+	err error
+}
+
+func (e *connectError) Error() string { return e.msg }
+func (e *connectError) Unwrap() error { return e.err }
+
+// blankRuns collapses line breaks with their indentation, because run
+// errors are printed one per line.
+var blankRuns = regexp.MustCompile(`\s*\n\s*`)
+
+// newConnectError builds the one-line message. pgx puts one line per
+// connection attempt, and with the default sslmode=prefer it tries each
+// host twice (TLS, then plain), so identical lines are shown once. As a
+// second line of defence it removes the literal password from pgx's text
+// too; passwords shorter than 4 bytes are left alone because masking them
+// would garble the words around them while protecting next to nothing.
+func newConnectError(dsn, password, reason string, err error) error {
+	var lines []string
+	for _, line := range strings.Split(reason, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !slices.Contains(lines, line) {
+			lines = append(lines, line)
+		}
+	}
+	reason = strings.Join(lines, " ")
+	if len(password) >= 4 {
+		reason = strings.ReplaceAll(reason, password, redactedPassword)
+	}
+	msg := fmt.Sprintf("cannot connect to database %s: %s", RedactDSN(dsn), reason)
+	return &connectError{msg: msg, err: err}
+}
+
+// ProvideDatabase gives a run its database. With a DSN it opens that
+// database (OpenDatabase). Without one it starts a throwaway local
+// PostgreSQL, creates a fresh database in it and opens that, so a first run
+// needs no setup; Database.Close then stops the cluster. Reading --db and
+// DATABASE_URL is the caller's job: an empty dsn always means "local".
+//
+// When neither is possible the error wraps ErrNoDatabase and its message
+// names both fixes.
+func ProvideDatabase(ctx context.Context, dsn string) (*Database, error) {
+	if dsn != "" {
+		return OpenDatabase(ctx, dsn)
+	}
+	if _, err := FindPostgres(); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoDatabase, errNoDatabaseHint)
+	}
+	local, err := StartLocalPostgres(ctx)
+	if err != nil {
+		// The binaries exist but did not give a server; installing them is
+		// not the fix, so say what failed instead.
+		return nil, fmt.Errorf("%w: pass --db DSN (or set DATABASE_URL); the local PostgreSQL did not start: %w", ErrNoDatabase, err)
+	}
+	localDSN, err := local.CreateDatabase(ctx, "idemcheck")
+	if err != nil {
+		_ = local.Close()
+		return nil, fmt.Errorf("%w: pass --db DSN (or set DATABASE_URL); the local PostgreSQL started but: %w", ErrNoDatabase, err)
+	}
+	db, err := OpenDatabase(ctx, localDSN)
+	if err != nil {
+		_ = local.Close()
+		return nil, fmt.Errorf("%w: pass --db DSN (or set DATABASE_URL); the local PostgreSQL started but: %w", ErrNoDatabase, err)
+	}
+	db.Source = SourceLocal
+	db.local = local
+	return db, nil
+}
