@@ -5,7 +5,36 @@ const (
 	CheckConcurrentBurst  = "concurrent-burst"
 	CheckSequentialReplay = "sequential-replay"
 	CheckLostReply        = "lost-reply"
+	CheckPayloadMismatch  = "payload-mismatch"
+	CheckReorderedBody    = "reordered-body"
+	CheckCrossEndpoint    = "cross-endpoint"
+	CheckDistinctKeys     = "distinct-keys"
+	CheckMissingKey       = "missing-key"
 )
+
+// Variant says how an attempt's request differs from its intent's
+// original request. Most attempts send the original; some checks send a
+// changed copy under the same key (or without it) and judge the answer.
+type Variant string
+
+const (
+	// Original: the intent's own request.
+	Original Variant = ""
+	// OtherBody: the same key with a different body.
+	OtherBody Variant = "other-body"
+	// Reordered: the same JSON with its members reordered and its white
+	// space changed: the same request to any server that compares meaning.
+	Reordered Variant = "reordered"
+	// OtherEndpoint: the same key sent to another method or path.
+	OtherEndpoint Variant = "other-endpoint"
+	// OtherKey: the same body under a fresh key: a new intent by contract.
+	OtherKey Variant = "other-key"
+	// NoKey: the request without its key header.
+	NoKey Variant = "no-key"
+)
+
+// SameRequest reports whether v asks for the same thing as the original.
+func (v Variant) SameRequest() bool { return v == Original || v == Reordered }
 
 // Kind names a class of idempotency bug. Kinds are stable: they appear in
 // JSON and JUnit reports and CI pipelines match on them.

@@ -50,6 +50,9 @@ type Attempt struct {
 	// Step is the scenario step that sent it, from 1: in sequential-replay,
 	// step 1 is the original and step 2 the replay.
 	Step int `json:"step"`
+	// Variant says how this attempt's request differs from the intent's
+	// original; empty for the original itself.
+	Variant Variant `json:"variant,omitempty"`
 	// Burst is set when the attempt was released together with others; all
 	// attempts of one burst share the number.
 	Burst int `json:"burst,omitempty"`

@@ -3,6 +3,7 @@ package idemcheck
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,10 +19,12 @@ type Policy struct {
 	// the original status itself.
 	ReplayStatuses []int `json:"replay_statuses,omitempty"`
 	// InProgressStatus answers a duplicate that arrives while the first
-	// attempt still runs (409 in the IETF draft).
+	// attempt still runs (409 in the IETF draft). 0 means a duplicate waits
+	// for the first attempt and is answered with its replay.
 	InProgressStatus int `json:"in_progress_status"`
 	// MismatchStatus answers a reused key with another request (422 in the
-	// IETF draft, 400 at some providers).
+	// IETF draft, 400 at some providers). 0 means the target keeps no
+	// request fingerprint, so the payload-mismatch rule does not apply.
 	MismatchStatus int `json:"mismatch_status"`
 	// MissingKeyStatus answers a request without a key; 0 means the key is optional.
 	MissingKeyStatus int `json:"missing_key_status,omitempty"`
@@ -43,7 +46,10 @@ type Policy struct {
 	ResourceID string `json:"resource_id,omitempty"`
 }
 
-// IETF is the policy of the IETF Idempotency-Key draft, idemcheck's default.
+// IETF is the policy of the IETF Idempotency-Key draft, idemcheck's
+// default: 409 for a concurrent duplicate, 422 for a reused key with
+// another payload, 400 for a missing key, earlier results (errors too)
+// returned to retries.
 func IETF() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -52,8 +58,52 @@ func IETF() Policy {
 		MismatchStatus:   422,
 		MissingKeyStatus: 400,
 		ReplayErrors:     true,
-		ReplayHeader:     "",
 	}
+}
+
+// Stripe is Stripe's published contract: creations answer 200, the key is
+// optional, parameters that differ from the original's are an
+// idempotency_error (400), a concurrent duplicate gets 409, the first
+// result is saved whether it succeeded or failed (500s included), and
+// replays carry Idempotent-Replayed: true.
+func Stripe() Policy {
+	return Policy{
+		KeyHeader:        "Idempotency-Key",
+		CreatedStatuses:  []int{200},
+		InProgressStatus: 409,
+		MismatchStatus:   400,
+		ReplayErrors:     true,
+		ReplayHeader:     "Idempotent-Replayed",
+		Lease:            0,
+	}
+}
+
+// GoFiber is the documented behaviour of the Fiber web framework's
+// idempotency middleware: the key is X-Idempotency-Key (a 36-character
+// UUID) and optional, no request fingerprint is kept (a reused key with
+// another body is replayed), a concurrent duplicate waits on a lock and is
+// answered with the replay, and keys live 30 minutes.
+func GoFiber() Policy {
+	return Policy{
+		KeyHeader:       "X-Idempotency-Key",
+		CreatedStatuses: []int{200, 201, 202},
+		ReplayErrors:    true,
+	}
+}
+
+// Presets are the named policies a suite or --policy flag can start from.
+var Presets = map[string]func() Policy{"ietf": IETF, "stripe": Stripe, "gofiber": GoFiber}
+
+// PresetNames lists the presets in a stable order, for messages.
+func PresetNames() []string { return []string{"gofiber", "ietf", "stripe"} }
+
+// Preset returns the named policy.
+func Preset(name string) (Policy, error) {
+	f, ok := Presets[name]
+	if !ok {
+		return Policy{}, fmt.Errorf("unknown policy preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	return f(), nil
 }
 
 // Created reports whether status is one of the policy's success statuses.
@@ -71,10 +121,11 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("policy: key_header is empty")
 	case len(p.CreatedStatuses) == 0:
 		return fmt.Errorf("policy: created_statuses is empty")
-	case p.InProgressStatus < 100 || p.InProgressStatus > 599:
-		return fmt.Errorf("policy: in_progress_status %d is not an HTTP status", p.InProgressStatus)
-	case p.MismatchStatus < 100 || p.MismatchStatus > 599:
-		return fmt.Errorf("policy: mismatch_status %d is not an HTTP status", p.MismatchStatus)
+	}
+	for name, s := range map[string]int{"in_progress_status": p.InProgressStatus, "mismatch_status": p.MismatchStatus, "missing_key_status": p.MissingKeyStatus} {
+		if s != 0 && (s < 100 || s > 599) {
+			return fmt.Errorf("policy: %s %d is not an HTTP status (or 0 for none)", name, s)
+		}
 	}
 	for _, s := range p.CreatedStatuses {
 		if s < 200 || s > 299 {

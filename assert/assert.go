@@ -16,14 +16,25 @@ import (
 	"github.com/idemcheck/idemcheck"
 )
 
-// Rules says, for each check, the contract rule it enforces.
+// Rules says, for each check, the contract rule it enforces and where the
+// rule is published.
 var Rules = map[string]string{
-	idemcheck.CheckConcurrentBurst: "IETF Idempotency-Key draft, section 2.6: a request that duplicates one still in progress gets 409 Conflict; " +
+	idemcheck.CheckConcurrentBurst: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
 		"concurrent duplicates leave exactly one effect and every success describes the same resource.",
-	idemcheck.CheckSequentialReplay: "IETF Idempotency-Key draft, section 2.6 and Stripe: a retry of a completed request returns the saved result " +
+	idemcheck.CheckSequentialReplay: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
 		"(same status, same body) and leaves no second effect.",
 	idemcheck.CheckLostReply: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
 		"and gets the original result; the effect happens once.",
+	idemcheck.CheckPayloadMismatch: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
+		"a key reused with a different payload is rejected, runs nothing, and leaves the original untouched.",
+	idemcheck.CheckReorderedBody: "IETF Idempotency-Key draft, section 2.4: the fingerprint is over the request's content, so the same JSON with " +
+		"members reordered or white space changed is the same request and is replayed, not rejected.",
+	idemcheck.CheckCrossEndpoint: "IETF Idempotency-Key draft, sections 2.2 and 2.4: a key belongs to one request; sent to another method or path " +
+		"it is never answered with the first endpoint's saved response.",
+	idemcheck.CheckDistinctKeys: "IETF Idempotency-Key draft, section 2.2: the key, not the payload, identifies an intent: the same body under " +
+		"two keys is two intents with two effects.",
+	idemcheck.CheckMissingKey: "IETF Idempotency-Key draft, section 2.7: a request without the key on an endpoint that requires one gets 400 " +
+		"and runs nothing.",
 }
 
 // Report checks h against the policy and plan in its header and returns the
@@ -127,7 +138,8 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 	succ := c.successes()
 	c.checkResources(succ)
 	c.checkStatuses()
-	c.checkEffects(succ)
+	v := c.checkVariants(succ)
+	c.checkEffects(succ, v)
 	return c.out
 }
 
@@ -148,7 +160,7 @@ func creators(succ []success) []success {
 func (c *intentCheck) successes() []success {
 	var out []success
 	for _, a := range c.attempts {
-		if a.Outcome != idemcheck.Replied || !c.policy.Replay(a.Status) {
+		if a.Outcome != idemcheck.Replied || !c.policy.Replay(a.Status) || !a.Variant.SameRequest() {
 			continue
 		}
 		body := canonicalBody(a.RespBody, c.policy.IgnoreFields)
@@ -231,8 +243,11 @@ func (c *intentCheck) checkStatuses() {
 	p := c.policy
 	var serverErr, unexpected []idemcheck.Attempt
 	for _, a := range c.attempts {
-		if a.Outcome != idemcheck.Replied || p.Replay(a.Status) {
+		if a.Outcome != idemcheck.Replied || p.Replay(a.Status) || !a.Variant.SameRequest() {
 			continue
+		}
+		if a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus {
+			continue // a false mismatch: checkVariants says so
 		}
 		others := c.earlierOrConcurrent(a)
 		switch {
@@ -272,12 +287,22 @@ func (c *intentCheck) checkStatuses() {
 }
 
 // checkEffects compares the database's count with what the wire promised.
-func (c *intentCheck) checkEffects(succ []success) {
+// Effects that a more specific anomaly already explains (a changed request
+// that was executed) are not counted again as duplicates.
+func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	if c.obs == nil {
 		return
 	}
 	n := c.obs.Effects
 	observed := map[string]any{"effects": n, "query": c.obs.Query, "args": c.obs.Args, "statuses": c.statusCounts()}
+	allowed := int64(v.explained)
+	if c.hasSameRequest() {
+		allowed++
+	}
+	promised := int64(v.promised)
+	if len(succ) > 0 {
+		promised++
+	}
 	// The witnesses of a duplicate are the attempts that created distinct
 	// resources when the wire shows them, else every attempt that was sent.
 	witness := ids(c.attempts)
@@ -285,17 +310,30 @@ func (c *intentCheck) checkEffects(succ []success) {
 		witness = witnesses(cr)
 	}
 	switch {
-	case n > 1:
+	case n > allowed:
 		c.add(idemcheck.DuplicateEffect, witness,
-			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects (%s with %s). One intent must leave exactly one effect.",
-				len(c.attempts), c.intent.Key, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s with %s). One intent must leave exactly one effect.",
+				len(c.attempts), c.intent.Key, n, allowed, c.obs.Query, strings.Join(c.obs.Args, ", ")),
 			observed)
-	case n == 0 && len(succ) > 0:
-		c.add(idemcheck.LostEffect, []int{succ[0].att.ID},
-			fmt.Sprintf("attempt %d was answered %d, yet the effect query counts no effect (%s with %s): the client was told of work that is not there.",
-				succ[0].att.ID, succ[0].att.Status, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+	case n < promised:
+		first := c.attempts[0].ID
+		if len(succ) > 0 {
+			first = succ[0].att.ID
+		}
+		c.add(idemcheck.LostEffect, []int{first},
+			fmt.Sprintf("the client was told of %d successful executions (attempt %d first), yet the effect query counts %d (%s with %s): work the client was promised is not there.",
+				promised, first, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
 			observed)
 	}
+}
+
+func (c *intentCheck) hasSameRequest() bool {
+	for _, a := range c.attempts {
+		if a.Variant.SameRequest() && a.Outcome != idemcheck.NotSent {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *intentCheck) add(kind idemcheck.Kind, attempts []int, explanation string, observed map[string]any) {

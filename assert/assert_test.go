@@ -16,7 +16,7 @@ import (
 
 // histBuilder writes small histories in a line notation, one attempt a line:
 //
-//	"<step> <start>-<end> <status|unknown|not-sent> [body] [replayed]"
+//	"<step>[:variant] <start>-<end> <status|unknown|not-sent> [body] [replayed]"
 //
 // Times are in milliseconds from an arbitrary origin; "replayed" sets the
 // Idempotent-Replayed header on the reply.
@@ -46,13 +46,14 @@ func (b *histBuilder) intent(check string, effects int64, lines ...string) strin
 	for _, l := range lines {
 		f := strings.SplitN(l, " ", 4)
 		require.GreaterOrEqual(b.t, len(f), 3, "attempt line %q", l)
-		step, err := strconv.Atoi(f[0])
+		stepStr, variant, _ := strings.Cut(f[0], ":")
+		step, err := strconv.Atoi(stepStr)
 		require.NoError(b.t, err)
 		var s, e int
 		_, err = fmt.Sscanf(f[1], "%d-%d", &s, &e)
 		require.NoError(b.t, err, "times in %q", l)
 		a := idemcheck.Attempt{
-			ID: len(b.h.Attempts) + 1, Intent: in.ID, Key: in.Key, Check: check, Round: 1, Step: step,
+			ID: len(b.h.Attempts) + 1, Intent: in.ID, Key: in.Key, Check: check, Round: 1, Step: step, Variant: idemcheck.Variant(variant),
 			Method: "POST", Path: "/orders", Body: `{"customerId":"` + in.ID + `","totalCents":4000}`,
 			Start: t0.Add(time.Duration(s) * time.Millisecond), End: t0.Add(time.Duration(e) * time.Millisecond),
 		}
@@ -330,4 +331,82 @@ func TestValidatePointer(t *testing.T) {
 	assert.NoError(t, ValidatePointer("/a/b~0c"))
 	assert.Error(t, ValidatePointer("a"))
 	assert.Error(t, ValidatePointer("/a~2"))
+}
+
+func TestPayloadMismatch(t *testing.T) {
+	const c = idemcheck.CheckPayloadMismatch
+	b := newHist(t, idemcheck.IETF(), c)
+	// Correct: rejected with 422, the original replayed untouched.
+	b.intent(c, 1,
+		`1 0-5 201 {"orderId":"A"}`,
+		`2:other-body 10-12 422 {"title":"mismatch"}`,
+		`3 20-22 201 {"orderId":"A"}`,
+	)
+	// Silently replayed: the changed request got the first answer.
+	b.intent(c, 1,
+		`1 30-35 201 {"orderId":"B"}`,
+		`2:other-body 40-42 201 {"orderId":"B"}`,
+		`3 50-52 201 {"orderId":"B"}`,
+	)
+	// Re-run: a second order for one key; the extra effect is explained
+	// by the mismatch anomaly, not reported twice.
+	b.intent(c, 2,
+		`1 60-65 201 {"orderId":"C"}`,
+		`2:other-body 70-72 201 {"orderId":"D"}`,
+		`3 80-82 201 {"orderId":"C"}`,
+	)
+	got := Check(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.PayloadMismatchAccepted, idemcheck.PayloadMismatchAccepted}, kinds(got))
+	assert.Equal(t, "in-2", got[0].Intent)
+	assert.Contains(t, got[0].Explanation, "saved result")
+	assert.Equal(t, "in-3", got[1].Intent)
+	assert.Contains(t, got[1].Explanation, "executed it as new work")
+	assert.Equal(t, []int{7, 8}, got[1].Attempts)
+}
+
+func TestReorderedBody(t *testing.T) {
+	const c = idemcheck.CheckReorderedBody
+	b := newHist(t, idemcheck.IETF(), c)
+	b.intent(c, 1, `1 0-5 201 {"orderId":"A"}`, `2:reordered 10-12 201 {"orderId":"A"}`)
+	b.intent(c, 1, `1 20-25 201 {"orderId":"B"}`, `2:reordered 30-32 422 {"title":"mismatch"}`)
+	got := Check(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.FalseMismatch}, kinds(got))
+	assert.Equal(t, []int{3, 4}, got[0].Attempts)
+}
+
+func TestCrossEndpoint(t *testing.T) {
+	const c = idemcheck.CheckCrossEndpoint
+	b := newHist(t, idemcheck.IETF(), c)
+	b.intent(c, -1, `1 0-5 201 {"orderId":"A"}`, `2:other-endpoint 10-12 201 {"paymentId":"P"}`)
+	b.intent(c, -1, `1 20-25 201 {"orderId":"B"}`, `2:other-endpoint 30-32 201 {"orderId":"B"}`)
+	b.intent(c, -1, `1 40-45 201 {"orderId":"C"}`, `2:other-endpoint 50-52 422 {}`)
+	got := Check(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.CrossEndpointReplay}, kinds(got))
+	assert.Equal(t, "in-2", got[0].Intent)
+}
+
+func TestDistinctKeys(t *testing.T) {
+	const c = idemcheck.CheckDistinctKeys
+	b := newHist(t, idemcheck.IETF(), c)
+	b.intent(c, 2, `1 0-5 201 {"orderId":"A"}`, `2:other-key 10-12 201 {"orderId":"A2"}`)
+	// Deduplicated by body: the new key got the old order.
+	b.intent(c, 1, `1 20-25 201 {"orderId":"B"}`, `2:other-key 30-32 201 {"orderId":"B"}`)
+	// Refused as if it were a duplicate.
+	b.intent(c, 1, `1 40-45 201 {"orderId":"C"}`, `2:other-key 50-52 409 {}`)
+	// Told of a second order the database does not hold.
+	b.intent(c, 1, `1 60-65 201 {"orderId":"D"}`, `2:other-key 70-72 201 {"orderId":"D2"}`)
+	got := Check(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.OverDeduplication, idemcheck.OverDeduplication, idemcheck.LostEffect}, kinds(got))
+	assert.Equal(t, []string{"in-2", "in-3", "in-4"}, []string{got[0].Intent, got[1].Intent, got[2].Intent})
+}
+
+func TestMissingKey(t *testing.T) {
+	const c = idemcheck.CheckMissingKey
+	b := newHist(t, idemcheck.IETF(), c)
+	b.intent(c, 0, `1:no-key 0-5 400 {"title":"key required"}`)
+	b.intent(c, 1, `1:no-key 10-15 201 {"orderId":"A"}`)
+	b.intent(c, 0, `1:no-key 20-25 404 {}`)
+	got := Check(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.MissingKeyAccepted, idemcheck.UnexpectedStatus}, kinds(got))
+	assert.Equal(t, []int{2}, got[0].Attempts)
 }

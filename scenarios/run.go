@@ -30,6 +30,26 @@ type Endpoint struct {
 	Path   idemcheck.Template
 	Header []Header
 	Body   idemcheck.Template
+	// MismatchBody, when set, is the different body payload-mismatch sends
+	// under the original's key; by default the body is changed by
+	// MutateBody.
+	MismatchBody *idemcheck.Template
+	// Other is a second endpoint for cross-endpoint; nil skips that check.
+	Other *OtherEndpoint
+}
+
+// OtherEndpoint is where cross-endpoint sends an intent's key a second time.
+type OtherEndpoint struct {
+	Method string
+	Path   idemcheck.Template
+	// Body, when nil, is the original endpoint's body.
+	Body *idemcheck.Template
+}
+
+// JSONBody reports whether the endpoint's body, filled, is a JSON object.
+func (e Endpoint) JSONBody() bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(e.Body.Fill(idemcheck.Intent{ID: "ic-x-1", Key: "k", Seq: 1})), &m) == nil
 }
 
 // Header is one request header whose value may hold template holes.
@@ -134,15 +154,15 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		Round: round,
 	}
 	s.h.Intents = append(s.h.Intents, in)
-	req := s.request(in)
-	fp := fingerprint(req)
 	for i, st := range sc.Steps {
+		req, key := s.request(in, st.Variant)
+		fp := fingerprint(req)
 		addr, err := s.link.Addr(st.Fault)
 		if err != nil {
 			return fmt.Errorf("fault %s: %w", st.Fault.Name, err)
 		}
 		base := idemcheck.Attempt{
-			Intent: in.ID, Key: in.Key, Check: sc.Check, Round: round, Step: i + 1,
+			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Method: req.Method, Path: req.Path, Header: s.redact(req.Header), Body: string(req.Body),
 			Fingerprint: fp, Fault: st.Fault.Name,
 		}
@@ -170,19 +190,44 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 	return s.observe(ctx, in)
 }
 
-// request fills the endpoint's templates for one intent.
-func (s *session) request(in idemcheck.Intent) wire.Request {
+// request fills the endpoint's templates for one intent and applies the
+// variant; it returns the request and the key it carries ("" for none).
+func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Request, string) {
 	e := s.Endpoint
+	method, path, body := e.Method, e.Path.Fill(in), e.Body.Fill(in)
+	key := in.Key
+	switch v {
+	case idemcheck.OtherBody:
+		if e.MismatchBody != nil {
+			body = e.MismatchBody.Fill(in)
+		} else {
+			body = MutateBody(body, in)
+		}
+	case idemcheck.Reordered:
+		body = ReorderBody(body)
+	case idemcheck.OtherEndpoint:
+		method, path = e.Other.Method, e.Other.Path.Fill(in)
+		if e.Other.Body != nil {
+			body = e.Other.Body.Fill(in)
+		}
+	case idemcheck.OtherKey:
+		key = uuid.NewString()
+	case idemcheck.NoKey:
+		key = ""
+	}
 	hdr := http.Header{}
 	for _, h := range e.Header {
 		hdr.Add(h.Name, h.Value.Fill(in))
 	}
-	body := e.Body.Fill(in)
 	if body != "" && hdr.Get("Content-Type") == "" && json.Valid([]byte(body)) {
 		hdr.Set("Content-Type", "application/json")
 	}
-	hdr.Set(s.Policy.KeyHeader, in.Key)
-	return wire.Request{Method: e.Method, Path: e.Path.Fill(in), Header: hdr, Body: []byte(body)}
+	if key != "" {
+		hdr.Set(s.Policy.KeyHeader, key)
+	} else {
+		hdr.Del(s.Policy.KeyHeader)
+	}
+	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body)}, key
 }
 
 func (s *session) record(a idemcheck.Attempt, res wire.Result) {
@@ -252,8 +297,7 @@ func (s *session) redact(h http.Header) http.Header {
 // and white space do not count), as a server's request fingerprint should.
 func fingerprint(r wire.Request) string {
 	body := r.Body
-	var v any
-	if json.Unmarshal(body, &v) == nil {
+	if v, ok := decodeJSON(body); ok {
 		if b, err := json.Marshal(v); err == nil {
 			body = b
 		}

@@ -20,6 +20,8 @@ type Step struct {
 	Attempts int
 	Together bool
 	Fault    faults.Fault
+	// Variant, when set, sends a changed copy of the intent's request.
+	Variant idemcheck.Variant
 }
 
 // Scenario is what a check sends: Rounds rounds, each with a fresh intent
@@ -89,30 +91,114 @@ func LostReply(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckLostReply, Rounds: rounds, Steps: []Step{{Attempts: 1, Fault: faults.CutReply}, {Attempts: 1}}}
 }
 
-var builders = map[string]func(Options) Scenario{
-	idemcheck.CheckConcurrentBurst:  func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) },
-	idemcheck.CheckSequentialReplay: func(o Options) Scenario { return SequentialReplay(o.Rounds) },
-	idemcheck.CheckLostReply:        func(o Options) Scenario { return LostReply(o.Rounds) },
+// PayloadMismatch sends an intent, then its key with another body, then
+// the original again to see that it was left untouched.
+func PayloadMismatch(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckPayloadMismatch, Rounds: rounds,
+		Steps: []Step{{Attempts: 1}, {Attempts: 1, Variant: idemcheck.OtherBody}, {Attempts: 1}}}
+}
+
+// ReorderedBody sends an intent, then the same JSON with its members
+// reordered and its white space changed.
+func ReorderedBody(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckReorderedBody, Rounds: rounds,
+		Steps: []Step{{Attempts: 1}, {Attempts: 1, Variant: idemcheck.Reordered}}}
+}
+
+// CrossEndpoint sends an intent, then its key to another endpoint.
+func CrossEndpoint(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckCrossEndpoint, Rounds: rounds,
+		Steps: []Step{{Attempts: 1}, {Attempts: 1, Variant: idemcheck.OtherEndpoint}}}
+}
+
+// DistinctKeys sends an intent, then the same body under a fresh key.
+func DistinctKeys(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckDistinctKeys, Rounds: rounds,
+		Steps: []Step{{Attempts: 1}, {Attempts: 1, Variant: idemcheck.OtherKey}}}
+}
+
+// MissingKey sends the request without its key header.
+func MissingKey(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckMissingKey, Rounds: rounds,
+		Steps: []Step{{Attempts: 1, Variant: idemcheck.NoKey}}}
+}
+
+// check is one check's scenario and the reason it may not apply.
+type check struct {
+	build func(Options) Scenario
+	// skip returns why the check does not apply to this target, or "".
+	skip func(p idemcheck.Policy, e Endpoint) string
+}
+
+func always(idemcheck.Policy, Endpoint) string { return "" }
+
+var checks = map[string]check{
+	idemcheck.CheckConcurrentBurst:  {func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }, always},
+	idemcheck.CheckSequentialReplay: {func(o Options) Scenario { return SequentialReplay(o.Rounds) }, always},
+	idemcheck.CheckLostReply:        {func(o Options) Scenario { return LostReply(o.Rounds) }, always},
+	idemcheck.CheckPayloadMismatch: {func(o Options) Scenario { return PayloadMismatch(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint) string {
+		if p.MismatchStatus == 0 {
+			return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
+		}
+		return ""
+	}},
+	idemcheck.CheckReorderedBody: {func(o Options) Scenario { return ReorderedBody(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint) string {
+		if !e.JSONBody() {
+			return "the request body is not a JSON object, so it has no members to reorder"
+		}
+		return ""
+	}},
+	idemcheck.CheckCrossEndpoint: {func(o Options) Scenario { return CrossEndpoint(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint) string {
+		if e.Other == nil {
+			return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
+		}
+		return ""
+	}},
+	idemcheck.CheckDistinctKeys: {func(o Options) Scenario { return DistinctKeys(o.Rounds) }, always},
+	idemcheck.CheckMissingKey: {func(o Options) Scenario { return MissingKey(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint) string {
+		if p.MissingKeyStatus == 0 {
+			return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
+		}
+		return ""
+	}},
 }
 
 // Names lists the checks that have a scenario, in the order a
 // certification runs them.
 func Names() []string {
-	return []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialReplay, idemcheck.CheckLostReply}
+	return []string{
+		idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialReplay, idemcheck.CheckLostReply,
+		idemcheck.CheckPayloadMismatch, idemcheck.CheckReorderedBody, idemcheck.CheckCrossEndpoint,
+		idemcheck.CheckDistinctKeys, idemcheck.CheckMissingKey,
+	}
 }
 
-// ByNames returns the scenarios of the named checks, in the order given.
-// An unknown name is an error listing the known ones.
-func ByNames(names []string, o Options) ([]Scenario, error) {
-	var out []Scenario
+// Known reports whether name is a check with a scenario.
+func Known(name string) bool { _, ok := checks[name]; return ok }
+
+// UnknownCheckError names the known checks.
+func UnknownCheckError(name string) error {
+	known := Names()
+	sort.Strings(known)
+	return fmt.Errorf("unknown check %q (known: %s)", name, strings.Join(known, ", "))
+}
+
+// Plan returns the scenarios of the named checks that apply to the policy
+// and endpoint, and every named check with the reason it was skipped, if
+// it was. An unknown name is an error listing the known ones.
+func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint) ([]Scenario, []idemcheck.PlannedCheck, error) {
+	var scs []Scenario
+	var plan []idemcheck.PlannedCheck
 	for _, n := range names {
-		b, ok := builders[n]
+		c, ok := checks[n]
 		if !ok {
-			known := Names()
-			sort.Strings(known)
-			return nil, fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(known, ", "))
+			return nil, nil, UnknownCheckError(n)
 		}
-		out = append(out, b(o))
+		pc := idemcheck.PlannedCheck{Name: n, Skip: c.skip(p, e)}
+		if pc.Skip == "" {
+			scs = append(scs, c.build(o))
+		}
+		plan = append(plan, pc)
 	}
-	return out, nil
+	return scs, plan, nil
 }

@@ -69,7 +69,7 @@ func TestCertifyReferenceWritesReportAndHistory(t *testing.T) {
 	assert.EqualValues(t, 1, rep["version"])
 	assert.Equal(t, "pass", rep["verdict"])
 	assert.EqualValues(t, 42, rep["seed"])
-	assert.Len(t, rep["checks"], 3)
+	assert.Len(t, rep["checks"], 8)
 	assert.NotContains(t, string(b), "secret", "the DSN's password never reaches a report")
 
 	// The recorded history checks again offline to the same verdict.

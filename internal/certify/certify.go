@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, idemcheck.Usagef("%v", err)
 	}
-	scs, err := scenarios.ByNames(cfg.Checks, cfg.Options)
+	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint)
 	if err != nil {
 		return nil, idemcheck.Usagef("--checks: %v", err)
 	}
@@ -89,9 +89,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Policy:      cfg.Policy,
 		EffectQuery: cfg.EffectSQL,
 	}}
-	for _, c := range cfg.Checks {
-		h.Run.Checks = append(h.Run.Checks, idemcheck.PlannedCheck{Name: c})
-	}
+	h.Run.Checks = plan
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
 		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress,

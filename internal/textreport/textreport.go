@@ -62,8 +62,8 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 		if len(ch.Anomalies) > 0 {
 			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindSummary(r, ch.Anomalies))
 		}
-		if ch.Reason != "" {
-			detail += ": " + ch.Reason
+		if ch.Status == idemcheck.Skip {
+			detail = ch.Reason
 		}
 		fmt.Fprintf(w, "  %s%-4s%s  %-18s %s\n", col, status, c.reset, ch.Name, detail)
 	}

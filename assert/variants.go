@@ -1,0 +1,130 @@
+package assert
+
+import (
+	"fmt"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// variantEffects counts what the changed requests of an intent may have
+// left in the database.
+type variantEffects struct {
+	// explained counts changed requests whose execution is already
+	// reported (or is allowed): each may have left one effect.
+	explained int
+	// promised counts changed requests the client was told succeeded as
+	// new work: each must have left one.
+	promised int
+}
+
+// checkVariants judges the attempts that sent a changed request under the
+// intent's key (or without it) against the rule of their check.
+func (c *intentCheck) checkVariants(succ []success) variantEffects {
+	p := c.policy
+	var v variantEffects
+	var orig *success
+	if len(succ) > 0 {
+		orig = &succ[0]
+	}
+	for _, a := range c.attempts {
+		if a.Outcome != idemcheck.Replied || a.Variant == idemcheck.Original {
+			continue
+		}
+		ok2xx := p.Replay(a.Status)
+		switch a.Variant {
+		case idemcheck.Reordered:
+			if p.MismatchStatus != 0 && a.Status == p.MismatchStatus && !ok2xx {
+				c.add(idemcheck.FalseMismatch, c.withOrig(orig, a),
+					fmt.Sprintf("attempt %d sent the same JSON as the original with its members reordered and white space changed, and got %d %s: "+
+						"the server compares bytes, not meaning, so a client that re-serialises its request on retry is refused.",
+						a.ID, a.Status, short(a.RespBody)), nil)
+			}
+		case idemcheck.OtherBody:
+			switch {
+			case ok2xx:
+				what := "executed it as new work"
+				if orig != nil && c.sameResource(*orig, a) {
+					what = "answered with the first request's saved result, as if the body had been the same"
+				} else {
+					v.explained++
+				}
+				c.add(idemcheck.PayloadMismatchAccepted, c.withOrig(orig, a),
+					fmt.Sprintf("attempt %d reused key %s with a different body (%s) and got %d: the server %s. A reused key with another payload must be rejected with %d.",
+						a.ID, a.Key, short(a.Body), a.Status, what, p.MismatchStatus), nil)
+			case a.Status == p.MismatchStatus:
+			case a.Status >= 500:
+				c.add(idemcheck.ServerErrorUnderRetry, []int{a.ID},
+					fmt.Sprintf("attempt %d reused key %s with a different body and got %d %s where a %d rejection was due.",
+						a.ID, a.Key, a.Status, short(a.RespBody), p.MismatchStatus), nil)
+			default:
+				c.unexpected(a, fmt.Sprintf("a key reused with another body must get %d", p.MismatchStatus))
+			}
+		case idemcheck.OtherEndpoint:
+			if !ok2xx {
+				continue
+			}
+			if orig != nil && (c.sameResource(*orig, a) || isTrue(a.RespHeader.Get(p.ReplayHeader)) && p.ReplayHeader != "") {
+				c.add(idemcheck.CrossEndpointReplay, c.withOrig(orig, a),
+					fmt.Sprintf("attempt %d sent key %s to %s %s and was answered %d with the saved result of %s %s (%s): "+
+						"the key store is not scoped to the endpoint, so the second operation never ran and its caller was told it did.",
+						a.ID, a.Key, a.Method, a.Path, a.Status, orig.att.Method, orig.att.Path, short(orig.resource)), nil)
+			} else {
+				v.explained++
+			}
+		case idemcheck.OtherKey:
+			switch {
+			case ok2xx && orig != nil && (c.sameResource(*orig, a) || p.ReplayHeader != "" && isTrue(a.RespHeader.Get(p.ReplayHeader))):
+				c.add(idemcheck.OverDeduplication, c.withOrig(orig, a),
+					fmt.Sprintf("attempt %d sent the same body under a new key %s and got the first intent's result (%s): the server deduplicates by payload, "+
+						"so a customer who really orders twice gets one order.", a.ID, a.Key, short(orig.resource)), nil)
+			case ok2xx:
+				v.explained++
+				v.promised++
+			case a.Status == p.InProgressStatus || a.Status == p.MismatchStatus:
+				c.add(idemcheck.OverDeduplication, c.withOrig(orig, a),
+					fmt.Sprintf("attempt %d sent the same body under a new key %s and got %d %s: the server treats a new intent as a duplicate of the old one.",
+						a.ID, a.Key, a.Status, short(a.RespBody)), nil)
+			default:
+				c.unexpected(a, "a new key is a new intent and must succeed like the first")
+			}
+		case idemcheck.NoKey:
+			switch {
+			case p.MissingKeyStatus == 0:
+				if ok2xx {
+					v.explained++
+				}
+			case a.Status == p.MissingKeyStatus:
+			case ok2xx:
+				v.explained++
+				c.add(idemcheck.MissingKeyAccepted, []int{a.ID},
+					fmt.Sprintf("attempt %d sent no %s header and got %d %s: the endpoint requires the key (policy: %d), so this request ran "+
+						"without any protection against its own retries.", a.ID, p.KeyHeader, a.Status, short(a.RespBody), p.MissingKeyStatus), nil)
+			default:
+				c.unexpected(a, fmt.Sprintf("a request without %s must get %d", p.KeyHeader, p.MissingKeyStatus))
+			}
+		}
+	}
+	return v
+}
+
+// sameResource reports whether attempt a's success describes the resource
+// of the original success.
+func (c *intentCheck) sameResource(orig success, a idemcheck.Attempt) bool {
+	id, ptr := resourceID(a.RespBody, a.Body, c.policy.ResourceID)
+	if ptr == "" || orig.idField == "" {
+		return canonicalBody(a.RespBody, c.policy.IgnoreFields) == orig.body
+	}
+	return id == orig.resource
+}
+
+func (c *intentCheck) withOrig(orig *success, a idemcheck.Attempt) []int {
+	if orig == nil {
+		return []int{a.ID}
+	}
+	return []int{orig.att.ID, a.ID}
+}
+
+func (c *intentCheck) unexpected(a idemcheck.Attempt, rule string) {
+	c.add(idemcheck.UnexpectedStatus, []int{a.ID},
+		fmt.Sprintf("attempt %d (%s) got %d %s: %s.", a.ID, a.Variant, a.Status, short(a.RespBody), rule), nil)
+}

@@ -1,0 +1,225 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// MutateBody returns a body that asks for something else than body while
+// keeping its shape, so a strict server still parses it: the first number
+// is increased by one, else the first string that is not the intent's id
+// or key gets a suffix, else a member is added. Members are visited in the
+// order they are written, so the change is the same on every run.
+func MutateBody(body string, in idemcheck.Intent) string {
+	doc, ok := parseOrdered(body)
+	if !ok {
+		return body + " "
+	}
+	if mutate(&doc, in, true) || mutate(&doc, in, false) {
+		return doc.String()
+	}
+	if doc.kind == '{' {
+		doc.members = append(doc.members, member{key: "idemcheckChanged", value: node{kind: 'l', lit: "true"}})
+		return doc.String()
+	}
+	return body + " "
+}
+
+// mutate changes the first number (numbers=true) or the first string that
+// is not one of the intent's own values.
+func mutate(n *node, in idemcheck.Intent, numbers bool) bool {
+	switch n.kind {
+	case '{':
+		for i := range n.members {
+			if mutate(&n.members[i].value, in, numbers) {
+				return true
+			}
+		}
+	case '[':
+		for i := range n.items {
+			if mutate(&n.items[i], in, numbers) {
+				return true
+			}
+		}
+	case 'n':
+		if numbers {
+			if i, err := strconv.ParseInt(n.lit, 10, 64); err == nil {
+				n.lit = strconv.FormatInt(i+1, 10)
+			} else {
+				n.lit = n.lit + "1"
+			}
+			return true
+		}
+	case 's':
+		if !numbers {
+			var v string
+			if json.Unmarshal([]byte(n.lit), &v) == nil && v != in.ID && v != in.Key && !strings.Contains(v, in.ID) {
+				b, _ := json.Marshal(v + "-changed")
+				n.lit = string(b)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ReorderBody returns the same JSON value with every object's members in
+// reverse order and other white space: the same request to any server
+// that compares meaning, different bytes to one that compares bytes.
+func ReorderBody(body string) string {
+	doc, ok := parseOrdered(body)
+	if !ok {
+		return body
+	}
+	reverse(&doc)
+	var b bytes.Buffer
+	doc.write(&b, "\n", "  ")
+	return b.String()
+}
+
+func reverse(n *node) {
+	for i, j := 0, len(n.members)-1; i < j; i, j = i+1, j-1 {
+		n.members[i], n.members[j] = n.members[j], n.members[i]
+	}
+	for i := range n.members {
+		reverse(&n.members[i].value)
+	}
+	for i := range n.items {
+		reverse(&n.items[i])
+	}
+}
+
+// node is a JSON value that keeps its members in written order, which
+// encoding/json's maps do not.
+type node struct {
+	kind    byte // '{', '[', 's' string, 'n' number, 'l' literal (true, false, null)
+	lit     string
+	members []member
+	items   []node
+}
+
+type member struct {
+	key   string
+	value node
+}
+
+func parseOrdered(s string) (node, bool) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	n, err := parseNode(dec)
+	if err != nil || dec.More() {
+		return node{}, false
+	}
+	if _, err := dec.Token(); err == nil {
+		return node{}, false // trailing data
+	}
+	return n, true
+}
+
+func parseNode(dec *json.Decoder) (node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return node{}, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			n := node{kind: '{'}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return node{}, err
+				}
+				v, err := parseNode(dec)
+				if err != nil {
+					return node{}, err
+				}
+				n.members = append(n.members, member{key: kt.(string), value: v})
+			}
+			_, err := dec.Token()
+			return n, err
+		case '[':
+			n := node{kind: '['}
+			for dec.More() {
+				v, err := parseNode(dec)
+				if err != nil {
+					return node{}, err
+				}
+				n.items = append(n.items, v)
+			}
+			_, err := dec.Token()
+			return n, err
+		}
+	case string:
+		b, _ := json.Marshal(t)
+		return node{kind: 's', lit: string(b)}, nil
+	case json.Number:
+		return node{kind: 'n', lit: t.String()}, nil
+	case bool:
+		if t {
+			return node{kind: 'l', lit: "true"}, nil
+		}
+		return node{kind: 'l', lit: "false"}, nil
+	case nil:
+		return node{kind: 'l', lit: "null"}, nil
+	}
+	return node{}, fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// String writes the node compactly, in its member order.
+func (n node) String() string {
+	var b bytes.Buffer
+	n.write(&b, "", "")
+	return b.String()
+}
+
+func (n node) write(b *bytes.Buffer, nl, ind string) {
+	switch n.kind {
+	case '{':
+		b.WriteString("{" + nl)
+		for i, m := range n.members {
+			kb, _ := json.Marshal(m.key)
+			b.WriteString(ind)
+			b.Write(kb)
+			if nl != "" {
+				b.WriteString(" : ")
+			} else {
+				b.WriteString(":")
+			}
+			m.value.write(b, nl, ind)
+			if i < len(n.members)-1 {
+				b.WriteString(",")
+			}
+			b.WriteString(nl)
+		}
+		b.WriteString("}")
+	case '[':
+		b.WriteString("[")
+		for i, it := range n.items {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			it.write(b, nl, ind)
+		}
+		b.WriteString("]")
+	default:
+		b.WriteString(n.lit)
+	}
+}
+
+// decodeJSON decodes a JSON document keeping numbers as written.
+func decodeJSON(b []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	return v, true
+}
