@@ -49,13 +49,15 @@ func (h *History) WriteJSONL(w io.Writer) error {
 	return bw.Flush()
 }
 
-// ReadHistory reads a JSONL history. name is used in errors, which give the
-// line number of the first bad record.
-func ReadHistory(r io.Reader, name string) (*History, error) {
-	h := &History{}
+// ReadHistories reads a JSONL file of one or more histories: each run
+// record starts a new one (a suite writes one per endpoint). name is used
+// in errors, which give the line number of the first bad record.
+func ReadHistories(r io.Reader, name string) ([]*History, error) {
+	var hs []*History
+	var h *History
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
-	n, runSeen := 0, false
+	n := 0
 	for sc.Scan() {
 		n++
 		if len(sc.Bytes()) == 0 {
@@ -65,9 +67,15 @@ func ReadHistory(r io.Reader, name string) (*History, error) {
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, fmt.Errorf("%s:%d: not a history record: %v", name, n, err)
 		}
+		if l.Run != nil {
+			h = &History{Run: *l.Run}
+			hs = append(hs, h)
+			continue
+		}
+		if h == nil {
+			return nil, fmt.Errorf("%s:%d: a record before the first run record: is this a history written by --history?", name, n)
+		}
 		switch {
-		case l.Run != nil:
-			h.Run, runSeen = *l.Run, true
 		case l.Intent != nil:
 			h.Intents = append(h.Intents, *l.Intent)
 		case l.Attempt != nil:
@@ -83,8 +91,8 @@ func ReadHistory(r io.Reader, name string) (*History, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %v", name, n+1, err)
 	}
-	if !runSeen {
+	if len(hs) == 0 {
 		return nil, fmt.Errorf("%s: no run record: is this a history written by --history?", name)
 	}
-	return h, nil
+	return hs, nil
 }

@@ -66,6 +66,32 @@ type Report struct {
 	Stats     Stats         `json:"stats"`
 }
 
+// SuiteReport is the JSON report of a suite: one Report per endpoint.
+type SuiteReport struct {
+	Version int      `json:"version"`
+	Verdict Status   `json:"verdict"`
+	Seed    int64    `json:"seed"`
+	Reports []Report `json:"reports"`
+}
+
+// NewSuiteReport joins endpoint reports; the suite fails when any fails.
+func NewSuiteReport(seed int64, reports []Report) SuiteReport {
+	s := SuiteReport{Version: ReportVersion, Verdict: Pass, Seed: seed, Reports: reports}
+	for _, r := range reports {
+		if r.Failed() {
+			s.Verdict = Fail
+		}
+	}
+	return s
+}
+
+// WriteJSON encodes the suite report, indented, to w.
+func (s SuiteReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
 // Failed reports whether any check failed.
 func (r *Report) Failed() bool { return r.Verdict == Fail }
 

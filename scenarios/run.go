@@ -88,7 +88,15 @@ type Runner struct {
 	Redact []string
 	// Progress, when set, is called after every step.
 	Progress func(Progress)
+	// Rate caps requests per second over the run; 0 means no cap. A burst
+	// is released whole: its attempts wait for tokens together.
+	Rate float64
 }
+
+// DefaultRate is the request-rate cap a run has unless told otherwise: far
+// above what the default checks need, low enough that pointing idemcheck at
+// a shared environment by mistake does not flood it.
+const DefaultRate = 1000
 
 // Upstream returns the host:port the fault proxy forwards to.
 func Upstream(base *url.URL) string {
@@ -118,9 +126,14 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		client.TLS = &tls.Config{ServerName: r.Endpoint.Base.Hostname(), NextProtos: []string{"http/1.1"}}
 	}
 	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID()}
+	largest := 1
 	for _, sc := range scs {
 		s.total += sc.Attempts()
+		for _, st := range sc.Steps {
+			largest = max(largest, st.Attempts)
+		}
 	}
+	s.pace = newPacer(r.Rate, largest)
 	for _, sc := range scs {
 		for round := 1; round <= sc.Rounds; round++ {
 			if err := ctx.Err(); err != nil {
@@ -143,6 +156,7 @@ type session struct {
 	run    string
 	sent   int
 	total  int
+	pace   *pacer
 }
 
 func (s *session) round(ctx context.Context, sc Scenario, round int) error {
@@ -167,6 +181,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			Fingerprint: fp, Fault: st.Fault.Name,
 		}
 		if st.Together {
+			if err := s.pace.wait(ctx, st.Attempts); err != nil {
+				return err
+			}
 			reqs := make([]wire.Request, st.Attempts)
 			for j := range reqs {
 				reqs[j] = req
@@ -180,6 +197,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			}
 		} else {
 			for range st.Attempts {
+				if err := s.pace.wait(ctx, 1); err != nil {
+					return err
+				}
 				s.record(base, s.client.Do(ctx, addr, req))
 			}
 		}

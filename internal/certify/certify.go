@@ -39,8 +39,17 @@ type Config struct {
 	Redact     []string
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool
+	// Rate caps requests per second (scenarios.DefaultRate when 0); a
+	// negative rate means no cap.
+	Rate float64
+	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
+	MaxDuration time.Duration
 	Progress    func(scenarios.Progress)
 }
+
+// DefaultMaxDuration bounds a run unless told otherwise, so a
+// misconfigured run against a shared environment stops by itself.
+const DefaultMaxDuration = 10 * time.Minute
 
 // Result is a finished certification.
 type Result struct {
@@ -90,11 +99,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		EffectQuery: cfg.EffectSQL,
 	}}
 	h.Run.Checks = plan
+	rate := cfg.Rate
+	if rate == 0 {
+		rate = scenarios.DefaultRate
+	}
+	maxDur := cfg.MaxDuration
+	if maxDur <= 0 {
+		maxDur = DefaultMaxDuration
+	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, maxDur, errMaxDuration)
+	defer cancel()
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
-		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress,
+		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress, Rate: max(rate, 0),
 	}
-	if err := r.Run(ctx, scs, h); err != nil {
+	if err := r.Run(runCtx, scs, h); err != nil {
+		if errors.Is(context.Cause(runCtx), errMaxDuration) && ctx.Err() == nil {
+			return nil, idemcheck.Unavailablef("the run went past its duration cap of %v: raise --max-duration, or send less (--burst-rounds, --rounds)", maxDur)
+		}
 		if ctx.Err() != nil {
 			return nil, idemcheck.Unavailablef("interrupted: %v", context.Cause(ctx))
 		}
@@ -107,6 +129,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rep.Stats.DurationMS = time.Since(start).Milliseconds()
 	return &Result{History: h, Report: rep}, nil
 }
+
+var errMaxDuration = errors.New("the run's duration cap")
 
 // checkTarget refuses non-loopback targets unless allowed, and dials the
 // target once so an unreachable one fails before any scenario starts.

@@ -1,0 +1,424 @@
+package suite
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// defaults are what the suite's top level gives every endpoint.
+type defaults struct {
+	url     string
+	urlNode *yaml.Node
+	headers []scenarios.Header
+	db      string
+	policy  idemcheck.Policy
+	checks  []string
+}
+
+func (p *parser) suite(n *yaml.Node) (*Suite, error) {
+	f, err := p.fields(n, "", "version", "target", "policy", "options", "checks", "endpoints")
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := f["version"]; ok {
+		if _, err := p.integer(v, "version", 1, 1); err != nil {
+			return nil, err
+		}
+	}
+	s := &Suite{Options: Options{Scenarios: scenarios.Defaults}}
+	d := defaults{policy: idemcheck.IETF(), checks: scenarios.Names()}
+	if t, ok := f["target"]; ok {
+		if err := p.target(t, "target", &d.url, &d.urlNode, &d.headers, &d.db); err != nil {
+			return nil, err
+		}
+	}
+	if pn, ok := f["policy"]; ok {
+		if d.policy, err = p.policy(pn, "policy", d.policy); err != nil {
+			return nil, err
+		}
+	}
+	if c, ok := f["checks"]; ok {
+		if d.checks, err = p.checks(c, "checks"); err != nil {
+			return nil, err
+		}
+	}
+	if o, ok := f["options"]; ok {
+		if err := p.options(o, &s.Options); err != nil {
+			return nil, err
+		}
+	}
+	eps, ok := f["endpoints"]
+	if !ok {
+		return nil, p.errf(n, "endpoints", "missing: a suite needs a list of endpoints to certify")
+	}
+	if eps.Kind != yaml.SequenceNode || len(eps.Content) == 0 {
+		return nil, p.errf(eps, "endpoints", "expected a non-empty list of endpoints, got %s", kindName(eps))
+	}
+	names := map[string]bool{}
+	for i, en := range eps.Content {
+		e, err := p.endpoint(en, fmt.Sprintf("endpoints[%d]", i), d)
+		if err != nil {
+			return nil, err
+		}
+		if names[e.Name] {
+			return nil, p.errf(en, fmt.Sprintf("endpoints[%d].name", i), "%q is used by an earlier endpoint: names must be unique", e.Name)
+		}
+		names[e.Name] = true
+		s.Endpoints = append(s.Endpoints, e)
+	}
+	return s, nil
+}
+
+func (p *parser) target(n *yaml.Node, field string, rawURL *string, urlNode **yaml.Node, headers *[]scenarios.Header, db *string) error {
+	f, err := p.fields(n, field, "url", "headers", "db")
+	if err != nil {
+		return err
+	}
+	if u, ok := f["url"]; ok {
+		if *rawURL, err = p.str(u, join(field, "url")); err != nil {
+			return err
+		}
+		*urlNode = u
+	}
+	if h, ok := f["headers"]; ok {
+		if *headers, err = p.headers(h, join(field, "headers"), *headers); err != nil {
+			return err
+		}
+	}
+	if d, ok := f["db"]; ok {
+		if *db, err = p.str(d, join(field, "db")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) headers(n *yaml.Node, field string, base []scenarios.Header) ([]scenarios.Header, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errf(n, field, "expected a mapping of header names to values, got %s", kindName(n))
+	}
+	out := append([]scenarios.Header(nil), base...)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "" || strings.ContainsAny(k.Value, " \t:") {
+			return nil, p.errf(k, field, "%q is not a header name", k.Value)
+		}
+		t, err := p.template(v, join(field, k.Value))
+		if err != nil {
+			return nil, err
+		}
+		// An endpoint's header replaces the target's header of that name.
+		out = slicesDeleteHeader(out, k.Value)
+		out = append(out, scenarios.Header{Name: k.Value, Value: t})
+	}
+	return out, nil
+}
+
+func slicesDeleteHeader(hs []scenarios.Header, name string) []scenarios.Header {
+	var out []scenarios.Header
+	for _, h := range hs {
+		if !strings.EqualFold(h.Name, name) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (p *parser) checks(n *yaml.Node, field string) ([]string, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errf(n, field, "expected a list of checks, got %s", kindName(n))
+	}
+	var out []string
+	for i, c := range n.Content {
+		name, err := p.str(c, fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return nil, err
+		}
+		if !scenarios.Known(name) {
+			return nil, p.errf(c, fmt.Sprintf("%s[%d]", field, i), "%v", scenarios.UnknownCheckError(name))
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// policyFields are the keys of a policy block: a preset and its overrides.
+var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "mismatch_status",
+	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id"}
+
+// policy reads a policy block over base: a preset replaces base, and each
+// override then replaces one field.
+func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idemcheck.Policy, error) {
+	f, err := p.fields(n, field, policyFields...)
+	if err != nil {
+		return base, err
+	}
+	pol := base
+	if v, ok := f["preset"]; ok {
+		name, err := p.str(v, join(field, "preset"))
+		if err != nil {
+			return base, err
+		}
+		if pol, err = idemcheck.Preset(name); err != nil {
+			return base, p.errf(v, join(field, "preset"), "%v", err)
+		}
+	}
+	for _, k := range policyFields[1:] {
+		v, ok := f[k]
+		if !ok {
+			continue
+		}
+		fk := join(field, k)
+		switch k {
+		case "key_header":
+			pol.KeyHeader, err = p.str(v, fk)
+		case "created_statuses":
+			pol.CreatedStatuses, err = p.statuses(v, fk)
+		case "replay_statuses":
+			pol.ReplayStatuses, err = p.statuses(v, fk)
+		case "in_progress_status":
+			pol.InProgressStatus, err = p.status(v, fk)
+		case "mismatch_status":
+			pol.MismatchStatus, err = p.status(v, fk)
+		case "missing_key_status":
+			pol.MissingKeyStatus, err = p.status(v, fk)
+		case "replay_errors":
+			pol.ReplayErrors, err = p.boolean(v, fk)
+		case "replay_header":
+			pol.ReplayHeader, err = p.str(v, fk)
+		case "lease":
+			pol.Lease, err = p.duration(v, fk)
+		case "ignore_fields":
+			if pol.IgnoreFields, err = p.strings(v, fk); err == nil {
+				for _, ptr := range pol.IgnoreFields {
+					if e := assert.ValidatePointer(ptr); e != nil {
+						err = p.errf(v, fk, "%v", e)
+					}
+				}
+			}
+		case "resource_id":
+			if pol.ResourceID, err = p.str(v, fk); err == nil {
+				if e := assert.ValidatePointer(pol.ResourceID); e != nil {
+					err = p.errf(v, fk, "%v", e)
+				}
+			}
+		}
+		if err != nil {
+			return base, err
+		}
+	}
+	if err := pol.Validate(); err != nil {
+		return base, p.errf(n, field, "%v", err)
+	}
+	return pol, nil
+}
+
+func (p *parser) options(n *yaml.Node, o *Options) error {
+	f, err := p.fields(n, "options", "burst", "burst_rounds", "rounds", "timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
+	if err != nil {
+		return err
+	}
+	for k, v := range f {
+		fk := "options." + k
+		switch k {
+		case "burst":
+			o.Scenarios.BurstSize, err = p.integer(v, fk, 2, scenarios.MaxBurstSize)
+		case "burst_rounds":
+			o.Scenarios.BurstRounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
+		case "rounds":
+			o.Scenarios.Rounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
+		case "timeout":
+			o.Timeout, err = p.duration(v, fk)
+		case "max_duration":
+			o.MaxDuration, err = p.duration(v, fk)
+		case "seed":
+			if v.Decode(&o.Seed) != nil {
+				err = p.errf(v, fk, "expected a whole number, got %s", kindName(v))
+			}
+		case "redact_headers":
+			o.Redact, err = p.strings(v, fk)
+		case "allow_remote":
+			o.AllowRemote, err = p.boolean(v, fk)
+		case "rate":
+			if v.Decode(&o.Rate) != nil || o.Rate <= 0 {
+				err = p.errf(v, fk, "expected a positive number of requests per second, got %s", kindName(v))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, error) {
+	f, err := p.fields(n, field, "name", "url", "method", "path", "headers", "body", "mismatch_body", "cross_endpoint", "policy", "effect", "db", "checks")
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{Policy: d.policy, Checks: d.checks, DB: d.db}
+	rawURL, urlNode, headers := d.url, d.urlNode, d.headers
+	if v, ok := f["name"]; ok {
+		if e.Name, err = p.str(v, join(field, "name")); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := f["url"]; ok {
+		if rawURL, err = p.str(v, join(field, "url")); err != nil {
+			return e, err
+		}
+		urlNode = v
+	}
+	if rawURL == "" {
+		return e, p.errf(n, join(field, "url"), "missing: give url here or under target")
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return e, p.errf(urlNode, join(field, "url"), "%q is not an absolute http:// or https:// URL", rawURL)
+	}
+	e.Endpoint.Base = &url.URL{Scheme: u.Scheme, Host: u.Host}
+	e.Endpoint.Method = "POST"
+	if v, ok := f["method"]; ok {
+		if e.Endpoint.Method, err = p.str(v, join(field, "method")); err != nil {
+			return e, err
+		}
+		e.Endpoint.Method = strings.ToUpper(e.Endpoint.Method)
+	}
+	pathNode, ok := f["path"]
+	if !ok {
+		return e, p.errf(n, join(field, "path"), "missing: the request path, such as /orders")
+	}
+	if e.Endpoint.Path, err = p.template(pathNode, join(field, "path")); err != nil {
+		return e, err
+	}
+	if !strings.HasPrefix(pathNode.Value, "/") {
+		return e, p.errf(pathNode, join(field, "path"), "%q must start with /", pathNode.Value)
+	}
+	if e.Name == "" {
+		e.Name = e.Endpoint.Method + " " + pathNode.Value
+	}
+	if v, ok := f["headers"]; ok {
+		if headers, err = p.headers(v, join(field, "headers"), headers); err != nil {
+			return e, err
+		}
+	}
+	e.Endpoint.Header = headers
+	if v, ok := f["body"]; ok {
+		if e.Endpoint.Body, err = p.body(v, join(field, "body")); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := f["mismatch_body"]; ok {
+		t, err := p.body(v, join(field, "mismatch_body"))
+		if err != nil {
+			return e, err
+		}
+		e.Endpoint.MismatchBody = &t
+	}
+	if v, ok := f["cross_endpoint"]; ok {
+		if e.Endpoint.Other, err = p.crossEndpoint(v, join(field, "cross_endpoint"), e.Endpoint.Method); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := f["policy"]; ok {
+		if e.Policy, err = p.policy(v, join(field, "policy"), d.policy); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := f["checks"]; ok {
+		if e.Checks, err = p.checks(v, join(field, "checks")); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := f["db"]; ok {
+		if e.DB, err = p.str(v, join(field, "db")); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := f["effect"]; ok {
+		if err := p.effect(v, join(field, "effect"), &e); err != nil {
+			return e, err
+		}
+		if e.DB == "" {
+			return e, p.errf(v, join(field, "effect"), "needs a database: set db here or under target (such as db: ${DATABASE_URL})")
+		}
+	}
+	return e, nil
+}
+
+func (p *parser) crossEndpoint(n *yaml.Node, field, method string) (*scenarios.OtherEndpoint, error) {
+	f, err := p.fields(n, field, "method", "path", "body")
+	if err != nil {
+		return nil, err
+	}
+	o := &scenarios.OtherEndpoint{Method: method}
+	if v, ok := f["method"]; ok {
+		if o.Method, err = p.str(v, join(field, "method")); err != nil {
+			return nil, err
+		}
+		o.Method = strings.ToUpper(o.Method)
+	}
+	v, ok := f["path"]
+	if !ok {
+		return nil, p.errf(n, join(field, "path"), "missing: the other endpoint's path")
+	}
+	if o.Path, err = p.template(v, join(field, "path")); err != nil {
+		return nil, err
+	}
+	if v, ok := f["body"]; ok {
+		t, err := p.body(v, join(field, "body"))
+		if err != nil {
+			return nil, err
+		}
+		o.Body = &t
+	}
+	return o, nil
+}
+
+func (p *parser) effect(n *yaml.Node, field string, e *Endpoint) error {
+	f, err := p.fields(n, field, "sql", "args")
+	if err != nil {
+		return err
+	}
+	v, ok := f["sql"]
+	if !ok {
+		return p.errf(n, join(field, "sql"), "missing: SQL returning one intent's effect count, such as SELECT count(*) FROM orders WHERE customer_id = $1")
+	}
+	if e.EffectSQL, err = p.str(v, join(field, "sql")); err != nil {
+		return err
+	}
+	if a, ok := f["args"]; ok {
+		if a.Kind != yaml.SequenceNode {
+			return p.errf(a, join(field, "args"), "expected a list such as [\"{{intent}}\"], got %s", kindName(a))
+		}
+		for i, c := range a.Content {
+			t, err := p.template(c, fmt.Sprintf("%s.args[%d]", field, i))
+			if err != nil {
+				return err
+			}
+			e.EffectArgs = append(e.EffectArgs, t)
+		}
+	}
+	return nil
+}
+
+// ParsePolicy reads a policy file: a preset and its overrides, the same
+// block a suite's policy takes.
+func ParsePolicy(file string, data []byte, lookup func(string) (string, bool)) (idemcheck.Policy, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return idemcheck.Policy{}, &Error{File: file, Line: yamlErrLine(err), Msg: "not valid YAML: " + yamlErrText(err)}
+	}
+	if len(doc.Content) == 0 {
+		return idemcheck.Policy{}, &Error{File: file, Msg: "the policy file is empty"}
+	}
+	p := &parser{file: file, lookup: lookup}
+	return p.policy(doc.Content[0], "", idemcheck.IETF())
+}

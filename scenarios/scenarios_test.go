@@ -1,0 +1,95 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+var in = idemcheck.Intent{ID: "ic-ab-1", Key: "0f8fad5b-d9cb-469f-a165-70867728950e", Seq: 1}
+
+func TestMutateBody(t *testing.T) {
+	cases := map[string]string{
+		`{"customerId":"ic-ab-1","totalCents":4000}`: `{"customerId":"ic-ab-1","totalCents":4001}`,
+		`{"customerId":"ic-ab-1","note":"x"}`:        `{"customerId":"ic-ab-1","note":"x-changed"}`,
+		`{"customerId":"ic-ab-1"}`:                   `{"customerId":"ic-ab-1","idemcheckChanged":true}`,
+		`{"a":{"b":[1.5]}}`:                          `{"a":{"b":[1.51]}}`,
+	}
+	for body, want := range cases {
+		assert.Equal(t, want, MutateBody(body, in), body)
+	}
+	assert.NotEqual(t, "plain", MutateBody("plain", in))
+}
+
+func TestReorderBody(t *testing.T) {
+	body := `{"customerId":"ic-ab-1","totalCents":4000,"items":[{"sku":"a","n":1}]}`
+	got := ReorderBody(body)
+	assert.NotEqual(t, body, got, "different bytes")
+	var a, b any
+	require.NoError(t, json.Unmarshal([]byte(body), &a))
+	require.NoError(t, json.Unmarshal([]byte(got), &b))
+	assert.Equal(t, a, b, "the same JSON value")
+	assert.Less(t, indexOf(got, "items"), indexOf(got, "customerId"), "members reversed: %s", got)
+}
+
+func indexOf(s, sub string) int {
+	for i := range len(s) - len(sub) + 1 {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestPlanSkipsWithReasons(t *testing.T) {
+	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
+	scs, plan, err := Plan(Names(), Defaults, idemcheck.GoFiber(), e)
+	require.NoError(t, err)
+	skipped := map[string]string{}
+	for _, p := range plan {
+		if p.Skip != "" {
+			skipped[p.Name] = p.Skip
+		}
+	}
+	assert.Contains(t, skipped[idemcheck.CheckPayloadMismatch], "no request fingerprint")
+	assert.Contains(t, skipped[idemcheck.CheckMissingKey], "key optional")
+	assert.Contains(t, skipped[idemcheck.CheckCrossEndpoint], "no second endpoint")
+	assert.Len(t, scs, len(Names())-3)
+
+	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e)
+	assert.ErrorContains(t, err, `unknown check "nope"`)
+
+	plain := Endpoint{Body: idemcheck.MustTemplate(`text`)}
+	_, plan, err = Plan([]string{idemcheck.CheckReorderedBody}, Defaults, idemcheck.IETF(), plain)
+	require.NoError(t, err)
+	assert.Contains(t, plan[0].Skip, "not a JSON object")
+}
+
+func TestPacerHoldsTheRateAndKeepsBurstsWhole(t *testing.T) {
+	p := newPacer(1000, 32)
+	start := time.Now()
+	// The bucket starts full (1000 tokens); the 256 tokens asked beyond it
+	// can only come from refill at 1000/s: at least 0.25 s. This bounds the
+	// rate from above, which is what a cap promises; it cannot fail on a
+	// slow machine.
+	for range 1000 / 32 {
+		require.NoError(t, p.wait(context.Background(), 32))
+	}
+	for range 8 {
+		require.NoError(t, p.wait(context.Background(), 32)) // 256 more
+	}
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "the cap held")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	slow := newPacer(1, 1)
+	require.NoError(t, slow.wait(ctx, 1))
+	assert.ErrorIs(t, slow.wait(ctx, 1), context.Canceled, "a wait ends with its context")
+	assert.NoError(t, newPacer(0, 1).wait(ctx, 1000), "no cap")
+}
