@@ -12,6 +12,12 @@ const (
 	CheckMissingKey       = "missing-key"
 )
 
+// AllChecks lists every check name in the order reports show them.
+var AllChecks = []string{
+	CheckConcurrentBurst, CheckSequentialReplay, CheckLostReply, CheckPayloadMismatch,
+	CheckReorderedBody, CheckCrossEndpoint, CheckDistinctKeys, CheckMissingKey,
+}
+
 // Variant says how an attempt's request differs from its intent's
 // original request. Most attempts send the original; some checks send a
 // changed copy under the same key (or without it) and judge the answer.

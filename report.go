@@ -63,7 +63,29 @@ type Report struct {
 	Policy    Policy        `json:"policy"`
 	Checks    []CheckResult `json:"checks"`
 	Anomalies []Anomaly     `json:"anomalies"`
-	Stats     Stats         `json:"stats"`
+	// Contract lists every rule idemcheck knows, as held, broken or not
+	// checked (and why), so the report can stand on its own in a review.
+	Contract []RuleResult `json:"contract"`
+	Stats    Stats        `json:"stats"`
+}
+
+// Rule statuses in Report.Contract.
+const (
+	RuleHeld       = "held"
+	RuleBroken     = "broken"
+	RuleNotChecked = "not-checked"
+)
+
+// RuleResult is one contract rule and what the run showed of it.
+type RuleResult struct {
+	Check  string `json:"check"`
+	Rule   string `json:"rule"`
+	Status string `json:"status"`
+	// Basis is what a held or broken verdict rests on: the wire alone, or
+	// the wire and the database's effect counts.
+	Basis string `json:"basis,omitempty"`
+	// Reason says why a rule was not checked.
+	Reason string `json:"reason,omitempty"`
 }
 
 // SuiteReport is the JSON report of a suite: one Report per endpoint.

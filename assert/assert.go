@@ -85,11 +85,47 @@ func Report(h *idemcheck.History) idemcheck.Report {
 		}
 		r.Checks = append(r.Checks, cr)
 	}
+	r.Contract = contract(h, r.Checks)
 	// Anomalies of a check that was not planned still fail the run.
 	if len(anomalies) > 0 {
 		r.Verdict = idemcheck.Fail
 	}
 	return r
+}
+
+// contract states every known rule as held, broken or not checked.
+func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck.RuleResult {
+	counted := map[string]bool{}
+	for _, o := range h.Observations {
+		counted[o.Check] = true
+	}
+	byName := map[string]idemcheck.CheckResult{}
+	for _, c := range results {
+		byName[c.Name] = c
+	}
+	var out []idemcheck.RuleResult
+	for _, name := range idemcheck.AllChecks {
+		rr := idemcheck.RuleResult{Check: name, Rule: Rules[name]}
+		c, planned := byName[name]
+		switch {
+		case !planned:
+			rr.Status, rr.Reason = idemcheck.RuleNotChecked, "not asked for (--checks)"
+		case c.Status == idemcheck.Skip:
+			rr.Status, rr.Reason = idemcheck.RuleNotChecked, c.Reason
+		case c.Status == idemcheck.Fail:
+			rr.Status = idemcheck.RuleBroken
+		default:
+			rr.Status = idemcheck.RuleHeld
+		}
+		if rr.Status != idemcheck.RuleNotChecked {
+			rr.Basis = "the wire and the database's effect counts"
+			if !counted[name] {
+				rr.Basis = "the wire alone: no database, so effects were not counted (--db, --effect-sql)"
+			}
+		}
+		out = append(out, rr)
+	}
+	return out
 }
 
 // Check returns every anomaly in h, grouped by intent in the order the

@@ -410,3 +410,24 @@ func TestMissingKey(t *testing.T) {
 	assert.Equal(t, []idemcheck.Kind{idemcheck.MissingKeyAccepted, idemcheck.UnexpectedStatus}, kinds(got))
 	assert.Equal(t, []int{2}, got[0].Attempts)
 }
+
+func TestContractListsEveryRule(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), burst, idemcheck.CheckSequentialReplay, idemcheck.CheckCrossEndpoint)
+	b.h.Run.Checks[2].Skip = "no second endpoint"
+	b.intent(burst, 2, `1 0-5 201 {"orderId":"A"}`, `1 0-6 201 {"orderId":"B"}`)
+	b.intent(idemcheck.CheckSequentialReplay, -1, `1 10-15 201 {"orderId":"C"}`, `2 20-25 201 {"orderId":"C"}`)
+	r := Report(&b.h)
+	require.Len(t, r.Contract, len(idemcheck.AllChecks))
+	byCheck := map[string]idemcheck.RuleResult{}
+	for _, rr := range r.Contract {
+		assert.NotEmpty(t, rr.Rule, rr.Check)
+		byCheck[rr.Check] = rr
+	}
+	assert.Equal(t, idemcheck.RuleBroken, byCheck[burst].Status)
+	assert.Contains(t, byCheck[burst].Basis, "database")
+	assert.Equal(t, idemcheck.RuleHeld, byCheck[idemcheck.CheckSequentialReplay].Status)
+	assert.Contains(t, byCheck[idemcheck.CheckSequentialReplay].Basis, "the wire alone")
+	assert.Equal(t, idemcheck.RuleNotChecked, byCheck[idemcheck.CheckCrossEndpoint].Status)
+	assert.Equal(t, "no second endpoint", byCheck[idemcheck.CheckCrossEndpoint].Reason)
+	assert.Equal(t, "not asked for (--checks)", byCheck[idemcheck.CheckMissingKey].Reason)
+}

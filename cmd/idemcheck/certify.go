@@ -16,6 +16,8 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/report"
+	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/internal/textreport"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
@@ -31,14 +33,54 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // outputs are the files a run writes when it finishes, never before.
 type outputs struct {
-	json, history string
-	noColour      bool
+	json, junit, history string
+	noColour             bool
 }
 
 func (o *outputs) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.json, "json", "", "write the JSON report (version 1) to `FILE`")
+	fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to `FILE`, one test case per endpoint and check")
 	fs.StringVar(&o.history, "history", "", "write every attempt as JSON lines to `FILE`, for idemcheck check")
 	fs.BoolVar(&o.noColour, "no-color", false, "no colour, even on a terminal")
+}
+
+// runFlags are the flags every command that sends traffic shares.
+type runFlags struct {
+	outputs
+	seed        int64
+	rate        float64
+	maxDuration time.Duration
+	timeout     time.Duration
+	allowRemote bool
+}
+
+func (r *runFlags) register(fs *flag.FlagSet) {
+	r.outputs.register(fs)
+	fs.Int64Var(&r.seed, "seed", 0, "seed for the run's random choices (default: random, printed in the report)")
+	fs.Float64Var(&r.rate, "rate", scenarios.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
+	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
+	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
+	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
+}
+
+func (r *runFlags) validate() error {
+	switch {
+	case r.rate <= 0:
+		return idemcheck.Usagef("--rate %v must be a positive number of requests per second", r.rate)
+	case r.maxDuration <= 0:
+		return idemcheck.Usagef("--max-duration %v must be positive, such as 10m", r.maxDuration)
+	case r.timeout <= 0:
+		return idemcheck.Usagef("--timeout %v must be positive, such as 10s", r.timeout)
+	}
+	if r.seed == 0 {
+		r.seed = rand.Int64N(1<<53) + 1
+	}
+	return nil
+}
+
+func (r *runFlags) apply(cfg *certify.Config) {
+	cfg.Seed, cfg.Rate, cfg.MaxDuration, cfg.Timeout = r.seed, r.rate, r.maxDuration, r.timeout
+	cfg.AllowRemote = cfg.AllowRemote || r.allowRemote
 }
 
 // parseFlags parses args, turning the flag package's errors into one-line
@@ -65,11 +107,9 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	var (
 		rawURL, method, path, body, db, effectSQL, checks, name string
 		keyHeader, replayHeader, resourceID                     string
+		policyName, otherPath                                   string
 		headers, effectArgs, ignore, redact                     listFlag
-		seed                                                    int64
-		timeout                                                 time.Duration
-		allowRemote                                             bool
-		out                                                     outputs
+		rf                                                      runFlags
 		opts                                                    = scenarios.Defaults
 	)
 	def := idemcheck.IETF()
@@ -91,13 +131,17 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.IntVar(&opts.BurstSize, "burst", opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
 	fs.IntVar(&opts.BurstRounds, "burst-rounds", opts.BurstRounds, "concurrent-burst rounds, each with a fresh intent (1 to 10000)")
 	fs.IntVar(&opts.Rounds, "rounds", opts.Rounds, "rounds of the sequential checks (1 to 10000)")
-	fs.DurationVar(&timeout, "timeout", 10*time.Second, "per-attempt timeout")
-	fs.Int64Var(&seed, "seed", 0, "seed for the run's random choices (default: random, printed in the report)")
-	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
-	out.register(fs)
+	fs.StringVar(&policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber) or a YAML `file` with a preset and overrides")
+	fs.StringVar(&otherPath, "other-path", "", "a second endpoint's path for cross-endpoint (same method and body)")
+	rf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
 	}
+	if err := rf.validate(); err != nil {
+		return 0, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	if rawURL == "" {
 		return 0, idemcheck.Usagef("certify: --url is required, such as --url http://127.0.0.1:8080")
@@ -122,19 +166,27 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err := checkRange("--rounds", opts.Rounds, 1, scenarios.MaxRounds); err != nil {
 		return 0, err
 	}
-	if timeout <= 0 {
-		return 0, idemcheck.Usagef("--timeout %v must be positive, such as 10s", timeout)
-	}
-
 	cfg := certify.Config{
-		Name: name, Options: opts, Timeout: timeout, Redact: redact, AllowRemote: allowRemote,
+		Name: name, Options: opts, Redact: redact,
 		Checks: splitList(checks), EffectSQL: effectSQL,
 	}
-	cfg.Policy = def
-	cfg.Policy.KeyHeader = keyHeader
-	cfg.Policy.ReplayHeader = replayHeader
-	cfg.Policy.ResourceID = resourceID
-	cfg.Policy.IgnoreFields = ignore
+	rf.apply(&cfg)
+	var err2 error
+	if cfg.Policy, err2 = loadPolicy(policyName); err2 != nil {
+		return 0, err2
+	}
+	if set["key-header"] {
+		cfg.Policy.KeyHeader = keyHeader
+	}
+	if set["replay-header"] {
+		cfg.Policy.ReplayHeader = replayHeader
+	}
+	if set["resource-id"] {
+		cfg.Policy.ResourceID = resourceID
+	}
+	if len(ignore) > 0 {
+		cfg.Policy.IgnoreFields = ignore
+	}
 	for _, p := range append([]string{resourceID}, ignore...) {
 		if err := assert.ValidatePointer(p); err != nil {
 			return 0, idemcheck.Usagef("--resource-id/--ignore-field: %v", err)
@@ -142,6 +194,13 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	if cfg.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
 		return 0, err
+	}
+	if otherPath != "" {
+		t, err := idemcheck.ParseTemplate(otherPath)
+		if err != nil || !strings.HasPrefix(otherPath, "/") {
+			return 0, idemcheck.Usagef("--other-path %q must be a path starting with /, with {{key}}, {{intent}} or {{seq}} holes only", otherPath)
+		}
+		cfg.Endpoint.Other = &scenarios.OtherEndpoint{Method: cfg.Endpoint.Method, Path: t}
 	}
 	for _, a := range effectArgs {
 		t, err := idemcheck.ParseTemplate(a)
@@ -152,10 +211,6 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	if len(effectArgs) > 0 && effectSQL == "" {
 		return 0, idemcheck.Usagef("--effect-arg needs --effect-sql")
-	}
-	cfg.Seed = seed
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Int64N(1<<53) + 1
 	}
 	if effectSQL != "" {
 		if db == "" {
@@ -172,23 +227,42 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		cfg.DB, cfg.DBName = database.Pool, targets.RedactDSN(db)
 	}
 
-	return certifyAndReport(ctx, cfg, out, stdout, stderr)
+	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr)
+}
+
+// loadPolicy reads --policy: a preset name, or a YAML file holding a
+// preset and overrides.
+func loadPolicy(v string) (idemcheck.Policy, error) {
+	if p, err := idemcheck.Preset(v); err == nil {
+		return p, nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return idemcheck.Policy{}, idemcheck.Usagef("--policy %q is neither a preset (%s) nor a readable file: %v",
+			v, strings.Join(idemcheck.PresetNames(), ", "), err)
+	}
+	p, err := suite.ParsePolicy(v, b, os.LookupEnv)
+	if err != nil {
+		return idemcheck.Policy{}, idemcheck.Usagef("--policy: %v", err)
+	}
+	return p, nil
 }
 
 // certifyAndReport runs one certification, prints it, writes the requested
 // files and returns the exit code; on error nothing is written.
 func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (int, error) {
-	res, err := certifyAndPrint(ctx, cfg, out, stdout, stderr)
+	res, err := certifyOne(ctx, cfg, out, stdout, stderr)
 	if err != nil {
 		return 0, err
 	}
-	if res.Report.Failed() {
-		return idemcheck.ExitAnomalies, nil
+	if err := writeOutputs([]*certify.Result{res}, out, false); err != nil {
+		return 0, err
 	}
-	return idemcheck.ExitHeld, nil
+	return exitFor(res.Report.Failed()), nil
 }
 
-func certifyAndPrint(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (*certify.Result, error) {
+// certifyOne runs one certification with a progress line and prints its report.
+func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (*certify.Result, error) {
 	label := cfg.Name
 	if label == "" {
 		label = cfg.Endpoint.Base.Host
@@ -200,23 +274,56 @@ func certifyAndPrint(ctx context.Context, cfg certify.Config, out outputs, stdou
 	if err != nil {
 		return nil, err
 	}
-	if err := writeOutputs(res, out); err != nil {
-		return nil, err
-	}
 	textreport.Write(stdout, res.Report, !out.noColour && isTerminal(stdout))
 	return res, nil
 }
 
-func writeOutputs(res *certify.Result, out outputs) error {
+func exitFor(failed bool) int {
+	if failed {
+		return idemcheck.ExitAnomalies
+	}
+	return idemcheck.ExitHeld
+}
+
+// writeOutputs writes the files a run asked for, each whole or not at all,
+// and the GitHub step summary when GITHUB_STEP_SUMMARY is set. A suite's
+// JSON report holds one report per endpoint; a single certification's is
+// the report itself.
+func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) error {
+	reports := make([]idemcheck.Report, len(results))
+	for i, r := range results {
+		reports[i] = r.Report
+	}
 	if out.history != "" {
-		if err := idemcheck.WriteFileAtomic(out.history, res.History.WriteJSONL); err != nil {
+		err := idemcheck.WriteFileAtomic(out.history, func(w io.Writer) error {
+			for _, r := range results {
+				if err := r.History.WriteJSONL(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return idemcheck.Usagef("--history: %v", err)
 		}
 	}
 	if out.json != "" {
-		if err := idemcheck.WriteFileAtomic(out.json, res.Report.WriteJSON); err != nil {
+		write := reports[0].WriteJSON
+		if suiteReport {
+			write = idemcheck.NewSuiteReport(reports[0].Seed, reports).WriteJSON
+		}
+		if err := idemcheck.WriteFileAtomic(out.json, write); err != nil {
 			return idemcheck.Usagef("--json: %v", err)
 		}
+	}
+	if out.junit != "" {
+		err := idemcheck.WriteFileAtomic(out.junit, func(w io.Writer) error { return report.WriteJUnit(w, reports) })
+		if err != nil {
+			return idemcheck.Usagef("--junit: %v", err)
+		}
+	}
+	if err := report.AppendGitHubSummary(reports); err != nil {
+		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil
 }
@@ -281,35 +388,40 @@ func isTerminal(w io.Writer) bool {
 
 func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	var jsonOut string
-	var noColour bool
-	fs.StringVar(&jsonOut, "json", "", "write the JSON report to `FILE`")
-	fs.BoolVar(&noColour, "no-color", false, "no colour, even on a terminal")
+	var out outputs
+	out.register(fs)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return 0, idemcheck.Usagef("check: %v (usage: idemcheck check [--json FILE] HISTORY.jsonl)", err)
+		return 0, idemcheck.Usagef("check: %v (usage: idemcheck check [--json FILE] [--junit FILE] HISTORY.jsonl)", err)
 	}
 	if fs.NArg() != 1 {
-		return 0, idemcheck.Usagef("check: name one history file (usage: idemcheck check [--json FILE] HISTORY.jsonl)")
+		return 0, idemcheck.Usagef("check: name one history file (usage: idemcheck check [--json FILE] [--junit FILE] HISTORY.jsonl)")
+	}
+	if out.history != "" {
+		return 0, idemcheck.Usagef("check: --history is for runs that send traffic; check reads one")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
 		return 0, idemcheck.Usagef("check: %v", err)
 	}
 	defer f.Close()
-	h, err := idemcheck.ReadHistory(f, fs.Arg(0))
+	hs, err := idemcheck.ReadHistories(f, fs.Arg(0))
 	if err != nil {
 		return 0, idemcheck.Usagef("check: %v", err)
 	}
-	rep := assert.Report(h)
-	if jsonOut != "" {
-		if err := idemcheck.WriteFileAtomic(jsonOut, rep.WriteJSON); err != nil {
-			return 0, idemcheck.Usagef("--json: %v", err)
+	var results []*certify.Result
+	failed := false
+	for i, h := range hs {
+		rep := assert.Report(h)
+		if i > 0 {
+			fmt.Fprintln(stdout)
 		}
+		textreport.Write(stdout, rep, !out.noColour && isTerminal(stdout))
+		failed = failed || rep.Failed()
+		results = append(results, &certify.Result{History: h, Report: rep})
 	}
-	textreport.Write(stdout, rep, !noColour && isTerminal(stdout))
-	if rep.Failed() {
-		return idemcheck.ExitAnomalies, nil
+	if err := writeOutputs(results, out, len(results) > 1); err != nil {
+		return 0, err
 	}
-	return idemcheck.ExitHeld, nil
+	return exitFor(failed), nil
 }

@@ -91,7 +91,7 @@ func demoOne(ctx context.Context, pool *pgxpool.Pool, dt demoTarget, seed int64,
 
 	cfg := OrdersConfig(&url.URL{Scheme: "http", Host: ln.Addr().String()}, pool)
 	cfg.Name, cfg.Seed = dt.label, seed
-	res, err := certifyAndPrint(ctx, cfg, out, stdout, stderr)
+	res, err := certifyOne(ctx, cfg, out, stdout, stderr)
 	if err != nil {
 		return idemcheck.Report{}, err
 	}

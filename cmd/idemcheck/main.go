@@ -24,7 +24,9 @@ const usage = `idemcheck proves whether an HTTP API is safe to retry.
 Usage:
   idemcheck demo                 certify the example orders API and its check-then-insert twin
   idemcheck certify --url URL …  certify one endpoint (idemcheck certify -h for flags)
+  idemcheck run -f SUITE.yaml    certify every endpoint of a suite file
   idemcheck check HISTORY.jsonl  check a recorded history again, offline
+  idemcheck estimate …           what unrecognised retries cost (idemcheck estimate -h for flags)
 
 Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or configuration,
 3 the harness or the target could not run.
@@ -50,13 +52,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = runDemo(ctx, args[1:], stdout, stderr)
 	case "certify":
 		code, err = runCertify(ctx, args[1:], stdout, stderr)
+	case "run":
+		code, err = runSuite(ctx, args[1:], stdout, stderr)
 	case "check":
 		code, err = runCheck(args[1:], stdout, stderr)
+	case "estimate":
+		code, err = runEstimate(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return idemcheck.ExitHeld
 	default:
-		err = idemcheck.Usagef("unknown command %q: use demo, certify or check", args[0])
+		err = idemcheck.Usagef("unknown command %q: use demo, certify, run, check or estimate", args[0])
 	}
 	if err != nil {
 		if errors.Is(err, errHelp) {

@@ -171,3 +171,87 @@ func TestCheckRejectsAFileThatIsNotAHistory(t *testing.T) {
 	assert.Equal(t, idemcheck.ExitUsage, code)
 	assert.Contains(t, errOut, "bad.jsonl:2:")
 }
+
+func TestRunSuiteWritesOneReportForAllEndpoints(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	dir := t.TempDir()
+	suitePath := filepath.Join(dir, "suite.yaml")
+	require.NoError(t, os.WriteFile(suitePath, []byte(`
+version: 1
+target: {url: "${T_URL}", db: "${T_DB}"}
+policy: {preset: ietf, replay_header: Idempotent-Replayed}
+options: {burst: 8, burst_rounds: 2, rounds: 1}
+endpoints:
+  - name: orders
+    path: /orders
+    body: {customerId: "{{intent}}", totalCents: 4000}
+    effect: {sql: "SELECT count(*) FROM orders WHERE customer_id = $1", args: ["{{intent}}"]}
+  - name: orders, wire only
+    path: /orders
+    body: '{"customerId":"{{intent}}","totalCents":10}'
+    checks: [sequential-replay, missing-key]
+`), 0o644))
+	t.Setenv("T_URL", url)
+	t.Setenv("T_DB", dsn)
+	summary := filepath.Join(dir, "summary.md")
+	t.Setenv("GITHUB_STEP_SUMMARY", summary)
+	jsonPath, junitPath, histPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml"), filepath.Join(dir, "h.jsonl")
+	code, out, errOut := cli(t, "run", "-f", suitePath, "--json", jsonPath, "--junit", junitPath, "--history", histPath, "--no-color", "--seed", "7")
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "orders, wire only")
+
+	var rep idemcheck.SuiteReport
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.Equal(t, idemcheck.Pass, rep.Verdict)
+	require.Len(t, rep.Reports, 2)
+	assert.Len(t, rep.Reports[1].Checks, 2)
+	assert.EqualValues(t, 7, rep.Seed)
+	assert.Equal(t, 8*2, rep.Reports[0].Checks[0].Attempts, "suite options apply")
+
+	x, err := os.ReadFile(junitPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(x), "<testsuites")
+	assert.Equal(t, 8+2, strings.Count(string(x), "<testcase "), "one test case per endpoint and check")
+	md, err := os.ReadFile(summary)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "orders, wire only")
+
+	// Both endpoints' histories check again offline, with the same verdict.
+	code, out, _ = cli(t, "check", "--no-color", histPath)
+	assert.Equal(t, idemcheck.ExitHeld, code, out)
+	assert.Equal(t, 2, strings.Count(out, "verdict PASS"))
+}
+
+func TestRunSuiteErrorsNameTheFileAndLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("endpoints:\n  - url: http://127.0.0.1:1\n    path: /a\n    checks: [nope]\n"), 0o644))
+	code, _, errOut := cli(t, "run", "-f", p)
+	assert.Equal(t, idemcheck.ExitUsage, code)
+	assert.Contains(t, errOut, "bad.yaml:4: endpoints[0].checks[0]: unknown check \"nope\"")
+	code, _, errOut = cli(t, "run")
+	assert.Equal(t, idemcheck.ExitUsage, code)
+	assert.Contains(t, errOut, "-f SUITE.yaml is required")
+}
+
+func TestPolicyFlag(t *testing.T) {
+	url, _ := ordersAPI(t, orders.Reference)
+	// The reference answers a reused key with another body 422: under the
+	// Stripe preset (400) that is a broken promise, under an override it holds.
+	code, out, _ := cli(t, "certify", "--url", url, "--path", "/orders", "--no-color",
+		"--body", `{"customerId":"{{intent}}","totalCents":4000}`, "--checks", "payload-mismatch", "--rounds", "1",
+		"--policy", "stripe", "--key-header", "Idempotency-Key")
+	assert.Equal(t, idemcheck.ExitAnomalies, code, out)
+	assert.Contains(t, out, "unexpected-status")
+
+	pf := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(pf, []byte("preset: stripe\nmismatch_status: 422\ncreated_statuses: [201]\n"), 0o644))
+	code, out, _ = cli(t, "certify", "--url", url, "--path", "/orders", "--no-color",
+		"--body", `{"customerId":"{{intent}}","totalCents":4000}`, "--checks", "payload-mismatch", "--rounds", "1", "--policy", pf)
+	assert.Equal(t, idemcheck.ExitHeld, code, out)
+
+	code, _, errOut := cli(t, "certify", "--url", url, "--policy", "paypal")
+	assert.Equal(t, idemcheck.ExitUsage, code)
+	assert.Contains(t, errOut, `--policy "paypal" is neither a preset (gofiber, ietf, stripe) nor a readable file`)
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/suite"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+// runSuite certifies every endpoint of a suite file, one after another,
+// and writes one report for them all.
+func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var file string
+	var rf runFlags
+	fs.StringVar(&file, "f", "", "the suite `file` (YAML) to run (required)")
+	rf.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return 0, err
+	}
+	if file == "" {
+		return 0, idemcheck.Usagef("run: -f SUITE.yaml is required (see examples/suites/)")
+	}
+	s, err := suite.Load(file)
+	if err != nil {
+		return 0, idemcheck.Usagef("%v", err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// The suite's options apply unless a flag says otherwise.
+	o := s.Options
+	if o.Seed != 0 && !set["seed"] {
+		rf.seed = o.Seed
+	}
+	if o.Rate > 0 && !set["rate"] {
+		rf.rate = o.Rate
+	}
+	if o.MaxDuration > 0 && !set["max-duration"] {
+		rf.maxDuration = o.MaxDuration
+	}
+	if o.Timeout > 0 && !set["timeout"] {
+		rf.timeout = o.Timeout
+	}
+	if err := rf.validate(); err != nil {
+		return 0, err
+	}
+
+	dbs := map[string]*targets.Database{}
+	defer func() {
+		for _, d := range dbs {
+			d.Close()
+		}
+	}()
+	var results []*certify.Result
+	failed := false
+	for i, e := range s.Endpoints {
+		cfg := certify.Config{
+			Name: e.Name, Endpoint: e.Endpoint, Policy: e.Policy, Checks: e.Checks, Options: o.Scenarios,
+			Redact: o.Redact, AllowRemote: o.AllowRemote, EffectSQL: e.EffectSQL, EffectArgs: e.EffectArgs,
+		}
+		rf.apply(&cfg)
+		if e.EffectSQL != "" {
+			d, ok := dbs[e.DB]
+			if !ok {
+				if d, err = targets.OpenDatabase(ctx, e.DB); err != nil {
+					return 0, idemcheck.Unavailablef("%s: endpoint %q: %v", file, e.Name, err)
+				}
+				dbs[e.DB] = d
+			}
+			cfg.DB, cfg.DBName = d.Pool, targets.RedactDSN(e.DB)
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		res, err := certifyOne(ctx, cfg, rf.outputs, stdout, stderr)
+		if err != nil {
+			return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
+		}
+		failed = failed || res.Report.Failed()
+		results = append(results, res)
+	}
+	if err := writeOutputs(results, rf.outputs, true); err != nil {
+		return 0, err
+	}
+	return exitFor(failed), nil
+}

@@ -1,0 +1,240 @@
+// Package estimate is the cost arithmetic behind idemcheck estimate: what a
+// retry that is not recognised as a retry costs a month, what removing
+// retries would cost instead, how large the key store must be, and how a
+// stack of retrying layers multiplies load.
+//
+// The arithmetic is deliberately plain, so a reader can redo it by hand:
+// a duplicate is a request whose client timed out although the server had
+// already done the work, and whose retry then did the work again.
+package estimate
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DaysPerMonth is the month the figures use: 30 days, so a monthly figure
+// is a daily one times 30 and can be checked without a calendar.
+const DaysPerMonth = 30
+
+// Defaults and limits shared with the CLI, so its flags and this package
+// never disagree.
+const (
+	// DefaultKeyBytes is what one stored key takes: the key, the request
+	// fingerprint and the saved reply, about 1 KB (1,000 bytes, matching the
+	// decimal MB the key store is reported in).
+	DefaultKeyBytes = 1000
+	// DefaultWindow is how long keys are kept; 24 hours is what the IETF
+	// draft and the common providers suggest.
+	DefaultWindow = 24 * time.Hour
+
+	// MaxRequestsPerDay bounds the traffic to keep the figures meaningful.
+	MaxRequestsPerDay = 1e12
+	// MaxKeyBytes bounds one key's record (1 GB).
+	MaxKeyBytes = 1 << 30
+	// MaxWindow bounds the retention window to a year.
+	MaxWindow = 365 * 24 * time.Hour
+	// MaxLayers and MaxTries bound the retry stack, so tries^layers stays
+	// an exact integer.
+	MaxLayers = 10
+	MaxTries  = 10
+)
+
+// Inputs are the figures a team knows, or can look up, about one mutating
+// endpoint.
+type Inputs struct {
+	// RequestsPerDay is the number of mutating requests a day.
+	RequestsPerDay float64 `json:"requests_per_day"`
+	// TimeoutRate is the share of requests whose client gave up without a
+	// reply, from 0 to 1.
+	TimeoutRate float64 `json:"timeout_rate"`
+	// SucceededShare is the share of those timeouts where the server had
+	// done the work anyway, from 0 to 1.
+	SucceededShare float64 `json:"succeeded_share"`
+	// ValuePerDuplicate is what one duplicate costs (a refund, support
+	// time), in any currency; 0 means unknown and leaves the cost out.
+	ValuePerDuplicate float64 `json:"value_per_duplicate,omitempty"`
+	// KeyBytes is what one stored key takes.
+	KeyBytes int64 `json:"key_bytes"`
+	// Window is how long keys are kept.
+	Window time.Duration `json:"window_ns"`
+	// Layers is the number of layers in a call stack that each retry, and
+	// Tries the tries each makes, the first included; 0 leaves the
+	// amplification out.
+	Layers int `json:"layers,omitempty"`
+	Tries  int `json:"tries,omitempty"`
+}
+
+// Result is the arithmetic for one set of Inputs. Figures are not rounded:
+// the caller rounds for display, so a sum of displayed figures can differ
+// from a displayed sum by a rounding step.
+type Result struct {
+	Inputs Inputs `json:"inputs"`
+	// TimeoutsPerDay = RequestsPerDay x TimeoutRate.
+	TimeoutsPerDay float64 `json:"timeouts_per_day"`
+	// DuplicatesPerDay = TimeoutsPerDay x SucceededShare: each such timeout
+	// is retried, and a retry the server does not recognise does the work
+	// again.
+	DuplicatesPerDay   float64 `json:"duplicates_per_day"`
+	DuplicatesPerMonth float64 `json:"duplicates_per_month"`
+	// CostPerMonth = DuplicatesPerMonth x ValuePerDuplicate; 0 without a value.
+	CostPerMonth float64 `json:"cost_per_month,omitempty"`
+	// UnansweredPerMonth is what removing retries leaves instead: every
+	// timeout is a customer who never hears back.
+	UnansweredPerMonth float64 `json:"unanswered_per_month"`
+	// ChargedAnywayPerMonth are those of them whose request took effect.
+	ChargedAnywayPerMonth float64 `json:"charged_anyway_per_month"`
+	// StoredKeys is the number of keys held at once: every mutating request
+	// stores a key, held for the window, so RequestsPerDay x Window in days.
+	StoredKeys float64 `json:"stored_keys"`
+	// KeyStoreBytes = StoredKeys x KeyBytes.
+	KeyStoreBytes float64 `json:"key_store_bytes"`
+	// Amplification = Tries^Layers: the tries that reach the bottom layer
+	// for one request at the top when every layer retries; 0 when Layers or
+	// Tries is 0.
+	Amplification int64 `json:"amplification,omitempty"`
+}
+
+// Validate says which input is out of range, and what the range is.
+func (in Inputs) Validate() error {
+	switch {
+	case !(in.RequestsPerDay >= 1 && in.RequestsPerDay <= MaxRequestsPerDay):
+		return fmt.Errorf("requests per day %v is out of range: use 1 to %g", in.RequestsPerDay, float64(MaxRequestsPerDay))
+	case !(in.TimeoutRate >= 0 && in.TimeoutRate <= 1):
+		return fmt.Errorf("timeout rate %v is out of range: use 0 to 1", in.TimeoutRate)
+	case !(in.SucceededShare >= 0 && in.SucceededShare <= 1):
+		return fmt.Errorf("succeeded share %v is out of range: use 0 to 1", in.SucceededShare)
+	case !(in.ValuePerDuplicate >= 0 && !math.IsInf(in.ValuePerDuplicate, 1)):
+		return fmt.Errorf("value per duplicate %v is out of range: use 0 or more", in.ValuePerDuplicate)
+	case in.KeyBytes < 1 || in.KeyBytes > MaxKeyBytes:
+		return fmt.Errorf("key bytes %d is out of range: use 1 to %d", in.KeyBytes, MaxKeyBytes)
+	case in.Window <= 0 || in.Window > MaxWindow:
+		return fmt.Errorf("window %v is out of range: use more than 0 and at most %v", in.Window, MaxWindow)
+	case in.Layers < 0 || in.Layers > MaxLayers:
+		return fmt.Errorf("layers %d is out of range: use 1 to %d", in.Layers, MaxLayers)
+	case in.Tries < 0 || in.Tries > MaxTries:
+		return fmt.Errorf("tries %d is out of range: use 1 to %d", in.Tries, MaxTries)
+	case (in.Layers == 0) != (in.Tries == 0):
+		return fmt.Errorf("layers and tries go together: give both or neither")
+	}
+	return nil
+}
+
+// Compute does the arithmetic. It is pure; inputs that fail Validate give
+// figures that mean nothing, so callers validate first.
+func Compute(in Inputs) Result {
+	r := Result{Inputs: in}
+	r.TimeoutsPerDay = in.RequestsPerDay * in.TimeoutRate
+	r.DuplicatesPerDay = r.TimeoutsPerDay * in.SucceededShare
+	r.DuplicatesPerMonth = r.DuplicatesPerDay * DaysPerMonth
+	r.CostPerMonth = r.DuplicatesPerMonth * in.ValuePerDuplicate
+	r.UnansweredPerMonth = r.TimeoutsPerDay * DaysPerMonth
+	r.ChargedAnywayPerMonth = r.UnansweredPerMonth * in.SucceededShare
+	r.StoredKeys = in.RequestsPerDay * in.Window.Hours() / 24
+	r.KeyStoreBytes = r.StoredKeys * float64(in.KeyBytes)
+	if in.Layers > 0 && in.Tries > 0 {
+		r.Amplification = 1
+		for range in.Layers {
+			r.Amplification *= int64(in.Tries)
+		}
+	}
+	return r
+}
+
+// WriteText writes the result as a block a person reads: each figure with
+// the inputs it comes from, so the arithmetic can be checked by hand.
+func (r Result) WriteText(w io.Writer) error {
+	in := r.Inputs
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s mutating requests a day, %s time out, %s of those had succeeded\n\n",
+		number(in.RequestsPerDay), percent(in.TimeoutRate), percent(in.SucceededShare))
+	row := func(label, format string, args ...any) {
+		fmt.Fprintf(&b, "  %-20s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	row("duplicates", "%s a day, %s a month (%d days): timeouts that had succeeded, retried and done again",
+		number(r.DuplicatesPerDay), number(r.DuplicatesPerMonth), DaysPerMonth)
+	if in.ValuePerDuplicate > 0 {
+		row("cost", "%s a month (%s duplicates at %s each)",
+			number(r.CostPerMonth), number(r.DuplicatesPerMonth), number(in.ValuePerDuplicate))
+	}
+	row("without retries", "%s customers a month get no answer, %s of them charged anyway",
+		number(r.UnansweredPerMonth), number(r.ChargedAnywayPerMonth))
+	row("key store", "%s: %s keys (%s requests a day, kept %s) at %s bytes each",
+		size(r.KeyStoreBytes), number(r.StoredKeys), number(in.RequestsPerDay), window(in.Window), number(float64(in.KeyBytes)))
+	if r.Amplification > 0 {
+		row("retry amplification", "%d^%d = %s tries reach the bottom layer for one request at the top (%d layers, %d tries each)",
+			in.Tries, in.Layers, number(float64(r.Amplification)), in.Layers, in.Tries)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// number formats a figure for a person: whole numbers with thousands
+// separators from 100 up, one decimal from 1, two significant digits below.
+func number(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0:
+		return "0"
+	case a >= 100 && a < 1e18:
+		return group(int64(math.Round(v)))
+	case a >= 100:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	case a >= 1:
+		s := strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64)
+		return strings.TrimSuffix(s, ".0")
+	default:
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+}
+
+// percent formats a share from 0 to 1 as a percentage, to four
+// significant digits, so 0.002 reads 0.2% and not 0.20000000000000004%.
+func percent(share float64) string {
+	return strconv.FormatFloat(share*100, 'g', 4, 64) + "%"
+}
+
+// size formats a size in decimal units (1 MB = 1,000,000 bytes), to
+// three significant digits.
+func size(n float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+	i := 0
+	for n >= 1000 && i < len(units)-1 {
+		n /= 1000
+		i++
+	}
+	return strconv.FormatFloat(n, 'g', 3, 64) + " " + units[i]
+}
+
+// window formats a retention window: whole days as days, whole hours as
+// hours, anything else as a Go duration.
+func window(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	default:
+		return d.String()
+	}
+}
+
+func group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,228 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// Limits that keep a Markdown summary readable on a pull request page (a
+// GitHub job summary also has a size cap); the JSON report holds the rest.
+const (
+	// MarkdownMaxAnomalies is how many anomalies a failed check shows.
+	MarkdownMaxAnomalies = 5
+	// MarkdownMaxEvidence is how many witnessing attempts an anomaly shows.
+	MarkdownMaxEvidence = 8
+	// MarkdownBodyMax is how much of a reply body an evidence line shows.
+	MarkdownBodyMax = 200
+)
+
+// WriteMarkdown writes a GitHub-flavoured Markdown summary of reports: a
+// heading with the overall verdict, a table of checks per report, and for
+// each failed check its anomalies (at most MarkdownMaxAnomalies) with their
+// explanation and evidence. Text from the target (bodies, errors, reasons)
+// is escaped, so it can neither break the table nor become markup.
+//
+// Nothing is written when a report is inconsistent (an anomaly index out
+// of range, an unknown status).
+func WriteMarkdown(w io.Writer, reports []idemcheck.Report) error {
+	var b strings.Builder
+	failed, anomalies, attempts := 0, 0, 0
+	for _, r := range reports {
+		if r.Failed() {
+			failed++
+		}
+		anomalies += len(r.Anomalies)
+		attempts += r.Stats.Attempts
+	}
+	switch {
+	case len(reports) == 0:
+		b.WriteString("## idemcheck: nothing certified\n")
+	case failed > 0:
+		b.WriteString("## ❌ idemcheck: FAIL\n")
+	default:
+		b.WriteString("## ✅ idemcheck: PASS\n")
+	}
+	if len(reports) > 0 {
+		fmt.Fprintf(&b, "\n%s: %d failed, %d passed; %s in %s.\n",
+			plural(len(reports), "certification", "certifications"), failed, len(reports)-failed,
+			plural(anomalies, "anomaly", "anomalies"), plural(attempts, "attempt", "attempts"))
+	}
+	for _, r := range reports {
+		if err := markdownReport(&b, r); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func markdownReport(b *strings.Builder, r idemcheck.Report) error {
+	icon, verdict := "✅", "PASS"
+	if r.Failed() {
+		icon, verdict = "❌", "FAIL"
+	}
+	fmt.Fprintf(b, "\n### %s %s: %s\n\n", icon, escapeInline(oneLine(suiteName(r), 200)), verdict)
+	var facts []string
+	if r.Target.Name != "" {
+		facts = append(facts, codeSpan(oneLine(r.Target.Method+" "+targetURL(r.Target), 200)))
+	}
+	if r.Target.Database != "" {
+		facts = append(facts, "effects counted in "+codeSpan(oneLine(r.Target.Database, 200)))
+	} else {
+		facts = append(facts, "no database: judged from the wire alone")
+	}
+	facts = append(facts, fmt.Sprintf("seed %d", r.Seed),
+		fmt.Sprintf("%s in %ss", plural(r.Stats.Attempts, "attempt", "attempts"), seconds(float64(max(r.Stats.DurationMS, 0)))))
+	b.WriteString(strings.Join(facts, " · ") + "\n\n")
+
+	b.WriteString("| check | status | intents | attempts | anomalies |\n|---|---|--:|--:|--:|\n")
+	type failure struct {
+		check string
+		as    []idemcheck.Anomaly
+	}
+	var failures []failure
+	for _, ch := range r.Checks {
+		if err := checkStatus(r, ch); err != nil {
+			return err
+		}
+		as, err := checkAnomalies(r, ch)
+		if err != nil {
+			return err
+		}
+		status := "✅ pass"
+		switch ch.Status {
+		case idemcheck.Fail:
+			status = "❌ fail"
+			failures = append(failures, failure{ch.Name, as})
+		case idemcheck.Skip:
+			status = "⏭️ skip"
+		}
+		if ch.Reason != "" {
+			status += ": " + escapeInline(oneLine(ch.Reason, 300))
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %d |\n", escapeInline(oneLine(ch.Name, 100)), status, ch.Intents, ch.Attempts, len(as))
+	}
+
+	for _, f := range failures {
+		fmt.Fprintf(b, "\n#### %s: %s", escapeInline(oneLine(f.check, 100)), plural(len(f.as), "anomaly", "anomalies"))
+		if len(f.as) > 0 {
+			fmt.Fprintf(b, " (%s)", escapeInline(kindSummary(f.as)))
+		}
+		b.WriteString("\n")
+		for i, a := range f.as {
+			if i == MarkdownMaxAnomalies {
+				fmt.Fprintf(b, "\n…and %d more in %s; the JSON report has them all.\n", len(f.as)-i, escapeInline(oneLine(f.check, 100)))
+				break
+			}
+			markdownAnomaly(b, a)
+		}
+	}
+	return nil
+}
+
+func markdownAnomaly(b *strings.Builder, a idemcheck.Anomaly) {
+	// The explanation follows the label on the same line, so whatever it
+	// starts with ("-", "1.", "#") cannot open a block of its own.
+	fmt.Fprintf(b, "\n**%s**, intent %s, key %s: %s\n",
+		escapeInline(oneLine(string(a.Kind), 100)), codeSpan(oneLine(a.Intent, 200)), codeSpan(oneLine(a.Key, 200)),
+		escapeInline(oneLine(a.Explanation, 4096)))
+	var lines []string
+	if o := observedLine(a.Observed); o != "" {
+		lines = append(lines, oneLine(o, 1024))
+	}
+	for i, e := range a.Evidence {
+		if i == MarkdownMaxEvidence {
+			lines = append(lines, fmt.Sprintf("… %d more witnesses", len(a.Evidence)-i))
+			break
+		}
+		lines = append(lines, evidenceLine(e, MarkdownBodyMax))
+	}
+	if len(a.Evidence) < len(a.Attempts) {
+		lines = append(lines, "witnesses: attempts "+ints(a.Attempts))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	text := strings.Join(lines, "\n")
+	fence := strings.Repeat("`", max(3, longestRun(text, '`')+1))
+	fmt.Fprintf(b, "\n%stext\n%s\n%s\n", fence, text, fence)
+}
+
+// mdSpecial are the characters that could turn text into Markdown markup,
+// a table cell break (|) or, on GitHub, math ($); each is backslash-escaped.
+var mdSpecial = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", `*`, `\*`, `_`, `\_`, `[`, `\[`, `]`, `\]`, `<`, `\<`, `>`, `\>`,
+	`|`, `\|`, `~`, `\~`, `&`, `\&`, `#`, `\#`, `$`, `\$`,
+)
+
+// escapeInline makes one line of text render as itself.
+func escapeInline(s string) string { return mdSpecial.Replace(s) }
+
+// codeSpan wraps one line in a code span whose backtick fence is longer
+// than any backtick run inside it, as CommonMark requires; a pipe is still
+// escaped, because a GitHub table splits cells on it even inside code.
+func codeSpan(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	fence := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + strings.ReplaceAll(s, "|", `\|`) + fence
+}
+
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
+}
+
+// GitHubSummaryEnv names the file a GitHub Actions step appends its job
+// summary to.
+const GitHubSummaryEnv = "GITHUB_STEP_SUMMARY"
+
+// AppendGitHubSummary appends the Markdown summary of reports to the file
+// named by $GITHUB_STEP_SUMMARY, creating it if missing, so a run inside
+// GitHub Actions shows its verdict on the job's page. Outside GitHub
+// Actions (the variable unset or empty) it does nothing. The summary is
+// rendered before the file is opened, so a bad report appends nothing.
+func AppendGitHubSummary(reports []idemcheck.Report) error {
+	path := os.Getenv(GitHubSummaryEnv)
+	if path == "" {
+		return nil
+	}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, reports); err != nil {
+		return err
+	}
+	md := b.String()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("$%s: %w", GitHubSummaryEnv, err)
+	}
+	// Another step may have left its summary without a final newline; a
+	// blank line keeps our heading from joining its last paragraph.
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		md = "\n" + md
+	}
+	if _, err := io.WriteString(f, md); err != nil {
+		f.Close()
+		return fmt.Errorf("$%s: %w", GitHubSummaryEnv, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("$%s: %w", GitHubSummaryEnv, err)
+	}
+	return nil
+}
