@@ -2,10 +2,12 @@ package faults
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"sync"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -22,15 +24,22 @@ var ErrClosed = errors.New("faults: link closed")
 // accepts its first connection, so no connection through a fault's proxy
 // ever escapes the fault.
 //
-// A Link does not know which link (client or db) it stands on; the caller
-// passes it the faults meant for it. A Link is safe for concurrent use.
+// A Link stands on one link: NewLink on the client link (the harness in
+// front of the target), NewDBLink on the database link (the target's
+// database behind it), and it applies only the faults of that link. A Link
+// is safe for concurrent use.
 type Link struct {
 	upstream string
+	link     string
 	srv      *toxiproxy.ApiServer
+	hub      *hub
 
-	mu     sync.Mutex
-	addrs  map[string]string // Fault.String() -> listen address
-	closed bool
+	mu       sync.Mutex
+	addrs    map[string]string        // Fault.String() -> listen address
+	watchers map[string]*pgWatchToxic // Fault.String() -> its watch toxic
+	watched  *toxiproxy.Proxy         // the proxy WatchedAddr started, if any
+	watch    *pgWatchToxic            // its watch toxic
+	closed   bool
 }
 
 var quietOnce sync.Once
@@ -45,27 +54,49 @@ func newServer() *toxiproxy.ApiServer {
 	return toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 }
 
-// NewLink returns a Link in front of upstream. No proxy listens until Addr
-// asks for one, and the upstream is not dialed until a client connects, so
-// the target need not be running yet.
+// NewLink returns a Link on the client link, in front of upstream (the
+// target's host:port). No proxy listens until Addr asks for one, and the
+// upstream is not dialed until a client connects, so the target need not be
+// running yet.
 func NewLink(upstream string) (*Link, error) {
+	return newLink(upstream, LinkClient)
+}
+
+// NewDBLink returns a Link on the database link, in front of upstream (the
+// database's host:port). The target is then handed a DSN whose host and port
+// are a proxy's (RewriteDSN), so its database traffic goes through the
+// faults of the database link: db-latency, db-cut and db-hold.
+func NewDBLink(upstream string) (*Link, error) {
+	return newLink(upstream, LinkDB)
+}
+
+func newLink(upstream, link string) (*Link, error) {
 	if _, _, err := net.SplitHostPort(upstream); err != nil {
 		return nil, fmt.Errorf("faults: upstream %q: %w", upstream, err)
 	}
-	return &Link{upstream: upstream, srv: newServer(), addrs: map[string]string{}}, nil
+	return &Link{
+		upstream: upstream, link: link, srv: newServer(),
+		hub:   &hub{held: make(chan HoldEvent), done: make(chan struct{})},
+		addrs: map[string]string{}, watchers: map[string]*pgWatchToxic{},
+	}, nil
 }
 
 // Upstream returns the address the Link forwards to.
 func (l *Link) Upstream() string { return l.upstream }
 
 // Addr returns the listen address (127.0.0.1:port) of the proxy that applies
-// f, starting it on first use; None is the clean proxy.
+// f, starting it on first use; None is the clean proxy. Faults are
+// normalized first (see Parse), so "latency" and "latency:ms=100" share a
+// proxy. A fault of the other link, or with a bad parameter, is an error.
 func (l *Link) Addr(f Fault) (string, error) {
 	var ts []toxic
 	if !f.IsNone() {
 		var err error
-		if ts, err = toxicsFor(f); err != nil {
+		if f, ts, err = toxicsFor(f); err != nil {
 			return "", err
+		}
+		if f.Link != l.link {
+			return "", fmt.Errorf("faults: %s acts on the %s link, and this Link stands on the %s link", f.Name, f.Link, l.link)
 		}
 	}
 	key := f.String()
@@ -79,13 +110,24 @@ func (l *Link) Addr(f Fault) (string, error) {
 		return addr, nil
 	}
 	p := toxiproxy.NewProxy(l.srv, key, "127.0.0.1:0", l.upstream)
+	var watch *pgWatchToxic
 	for _, t := range ts {
 		js, err := json.Marshal(t)
 		if err != nil {
 			return "", fmt.Errorf("faults: %s: %w", key, err)
 		}
-		if _, err := p.Toxics.AddToxicJson(bytes.NewReader(js)); err != nil {
+		w, err := p.Toxics.AddToxicJson(bytes.NewReader(js))
+		if err != nil {
 			return "", fmt.Errorf("faults: %s: add toxic %s: %w", key, t.Type, err)
+		}
+		// toxiproxy made the toxic from its JSON; the Go-side wiring (the
+		// channel its hold events go to) is added here, before any
+		// connection can reach it.
+		if pw, ok := w.Toxic.(*pgWatchToxic); ok {
+			if err := pw.bind(l.hub, f); err != nil {
+				return "", fmt.Errorf("faults: %s: %w", key, err)
+			}
+			watch = pw
 		}
 	}
 	if err := l.srv.Collection.Add(p, true); err != nil {
@@ -93,11 +135,40 @@ func (l *Link) Addr(f Fault) (string, error) {
 	}
 	// Add returns after the listener is bound, so Listen holds the real port.
 	l.addrs[key] = p.Listen
+	if watch != nil {
+		l.watchers[key] = watch
+	}
 	return p.Listen, nil
 }
 
+// Held delivers a HoldEvent each time a db-hold fault of this Link holds a
+// statement. The held connection waits until the event is received and then
+// until Release or Cut; an event nobody receives leaves its connection held
+// until the target gives up or the Link closes. The channel is never closed.
+func (l *Link) Held() <-chan HoldEvent { return l.hub.held }
+
+// Matches returns how many statements matched f (a db-cut or db-hold fault)
+// on its proxy so far, counted over all its connections. The fault has acted
+// once Matches reaches its nth, so a harness can tell a cut that happened
+// from a target that never sent the statement. It is 0 for other faults and
+// for faults whose proxy has not started.
+func (l *Link) Matches(f Fault) int {
+	n, err := normalize(f)
+	if err != nil {
+		return 0
+	}
+	l.mu.Lock()
+	w := l.watchers[n.String()]
+	l.mu.Unlock()
+	if w == nil {
+		return 0
+	}
+	return int(w.matches.Load())
+}
+
 // Close stops every proxy: their listeners close and their live connections,
-// both sides, are closed. It is idempotent; Addr fails after it.
+// both sides, are closed, held ones included (their holds end as if the
+// target had gone). It is idempotent; Addr fails after it.
 func (l *Link) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -105,5 +176,104 @@ func (l *Link) Close() error {
 		return nil
 	}
 	l.closed = true
+	close(l.hub.done)
 	return l.srv.Collection.Clear()
+}
+
+// WatchedAddr returns the address of the database link's watched proxy,
+// starting it on first use: clean until Arm puts a fault on it for a while.
+// A target whose DSN is fixed for its whole life (it is started once) is
+// handed this address, and each check arms the fault it needs.
+func (l *Link) WatchedAddr() (string, error) {
+	if l.link != LinkDB {
+		return "", fmt.Errorf("faults: only a database link has a watched proxy")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return "", ErrClosed
+	}
+	if l.watched != nil {
+		return l.watched.Listen, nil
+	}
+	p := toxiproxy.NewProxy(l.srv, "watched", "127.0.0.1:0", l.upstream)
+	// A watch toxic that matches every statement and lets all pass until a
+	// rule is armed: it is present from each connection's first byte, so it
+	// always knows where messages start.
+	js, _ := json.Marshal(toxic{Name: "watch", Type: pgWatchType, Stream: "upstream", Toxicity: 1,
+		Attributes: map[string]any{"match": ".", "nth": 1, "action": actionArmed}})
+	w, err := p.Toxics.AddToxicJson(bytes.NewReader(js))
+	if err != nil {
+		return "", fmt.Errorf("faults: watched proxy: %w", err)
+	}
+	pw := w.Toxic.(*pgWatchToxic)
+	if err := pw.bind(l.hub, Fault{Name: "watched", Link: LinkDB}); err != nil {
+		return "", err
+	}
+	if err := l.srv.Collection.Add(p, true); err != nil {
+		return "", fmt.Errorf("faults: watched proxy: start: %w", err)
+	}
+	l.watched, l.watch = p, pw
+	return p.Listen, nil
+}
+
+// Arm puts a database-link fault on the watched proxy until the returned
+// disarm is called: db-cut and db-hold count their nth from this moment;
+// db-latency delays every connection, pooled ones included.
+func (l *Link) Arm(f Fault) (disarm func(), err error) {
+	n, ts, err := toxicsFor(f)
+	if err != nil {
+		return nil, err
+	}
+	if n.Link != LinkDB {
+		return nil, fmt.Errorf("faults: %s acts on the %s link; only database faults arm on the watched proxy", n.Name, n.Link)
+	}
+	if _, err := l.WatchedAddr(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range ts {
+		if t.Type == pgWatchType {
+			re, err := regexp.Compile(fmt.Sprint(t.Attributes["match"]))
+			if err != nil {
+				return nil, err
+			}
+			r := &armedRule{re: re, nth: toInt64(t.Attributes["nth"]), action: fmt.Sprint(t.Attributes["action"]), fault: n}
+			l.watch.armed.Store(r)
+			return func() { l.watch.armed.CompareAndSwap(r, nil) }, nil
+		}
+	}
+	// A plain toxic (latency) joins the proxy's chain, live connections
+	// included, and leaves it on disarm.
+	var names []string
+	for i, t := range ts {
+		t.Name = fmt.Sprintf("armed-%s-%d", n.Name, i)
+		js, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := l.watched.Toxics.AddToxicJson(bytes.NewReader(js)); err != nil {
+			return nil, fmt.Errorf("faults: arm %s: %w", n.Name, err)
+		}
+		names = append(names, t.Name)
+	}
+	p := l.watched
+	return func() {
+		for _, name := range names {
+			_ = p.Toxics.RemoveToxic(context.Background(), name)
+		}
+	}, nil
+}
+
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	}
+	return 1
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,28 +25,61 @@ import (
 
 // committer is a target that does no deduplication at all: every POST whose
 // body it read whole is one commit, counted before the reply is written, so
-// the count is the truth about how many requests reached the handler.
+// the count is the truth about how many requests reached the handler. It
+// also counts what happened short of a commit: connections accepted and
+// those that carried at least one byte (ConnState), handler entries, and
+// body reads that failed, with how many body bytes they had read.
 type committer struct {
-	commits atomic.Int64
-	srv     *httptest.Server
+	commits  atomic.Int64
+	entered  atomic.Int64
+	readErrs atomic.Int64
+	conns    atomic.Int64 // StateNew
+	active   atomic.Int64 // StateActive: one byte or more of a request read
+	closed   atomic.Int64 // StateClosed
+
+	mu       sync.Mutex
+	partial  []int       // body bytes read by each failed read
+	commitAt []time.Time // when each commit happened
+
+	srv *httptest.Server
 }
 
 func newCommitter(t *testing.T) *committer {
 	t.Helper()
 	c := &committer{}
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			io.WriteString(w, "warm")
 			return
 		}
-		if _, err := io.ReadAll(r.Body); err != nil {
+		c.entered.Add(1)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			c.mu.Lock()
+			c.partial = append(c.partial, len(body))
+			c.mu.Unlock()
+			c.readErrs.Add(1)
 			return
 		}
+		c.mu.Lock()
+		c.commitAt = append(c.commitAt, time.Now())
+		c.mu.Unlock()
 		n := c.commits.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":%d}`, n)
 	}))
+	c.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			c.conns.Add(1)
+		case http.StateActive:
+			c.active.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			c.closed.Add(1)
+		}
+	}
+	c.srv.Start()
 	t.Cleanup(c.srv.Close)
 	return c
 }
@@ -197,8 +231,47 @@ func TestLinkReusesProxies(t *testing.T) {
 	_, err = link.Addr(Fault{Name: "cut-reply", Link: LinkDB})
 	assert.Error(t, err)
 
+	// Faults are normalized before they pick a proxy: defaults written out
+	// or left implicit are one fault, one proxy.
+	lat, err := link.Addr(Fault{Name: "latency"})
+	require.NoError(t, err)
+	lat2, err := link.Addr(Fault{Name: "latency", Params: map[string]string{"ms": "100", "jitter": "0"}})
+	require.NoError(t, err)
+	lat3, err := link.Addr(Latency(200*time.Millisecond, 0))
+	require.NoError(t, err)
+	assert.Equal(t, lat, lat2)
+	assert.NotEqual(t, lat, lat3)
+
 	_, err = NewLink("no-port")
 	assert.Error(t, err)
+	_, err = NewDBLink("no-port")
+	assert.Error(t, err)
+}
+
+// A Link applies only the faults of the link it stands on: a db-cut on the
+// client link would never see SQL and so never act, silently.
+func TestLinkAppliesOnlyItsOwnFaults(t *testing.T) {
+	client, err := NewLink("127.0.0.1:1")
+	require.NoError(t, err)
+	defer client.Close()
+	db, err := NewDBLink("127.0.0.1:1")
+	require.NoError(t, err)
+	defer db.Close()
+
+	_, err = client.Addr(DBCut("", 0))
+	assert.EqualError(t, err, "faults: db-cut acts on the db link, and this Link stands on the client link")
+	_, err = db.Addr(CutReply)
+	assert.EqualError(t, err, "faults: cut-reply acts on the client link, and this Link stands on the db link")
+	_, err = db.Addr(Latency(time.Millisecond, 0))
+	assert.EqualError(t, err, "faults: latency acts on the client link, and this Link stands on the db link")
+	_, err = db.Addr(Fault{Name: "db-cut", Params: map[string]string{"nth": "x"}})
+	assert.EqualError(t, err, `faults: db-cut: nth="x": want a whole number, at least 1`)
+	for _, f := range []Fault{None, DBCut("", 0), DBHold("", 0), DBLatency(time.Millisecond)} {
+		_, err := db.Addr(f)
+		assert.NoError(t, err, f.String())
+	}
+	assert.Zero(t, db.Matches(DBCut("", 0)), "nothing went through yet")
+	assert.Zero(t, db.Matches(DBLatency(time.Millisecond)), "not a watching fault")
 }
 
 // A burst through the clean proxy still arrives whole; this logs the release
