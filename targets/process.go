@@ -1,0 +1,753 @@
+package targets
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Readiness defaults of ProcessConfig, exported so flags can show them.
+const (
+	// DefaultProcessReady is the HTTP path probed when ProcessConfig.Ready is empty.
+	DefaultProcessReady = "/healthz"
+	// ReadyTCP as ProcessConfig.Ready waits only until the port accepts
+	// connections, for targets without a health endpoint.
+	ReadyTCP = "tcp"
+	// DefaultProcessReadyTimeout bounds each wait for readiness when
+	// ProcessConfig.ReadyTimeout is zero.
+	DefaultProcessReadyTimeout = 30 * time.Second
+)
+
+// Timings of a process target's life. They are variables only so tests can
+// shorten them.
+var (
+	// processStopGrace is how long Close lets a target shut down after SIGTERM
+	// before the whole group is killed.
+	processStopGrace = 5 * time.Second
+	// processReadyPoll is the pause between readiness probes: short,
+	// because every start and restart spends its time in this wait.
+	processReadyPoll = 20 * time.Millisecond
+	// processProbeTimeout bounds one readiness probe, so a target that accepts but
+	// never answers costs a second per probe, not the whole wait.
+	processProbeTimeout = time.Second
+	// processDrainTimeout bounds the wait for a stopped target's last output.
+	// Only a process that left the group (setsid, or setpgid) can hold the
+	// pipe longer, and its output is not worth hanging for.
+	processDrainTimeout = 2 * time.Second
+	// processPauseTimeout bounds the wait for SIGSTOP to take effect on every
+	// process of the group; a process in an uninterruptible system call
+	// stops only when the call returns.
+	processPauseTimeout = 5 * time.Second
+)
+
+// processTailSize is how much output each instance keeps for Tail.
+const processTailSize = 64 << 10
+
+// ProcessConfig says how to start a target: a command idemcheck runs
+// itself, so that it can crash, restart and pause it.
+type ProcessConfig struct {
+	// Command is run with /bin/sh -c, for example
+	// "./bin/orders -variant check-then-insert" or "go run ./cmd/api". It
+	// must serve in the foreground: when the shell exits, the target has
+	// stopped. It runs in its own process group, and everything it starts
+	// is stopped with it.
+	Command string
+	// Name labels the instances in log lines and errors ("[orders#0] ").
+	// Default: the command's program ("orders" for "./bin/orders -v x", the
+	// package for "go run ./cmd/orders").
+	Name string
+	// Dir is the working directory; empty means idemcheck's own.
+	Dir string
+	// Env holds extra KEY=VALUE pairs on top of idemcheck's environment.
+	// PORT, ADDR and (when DatabaseURL is set) DATABASE_URL override them,
+	// because idemcheck probes and balances on exactly those.
+	Env []string
+	// Instances is how many copies run (default 1). With more, a
+	// round-robin balancer stands in front, as for a deployment with
+	// several replicas behind one address.
+	Instances int
+	// DatabaseURL is handed to every instance as DATABASE_URL.
+	DatabaseURL string
+	// Ready is the readiness probe: an HTTP path that must answer 2xx
+	// (default DefaultProcessReady), or ReadyTCP to wait until the port
+	// accepts connections.
+	Ready string
+	// ReadyTimeout bounds each wait for readiness, at start and at every
+	// Restart (default DefaultProcessReadyTimeout).
+	ReadyTimeout time.Duration
+	// Logs receives each instance's stdout and stderr a line at a time,
+	// each line prefixed "[name#i] " and written in one call. A writer that
+	// blocks stalls the target once its pipe fills. Nil keeps the output
+	// only in each instance's Tail.
+	Logs io.Writer
+}
+
+// Process is a running target started by StartProcess: one or more
+// instances of a command, and a balancer in front when there are several.
+// Close it when done; it is safe to call Close from a deferred call on
+// every path, cancelled ones included.
+type Process struct {
+	cfg       ProcessConfig
+	instances []*Instance
+	bal       *balancer // nil with a single instance
+	url       url.URL
+
+	probeTransport *http.Transport
+	probeClient    *http.Client
+
+	// logMu keeps the lines of concurrent instances whole in cfg.Logs.
+	logMu sync.Mutex
+
+	// closed is set before the instances are stopped, so a Restart racing
+	// Close either runs first (and is stopped by it) or sees it.
+	closed    atomic.Bool
+	closing   chan struct{} // closed by Close: ends readiness waits
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Instance is one copy of a target's command, on its own loopback port
+// that stays the same across restarts, so clients and the balancer need
+// no change when it comes back.
+type Instance struct {
+	p     *Process
+	port  int    // set before the first start, never changed after StartProcess returns
+	label string // "name#index", for log lines and errors
+
+	tail processTail
+
+	mu  sync.Mutex
+	cur *processRun // the latest start; nil only before the first
+}
+
+// processRun is one start of an instance's command. groupKilled is guarded
+// by Instance.mu; waitErr is set before exited closes; the rest never
+// changes after start.
+type processRun struct {
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once the group leader has been reaped
+	waitErr error         // the leader's exit status, set before exited closes
+	pipe    *os.File      // read end of the output pipe
+	logDone chan struct{} // closed once every writer of the pipe is gone
+	out     processOutput
+	// groupKilled records that the group got its SIGKILL. The group is
+	// never signalled again after that: once empty, its id may be reused.
+	groupKilled bool
+}
+
+// processOutput is what one run's output says about its failure.
+type processOutput struct {
+	mu        sync.Mutex
+	last      string // the last non-blank line
+	portTaken bool   // a line said the port was in use
+}
+
+// StartProcess starts cfg.Instances copies of cfg.Command, each on a free
+// loopback port, and returns once all of them pass the readiness probe.
+// Each instance gets PORT, ADDR=127.0.0.1 and DATABASE_URL in its
+// environment. ctx bounds the start only; the target runs until Close.
+//
+// Every instance runs in its own process group. Nothing it starts outlives
+// idemcheck, even when idemcheck is killed: on Linux the shell that runs
+// the command gets SIGKILL when idemcheck dies, and a watchdog in the group
+// kills the rest as soon as idemcheck's end of a pipe closes.
+//
+// Errors are one line. A command that exits before it is ready is named
+// with its exit status and the last line of its output; a readiness
+// timeout names the probe and the port. On error nothing is left running.
+func StartProcess(ctx context.Context, cfg ProcessConfig) (*Process, error) {
+	cfg, err := normalizeProcessConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	transport := &http.Transport{
+		Proxy: nil, // probes go to loopback, never through a proxy
+		// No connection is kept: an idle probe connection would hold a slot
+		// of the target and survive into the run.
+		DisableKeepAlives: true,
+	}
+	p := &Process{
+		cfg:            cfg,
+		probeTransport: transport,
+		probeClient: &http.Client{
+			Transport: transport,
+			// A redirect is not readiness, and following it could leave loopback.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		closing: make(chan struct{}),
+	}
+	for i := range cfg.Instances {
+		p.instances = append(p.instances, &Instance{p: p, label: fmt.Sprintf("%s#%d", cfg.Name, i)})
+	}
+
+	// Replicas start together, as a deployment's do; the first failure
+	// cancels the others' waits, and is the one reported.
+	startCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg       sync.WaitGroup
+		failOnce sync.Once
+		firstErr error
+	)
+	for _, inst := range p.instances {
+		wg.Go(func() {
+			if err := inst.firstStart(startCtx); err != nil {
+				failOnce.Do(func() {
+					firstErr = err
+					cancel(err)
+				})
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		_ = p.Close()
+		return nil, firstErr
+	}
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p.instances[0].port))
+	if len(p.instances) > 1 {
+		backends := make([]string, len(p.instances))
+		for i, inst := range p.instances {
+			backends[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(inst.port))
+		}
+		p.bal, err = newBalancer(backends)
+		if err != nil {
+			_ = p.Close()
+			return nil, err
+		}
+		addr = p.bal.addr()
+	}
+	p.url = url.URL{Scheme: "http", Host: addr}
+	return p, nil
+}
+
+// normalizeProcessConfig fills in defaults and rejects what cannot run.
+func normalizeProcessConfig(cfg ProcessConfig) (ProcessConfig, error) {
+	if strings.TrimSpace(cfg.Command) == "" {
+		return cfg, errors.New("process target: no command given")
+	}
+	if cfg.Instances == 0 {
+		cfg.Instances = 1
+	}
+	if cfg.Instances < 0 {
+		return cfg, fmt.Errorf("process target %q: instances must be at least 1, got %d", cfg.Command, cfg.Instances)
+	}
+	if cfg.Ready == "" {
+		cfg.Ready = DefaultProcessReady
+	}
+	if cfg.Ready != ReadyTCP && !strings.HasPrefix(cfg.Ready, "/") {
+		return cfg, fmt.Errorf("process target %q: readiness probe %q must be an HTTP path starting with / or %q", cfg.Command, cfg.Ready, ReadyTCP)
+	}
+	if cfg.ReadyTimeout < 0 {
+		return cfg, fmt.Errorf("process target %q: readiness timeout must not be negative, got %v", cfg.Command, cfg.ReadyTimeout)
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = DefaultProcessReadyTimeout
+	}
+	if cfg.Name == "" {
+		cfg.Name = commandName(cfg.Command)
+	}
+	cfg.Env = slices.Clone(cfg.Env)
+	return cfg, nil
+}
+
+// commandName picks a short label from a command: the program's base name,
+// after leading variable assignments and exec, or the package of "go run".
+func commandName(command string) string {
+	fields := strings.Fields(command)
+	for len(fields) > 0 && (fields[0] == "exec" || isAssignment(fields[0])) {
+		fields = fields[1:]
+	}
+	if len(fields) == 0 {
+		return "target"
+	}
+	prog := fields[0]
+	if filepath.Base(prog) == "go" && len(fields) > 1 && fields[1] == "run" {
+		for _, f := range fields[2:] {
+			if !strings.HasPrefix(f, "-") {
+				prog = f
+				break
+			}
+		}
+	}
+	name := strings.TrimSuffix(filepath.Base(prog), ".go")
+	if name == "." || name == ".." || name == "/" || name == "" || name == "run" {
+		return "target"
+	}
+	return name
+}
+
+// isAssignment reports whether a shell word is a NAME=value prefix.
+func isAssignment(word string) bool {
+	name, _, ok := strings.Cut(word, "=")
+	return ok && name != "" && !strings.ContainsAny(name, "/-.$\"'")
+}
+
+// URL returns the address clients use: http://127.0.0.1:PORT of the
+// balancer when there are several instances, or of the single instance.
+// Each call returns a fresh copy.
+func (p *Process) URL() *url.URL {
+	u := p.url
+	return &u
+}
+
+// Instances returns the instances in order; index i is labelled "name#i"
+// in logs and errors.
+func (p *Process) Instances() []*Instance {
+	return slices.Clone(p.instances)
+}
+
+// Close stops the target. It stops every instance at once: resumes it if
+// paused, sends SIGTERM to its process group, waits up to 5 s for the
+// command and everything holding its output to exit, then kills the whole
+// group and waits until the command has been reaped. Then it closes the
+// balancer with its live connections. It is idempotent and safe on nil.
+func (p *Process) Close() error {
+	if p == nil {
+		return nil
+	}
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		close(p.closing)
+		errs := make([]error, len(p.instances)+1)
+		var wg sync.WaitGroup
+		for i, inst := range p.instances {
+			wg.Go(func() { errs[i] = inst.stop() })
+		}
+		wg.Wait()
+		// The balancer goes last, so requests in flight can finish during
+		// the graceful stop, as behind a real load balancer.
+		if p.bal != nil {
+			errs[len(p.instances)] = p.bal.Close()
+		}
+		p.probeTransport.CloseIdleConnections()
+		p.closeErr = errors.Join(errs...)
+	})
+	return p.closeErr
+}
+
+// env is an instance's environment; exec keeps the last of duplicate keys,
+// so the values appended last win.
+func (p *Process) env(port int) []string {
+	env := append(os.Environ(), p.cfg.Env...)
+	env = append(env, "PORT="+strconv.Itoa(port), "ADDR=127.0.0.1")
+	if p.cfg.DatabaseURL != "" {
+		env = append(env, "DATABASE_URL="+p.cfg.DatabaseURL)
+	}
+	return env
+}
+
+// probe runs the readiness probe once. It returns whether the instance is
+// ready and, if not, what the probe saw, for the timeout error.
+func (p *Process) probe(ctx context.Context, port int) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, processProbeTimeout)
+	defer cancel()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if p.cfg.Ready == ReadyTCP {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, fmt.Sprintf("tcp probe of %s: %v", addr, processProbeCause(err))
+		}
+		_ = conn.Close()
+		return true, ""
+	}
+	target := "http://" + addr + p.cfg.Ready
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return false, fmt.Sprintf("GET %s: %v", target, err)
+	}
+	resp, err := p.probeClient.Do(req)
+	if err != nil {
+		return false, fmt.Sprintf("GET %s: %v", target, processProbeCause(err))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return true, ""
+	}
+	return false, fmt.Sprintf("GET %s answered %s", target, resp.Status)
+}
+
+// processProbeCause strips the layers that repeat the address the message names
+// already: "dial tcp 127.0.0.1:P: connect: connection refused" becomes
+// "connect: connection refused".
+func processProbeCause(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	var operr *net.OpError
+	if errors.As(err, &operr) && operr.Err != nil {
+		err = operr.Err
+	}
+	return err
+}
+
+// Port returns the instance's loopback port, the same across restarts.
+func (i *Instance) Port() int { return i.port }
+
+// PID returns the process id of the instance's latest start: the leader of
+// its process group, which is the shell running the command (or the
+// command itself, when the shell replaces itself with it, as with
+// "exec ./bin/orders"). It is 0 if the instance never started.
+func (i *Instance) PID() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cur == nil {
+		return 0
+	}
+	return i.cur.cmd.Process.Pid
+}
+
+// Kill crashes the instance: SIGKILL to its whole process group, then a
+// wait until the command has been reaped, so its port refuses connections
+// when Kill returns. A paused instance is killed too. Killing an instance
+// that has already exited is not an error.
+func (i *Instance) Kill() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cur != nil {
+		i.cur.kill()
+	}
+	return nil
+}
+
+// Restart starts the instance again on the same port and waits until it
+// passes the readiness probe, bounded by ctx and the readiness timeout. A
+// running (or paused) instance is killed first, as by Kill. On error the
+// new start is gone again when Restart returns.
+func (i *Instance) Restart(ctx context.Context) error {
+	i.mu.Lock()
+	if i.p.closed.Load() {
+		i.mu.Unlock()
+		return fmt.Errorf("cannot restart target %s %q: it was closed", i.label, i.p.cfg.Command)
+	}
+	if i.cur != nil {
+		i.cur.kill()
+	}
+	r, err := i.start()
+	if err == nil {
+		i.cur = r
+	}
+	i.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return i.waitReady(ctx, r)
+}
+
+// Pause stops every process of the instance with SIGSTOP, as a long
+// garbage-collection pause or a frozen VM would: connections are still
+// accepted by the kernel but nothing is answered until Resume. On Linux it
+// returns once every process in the group has actually stopped.
+func (i *Instance) Pause() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	r, err := i.running("pause")
+	if err != nil {
+		return err
+	}
+	pid := r.cmd.Process.Pid
+	if err := signalGroup(pid, sigStop); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(processPauseTimeout)
+	for !groupStopped(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("target %s %q got SIGSTOP but not all of its processes stopped within %v", i.label, i.p.cfg.Command, processPauseTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// Resume continues a paused instance with SIGCONT. Resuming an instance
+// that is not paused is harmless.
+func (i *Instance) Resume() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	r, err := i.running("resume")
+	if err != nil {
+		return err
+	}
+	return signalGroup(r.cmd.Process.Pid, sigCont)
+}
+
+// Tail returns the last 64 KiB or so of the instance's output, across
+// restarts, for error messages.
+func (i *Instance) Tail() string { return i.tail.String() }
+
+// running returns the current run if its command is still running.
+// Callers hold i.mu.
+func (i *Instance) running(what string) (*processRun, error) {
+	r := i.cur
+	if r != nil && !r.groupKilled {
+		select {
+		case <-r.exited:
+		default:
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("cannot %s target %s %q: it is not running", what, i.label, i.p.cfg.Command)
+}
+
+// firstStart starts the instance on a fresh port. A port is free when
+// picked but another process can take it before the command binds it, so
+// a start that fails saying so is retried on another port.
+func (i *Instance) firstStart(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		port, err := pickPort()
+		if err != nil {
+			return fmt.Errorf("cannot find a free port on 127.0.0.1 for target %s: %v", i.label, err)
+		}
+		i.port = port
+		err = i.Restart(ctx)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == portRetries {
+			return err
+		}
+	}
+}
+
+// start starts the command once. Callers hold i.mu.
+func (i *Instance) start() (*processRun, error) {
+	cmd, err := targetCommand(i.p.cfg.Command)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Dir = i.p.cfg.Dir
+	cmd.Env = i.p.env(i.port)
+	// Our own pipe rather than exec's copying goroutine: Wait then returns
+	// when the command exits, even while a child still holds the pipe.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("cannot start target %s %q: %v", i.label, i.p.cfg.Command, err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		_ = pr.Close()
+		_ = pw.Close()
+		return nil, fmt.Errorf("cannot start target %s %q: %v", i.label, i.p.cfg.Command, err)
+	}
+	_ = pw.Close()
+	r := &processRun{cmd: cmd, exited: make(chan struct{}), pipe: pr, logDone: make(chan struct{})}
+	go func() {
+		r.waitErr = cmd.Wait()
+		close(r.exited)
+	}()
+	go i.copyOutput(r)
+	return r, nil
+}
+
+// waitReady probes until the instance is ready. On any failure it kills
+// the run before returning, so nothing is left of a start that failed.
+func (i *Instance) waitReady(ctx context.Context, r *processRun) error {
+	timeout := time.NewTimer(i.p.cfg.ReadyTimeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case <-r.exited:
+			return i.failStart(r, nil)
+		default:
+		}
+		ready, seen := i.p.probe(ctx, i.port)
+		if ready {
+			// Something answered; make sure it was not another process on
+			// a port ours failed to bind.
+			select {
+			case <-r.exited:
+				return i.failStart(r, nil)
+			default:
+				return nil
+			}
+		}
+		select {
+		case <-r.exited:
+			return i.failStart(r, nil)
+		case <-ctx.Done():
+			return i.failStart(r, fmt.Errorf("start of target %s %q was cancelled: %w", i.label, i.p.cfg.Command, context.Cause(ctx)))
+		case <-i.p.closing:
+			return i.failStart(r, fmt.Errorf("target %s %q was closed while starting", i.label, i.p.cfg.Command))
+		case <-timeout.C:
+			err := fmt.Errorf("target %s %q was not ready after %v: %s", i.label, i.p.cfg.Command, i.p.cfg.ReadyTimeout, oneLine(seen))
+			return i.failStart(r, err)
+		case <-time.After(processReadyPoll):
+		}
+	}
+}
+
+// failStart kills a start that did not become ready and returns err, or,
+// when err is nil, the error of a command that exited on its own. That
+// one is built after the output is drained, so it quotes the real last line.
+func (i *Instance) failStart(r *processRun, err error) error {
+	i.mu.Lock()
+	r.kill()
+	i.mu.Unlock()
+	if err != nil {
+		if last := r.out.lastLine(); last != noOutput {
+			return fmt.Errorf("%w; last output: %s", err, last)
+		}
+		return err
+	}
+	if i.p.closed.Load() {
+		// Close killed it: that, not the command, ended the start.
+		return fmt.Errorf("target %s %q was closed while starting", i.label, i.p.cfg.Command)
+	}
+	status := "exit status 0"
+	if r.waitErr != nil {
+		status = r.waitErr.Error()
+	}
+	msg := fmt.Sprintf("target %s %q exited before it was ready (%s): %s", i.label, i.p.cfg.Command, status, r.out.lastLine())
+	if r.out.sawPortTaken() {
+		return &portTakenError{msg}
+	}
+	return errors.New(msg)
+}
+
+// stop is the graceful stop Close performs on one instance.
+func (i *Instance) stop() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	r := i.cur
+	if r == nil || r.groupKilled {
+		return nil
+	}
+	pid := r.cmd.Process.Pid
+	// A stopped process acts on SIGTERM only once continued.
+	err := errors.Join(signalGroup(pid, sigCont), signalGroup(pid, sigTerm))
+	grace, cancel := context.WithTimeout(context.Background(), processStopGrace)
+	defer cancel()
+	// The leader is often only the shell; the server is its child and may
+	// still be finishing requests, so wait for the output pipe too: it
+	// closes when the last process writing to it exits.
+	select {
+	case <-r.exited:
+	case <-grace.Done():
+	}
+	select {
+	case <-r.logDone:
+	case <-grace.Done():
+	}
+	r.kill()
+	return err
+}
+
+// kill sends SIGKILL to the run's process group (once), waits until the
+// leader has been reaped and collects the last output. Callers hold the
+// instance's mu.
+func (r *processRun) kill() {
+	if !r.groupKilled {
+		killGroup(r.cmd.Process)
+		r.groupKilled = true
+	}
+	<-r.exited
+	select {
+	case <-r.logDone:
+	case <-time.After(processDrainTimeout):
+		// A process outside the group still holds the pipe; closing our
+		// end ends the reader, and that process gets EPIPE on its next write.
+		_ = r.pipe.Close()
+		<-r.logDone
+	}
+}
+
+// copyOutput reads a run's output a line at a time into the instance's
+// tail and, prefixed, into Logs.
+func (i *Instance) copyOutput(r *processRun) {
+	defer close(r.logDone)
+	defer r.pipe.Close()
+	prefix := []byte("[" + i.label + "] ")
+	br := bufio.NewReaderSize(r.pipe, 16<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			// A line longer than the buffer arrives in pieces; each is
+			// passed on as a line of its own.
+			line = bytes.TrimRight(line, "\r\n")
+			i.tail.writeLine(line)
+			r.out.note(line)
+			if w := i.p.cfg.Logs; w != nil {
+				msg := make([]byte, 0, len(prefix)+len(line)+1)
+				msg = append(append(append(msg, prefix...), line...), '\n')
+				i.p.logMu.Lock()
+				_, _ = w.Write(msg)
+				i.p.logMu.Unlock()
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// note records a line of output.
+func (o *processOutput) note(line []byte) {
+	text := strings.TrimSpace(string(line))
+	if text == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.last = text
+	// Go, Node and Python all say it this way; the retry is worth it only
+	// at the first start, where the port is ours to choose.
+	if strings.Contains(strings.ToLower(text), "address already in use") {
+		o.portTaken = true
+	}
+}
+
+func (o *processOutput) lastLine() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.last == "" {
+		return noOutput
+	}
+	return o.last
+}
+
+func (o *processOutput) sawPortTaken() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.portTaken
+}
+
+// processTail keeps the last processTailSize bytes of an instance's output.
+type processTail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *processTail) writeLine(line []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(append(t.buf, line...), '\n')
+	if over := len(t.buf) - processTailSize; over > 0 {
+		// Cut at a line start, so the tail never begins mid-line.
+		if nl := bytes.IndexByte(t.buf[over:], '\n'); nl >= 0 {
+			over += nl + 1
+		}
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+}
+
+func (t *processTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
