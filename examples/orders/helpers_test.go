@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,15 +55,38 @@ func (r result) orderID(t *testing.T) string {
 	return b.OrderID
 }
 
+// crashFirst is a hook that kills the first attempt reaching it, as a
+// process killed at that point would be: the handler stops there, its open
+// transaction rolls back, and the client's connection is cut without a
+// reply. Later attempts pass.
+func crashFirst() func(context.Context, string) {
+	var calls atomic.Int32
+	return func(context.Context, string) {
+		if calls.Add(1) == 1 {
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
 func (r result) replayed() bool { return r.header.Get("Idempotent-Replayed") == "true" }
 
 func newRequest(t *testing.T, url, key, body string) *http.Request {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/orders", strings.NewReader(body))
+	return newRequestAt(t, url, "/orders", key, body, "")
+}
+
+// newRequestAt is newRequest to another path, with an Authorization
+// header unless auth is empty.
+func newRequestAt(t *testing.T, url, path, key, body, auth string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	// Go's Transport silently resends a request carrying Idempotency-Key
 	// when a reused connection dies; without GetBody it cannot, so every
@@ -86,6 +110,24 @@ var client = &http.Client{Timeout: 30 * time.Second}
 func (f *fixture) post(key, body string) result {
 	f.t.Helper()
 	return do(f.t, client, newRequest(f.t, f.url, key, body))
+}
+
+// postAt sends one request to path, as the client auth ("" for none).
+func (f *fixture) postAt(path, key, body, auth string) result {
+	f.t.Helper()
+	return do(f.t, client, newRequestAt(f.t, f.url, path, key, body, auth))
+}
+
+// postCut sends one request whose handler is expected to die (a crash
+// hook): the client gets no reply at all.
+func (f *fixture) postCut(key, body string) {
+	f.t.Helper()
+	resp, err := client.Do(newRequest(f.t, f.url, key, body))
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		f.t.Fatalf("a reply came back from an attempt that was to crash: %d %s", resp.StatusCode, b)
+	}
 }
 
 // burst sends n copies of one request at once, each on its own connection:
@@ -141,6 +183,15 @@ func (f *fixture) ordersFor(key string) int {
 	var n int
 	require.NoError(f.t, f.pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM orders WHERE idempotency_key = $1`, key).Scan(&n))
+	return n
+}
+
+// paymentsFor counts the payments created under key.
+func (f *fixture) paymentsFor(key string) int {
+	f.t.Helper()
+	var n int
+	require.NoError(f.t, f.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM payments WHERE idempotency_key = $1`, key).Scan(&n))
 	return n
 }
 

@@ -10,17 +10,23 @@ import (
 // schema is safe to run any number of times, by any number of processes:
 // every statement is IF NOT EXISTS.
 //
-// The key table is the whole guarantee. Its primary key is what makes the
-// claim atomic, and the token is the fencing token that lets only the
-// current lease holder commit.
+// The key table is the whole guarantee. Its primary key (client, key) is
+// what makes the claim atomic and keeps one client's keys apart from
+// another's; the fingerprint keeps an order's key apart from a payment's;
+// the token is the fencing token that lets only the current lease holder
+// commit.
 //
-// orders.idempotency_key is deliberately NOT unique. A unique index there
-// would hide the check-then-insert bug (it would turn a duplicate charge
-// into a 500) and idemcheck could no longer demonstrate it; the reference
-// never relies on it.
+// orders.idempotency_key and payments.idempotency_key are deliberately NOT
+// unique. A unique index there would hide the zoo's duplicate-creating bugs
+// (it would turn a duplicate charge into a 500) and idemcheck could no
+// longer demonstrate them; the reference never relies on it.
+//
+// processor_declines is the state of the card processor stand-in
+// (effects.go): the payers it has declined once.
 const schema = `
 CREATE TABLE IF NOT EXISTS idempotency_keys (
-	key             text        PRIMARY KEY,
+	client          bytea       NOT NULL DEFAULT '\x', -- '\x': no Authorization
+	key             text        NOT NULL,
 	fingerprint     bytea       NOT NULL,
 	status          text        NOT NULL CHECK (status IN ('running', 'done')),
 	token           uuid        NOT NULL,
@@ -29,11 +35,13 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 	response_body   bytea,
 	content_type    text,
 	created_at      timestamptz NOT NULL DEFAULT now(),
-	finished_at     timestamptz
+	finished_at     timestamptz,
+	PRIMARY KEY (client, key)
 );
 
 CREATE TABLE IF NOT EXISTS orders (
 	id              uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+	client          bytea       NOT NULL DEFAULT '\x',
 	customer_id     text        NOT NULL,
 	total_cents     bigint      NOT NULL CHECK (total_cents > 0),
 	idempotency_key text        NOT NULL,
@@ -41,6 +49,24 @@ CREATE TABLE IF NOT EXISTS orders (
 );
 
 CREATE INDEX IF NOT EXISTS orders_idempotency_key_idx ON orders (idempotency_key);
+
+CREATE TABLE IF NOT EXISTS payments (
+	id              uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+	client          bytea       NOT NULL DEFAULT '\x',
+	order_ref       text,
+	customer_id     text,
+	amount_cents    bigint      NOT NULL CHECK (amount_cents > 0),
+	idempotency_key text        NOT NULL,
+	created_at      timestamptz NOT NULL DEFAULT now(),
+	CHECK ((order_ref IS NULL) <> (customer_id IS NULL))
+);
+
+CREATE INDEX IF NOT EXISTS payments_idempotency_key_idx ON payments (idempotency_key);
+
+CREATE TABLE IF NOT EXISTS processor_declines (
+	payer           text        PRIMARY KEY,
+	declined_at     timestamptz NOT NULL DEFAULT now()
+);
 `
 
 // Migrate creates the tables if they do not exist yet.

@@ -1,10 +1,17 @@
-// Command orders serves the example orders API for idemcheck to certify.
+// Command orders serves the example orders API (POST /orders and
+// POST /payments) for idemcheck to certify: the reference, or one of the
+// zoo's variants, each with one bug.
 //
-//	PORT=8080 DATABASE_URL=postgres://... orders [-variant reference|check-then-insert] [-lease 30s]
+//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-lease 30s] [-retention 24h] [-instances 1]
 //
 // It listens on 127.0.0.1:$PORT (ADDR overrides the host), creates its
 // tables, sweeps expired keys every minute and shuts down gracefully on
 // SIGINT or SIGTERM. GET /healthz answers 200 once it is ready.
+//
+// -instances N serves N independent instances of the API on the one port,
+// requests dealt in turn, as N replicas behind a load balancer: they share
+// the database and nothing else, which is what the in-memory-lock variant
+// needs to show its bug.
 package main
 
 import (
@@ -37,9 +44,18 @@ func run() error {
 	if defaultVariant == "" {
 		defaultVariant = string(orders.Reference)
 	}
-	variantFlag := flag.String("variant", defaultVariant, "reference or check-then-insert (env ORDERS_VARIANT)")
+	names := make([]string, 0, len(orders.Variants()))
+	for _, v := range orders.Variants() {
+		names = append(names, string(v))
+	}
+	variantFlag := flag.String("variant", defaultVariant, "one of "+strings.Join(names, ", ")+" (env ORDERS_VARIANT)")
 	lease := flag.Duration("lease", 30*time.Second, "how long a claim is held before a retry may take it over")
+	retention := flag.Duration("retention", 0, "how long finished keys are kept (0: the variant's default, 24h for the reference)")
+	instances := flag.Int("instances", 1, "independent instances of the API served on the port, requests dealt in turn")
 	flag.Parse()
+	if *instances < 1 {
+		return errors.New("orders: -instances must be at least 1")
+	}
 
 	variant, err := orders.ParseVariant(*variantFlag)
 	if err != nil {
@@ -75,15 +91,21 @@ func run() error {
 		return err
 	}
 
-	api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, SweepEvery: time.Minute})
-	defer api.Close()
+	var apis []*orders.Server
+	var handlers []http.Handler
+	for range *instances {
+		api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute})
+		defer api.Close()
+		apis = append(apis, api)
+		handlers = append(handlers, api)
+	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return fmt.Errorf("orders: %w", err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	slog.Info("orders: serving", "addr", ln.Addr().String(), "variant", variant, "lease", *lease)
+	srv := &http.Server{Handler: orders.RoundRobin(handlers...), ReadHeaderTimeout: 10 * time.Second}
+	slog.Info("orders: serving", "addr", ln.Addr().String(), "variant", variant, "lease", *lease, "instances", *instances)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -99,6 +121,10 @@ func run() error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("orders: shutdown: %w", err)
 	}
-	slog.Info("orders: stopped", "commits", api.Commits())
+	var commits int64
+	for _, api := range apis {
+		commits += api.Commits()
+	}
+	slog.Info("orders: stopped", "commits", commits)
 	return nil
 }

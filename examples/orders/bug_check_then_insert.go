@@ -28,17 +28,24 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// CheckThenInsert reads the key, does the work, then writes the key, so
+// concurrent copies of a request each do the work.
+const CheckThenInsert Variant = "check-then-insert"
+
+// checkThenInsert replaces the whole flow after parsing.
+func checkThenInsert(st *steps) { st.create = (*Server).createCheckThenInsert }
+
 func (s *Server) createCheckThenInsert(w http.ResponseWriter, r *http.Request, req request) {
 	ctx := r.Context()
 
 	// 1. Check.
-	k, err := s.readKey(ctx, req.key)
+	k, err := s.readKey(ctx, req)
 	switch {
 	case err == nil && !bytes.Equal(k.fingerprint, req.fingerprint):
-		writeProblem(w, http.StatusUnprocessableEntity, "this Idempotency-Key was already used with a different request")
+		writeMismatch(w)
 		return
 	case err == nil && k.status == "done":
-		k.reply.write(w, true)
+		s.st.replay(s, w, r, req, k)
 		return
 	case err == nil: // a running claim, left by a reference server on the same database
 		writeConflict(w, k.retryAfter)
@@ -53,25 +60,27 @@ func (s *Server) createCheckThenInsert(w http.ResponseWriter, r *http.Request, r
 
 	// 2. Act. THE BUG: every copy that passed the check before any copy
 	// reached step 3 gets here, and each commits its own order.
-	rep, err := insertOrder(ctx, s.pool, req)
+	rep, created, err := s.execute(ctx, s.pool, req)
 	if err != nil {
 		writeInternal(w, r, err)
 		return
 	}
-	s.commits.Add(1)
+	if created {
+		s.commits.Add(1)
+	}
 
 	// 3. Remember. Last writer wins, so the saved reply names one of the
 	// orders and the others are orphans. (A second bug: if this write
 	// fails, the order exists but a retry creates another.)
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO idempotency_keys
-			(key, fingerprint, status, token, locked_until, response_status, content_type, response_body, finished_at)
-		VALUES ($1, $2, 'done', $3, now(), $4, $5, $6, now())
-		ON CONFLICT (key) DO UPDATE SET
+			(client, key, fingerprint, status, token, locked_until, response_status, content_type, response_body, finished_at)
+		VALUES ($1, $2, $3, 'done', $4, now(), $5, $6, $7, now())
+		ON CONFLICT (client, key) DO UPDATE SET
 			status = 'done', token = excluded.token, response_status = excluded.response_status,
 			content_type = excluded.content_type, response_body = excluded.response_body,
 			finished_at = excluded.finished_at`,
-		req.key, req.fingerprint, uuid.NewString(), rep.status, rep.contentType, rep.body)
+		req.client, req.key, req.fingerprint, uuid.NewString(), rep.status, rep.contentType, rep.body)
 	if err != nil {
 		writeInternal(w, r, err)
 		return

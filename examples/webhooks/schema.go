@@ -1,0 +1,64 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// schema is safe to run any number of times, by any number of processes:
+// every statement is IF NOT EXISTS.
+//
+// processed_events' primary key is the whole guarantee. ledger.event_id is
+// deliberately NOT unique: a unique index there would turn the
+// check-then-insert variant's duplicate credits into errors, and idemcheck
+// could no longer demonstrate them; the reference never relies on it.
+//
+// failed_first records the events whose first delivery was made to fail
+// (data.failFirst, see doomed).
+const schema = `
+CREATE TABLE IF NOT EXISTS processed_events (
+	event_id     text        PRIMARY KEY,
+	event_type   text        NOT NULL,
+	processed_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS ledger (
+	id           uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+	event_id     text        NOT NULL,
+	event_type   text        NOT NULL,
+	customer_id  text        NOT NULL,
+	amount_cents bigint      NOT NULL CHECK (amount_cents > 0),
+	created_at   timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX IF NOT EXISTS ledger_event_id_idx ON ledger (event_id);
+
+CREATE TABLE IF NOT EXISTS failed_first (
+	event_id     text        PRIMARY KEY,
+	failed_at    timestamptz NOT NULL DEFAULT now()
+);
+`
+
+// Migrate creates the tables if they do not exist yet.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	// Two processes starting at once can race on CREATE ... IF NOT EXISTS
+	// (it is not atomic in PostgreSQL); a transaction-scoped advisory lock
+	// serialises them.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("webhooks: migrate: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('examples/webhooks migrate'))`); err != nil {
+		return fmt.Errorf("webhooks: migrate: %w", err)
+	}
+	if _, err := tx.Exec(ctx, schema); err != nil {
+		return fmt.Errorf("webhooks: migrate: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("webhooks: migrate: %w", err)
+	}
+	return nil
+}

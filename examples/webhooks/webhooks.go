@@ -1,0 +1,286 @@
+// Package webhooks is a reference-correct webhook consumer that idemcheck
+// certifies, and variants of it that each carry one classic bug.
+//
+// POST /webhooks receives an event ({"eventId", "type", "data"}) and
+// applies it: one row in the ledger for the event's data. Webhook senders
+// deliver at least once: a delivery whose 2xx was lost, or that got a 5xx,
+// is delivered again, sometimes while the first is still running. The
+// event id is the idempotency key, and the consumer must apply each event
+// exactly once: never twice (a duplicate credit) and never zero times (a
+// redelivery skipped although the first delivery failed).
+//
+// The reference (reference.go) records the event id in processed_events in
+// the same transaction as the ledger row, with ON CONFLICT DO NOTHING
+// deciding whether to apply: the record and the effect commit together or
+// not at all, and the primary key makes concurrent redeliveries wait for
+// the first one's outcome. Both the first delivery and a redelivery get
+// 200, which is all a sender looks at.
+//
+// Each bug_*.go file holds one variant and says what its bug is, how it
+// arises in real code and which idemcheck check reports it; Expectation
+// gives the same in machine form.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Variant selects how POST /webhooks guards against redeliveries.
+type Variant string
+
+// Reference is the correct consumer (reference.go).
+const Reference Variant = "reference"
+
+// variant is one consumer: how it delivers an event, and the idemcheck
+// check and anomaly kind that catch its bug (empty for the reference). The
+// names are idemcheck's stable names, written out so that this example
+// does not depend on the harness that tests it.
+type variant struct {
+	name           Variant
+	check, anomaly string
+	deliver        func(s *Server, ctx context.Context, ev event) (applied bool, err error)
+}
+
+var variants = []variant{
+	{Reference, "", "", (*Server).deliverReference},
+	{DedupeApart, "webhook-redelivery", "lost-effect", (*Server).deliverDedupeApart},
+	{CheckThenInsert, "webhook-redelivery", "duplicate-effect", (*Server).deliverCheckThenInsert},
+}
+
+func lookup(v Variant) (variant, bool) {
+	for _, x := range variants {
+		if x.name == v {
+			return x, true
+		}
+	}
+	return variant{}, false
+}
+
+// Variants lists the reference and then every buggy variant.
+func Variants() []Variant {
+	out := make([]Variant, len(variants))
+	for i, x := range variants {
+		out[i] = x.name
+	}
+	return out
+}
+
+// ParseVariant turns a flag or environment value into a Variant.
+func ParseVariant(s string) (Variant, error) {
+	if _, ok := lookup(Variant(s)); ok {
+		return Variant(s), nil
+	}
+	names := make([]string, len(variants))
+	for i, x := range variants {
+		names[i] = string(x.name)
+	}
+	return "", fmt.Errorf("webhooks: unknown variant %q (known: %s)", s, strings.Join(names, ", "))
+}
+
+// Expectation names the idemcheck check that catches v's bug and the
+// anomaly kind it reports: ("", "") for the reference, which must pass, and
+// for a name that is not a variant.
+func Expectation(v Variant) (check, anomaly string) {
+	x, _ := lookup(v)
+	return x.check, x.anomaly
+}
+
+// Config tunes a Server. The zero value is the reference.
+type Config struct {
+	Variant Variant // default Reference
+}
+
+// Server serves POST /webhooks and GET /healthz.
+type Server struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	deliver func(s *Server, ctx context.Context, ev event) (bool, error)
+	mux     *http.ServeMux
+	commits atomic.Int64
+}
+
+// New returns a Server on pool, whose tables Migrate has created. It panics
+// on an unknown Variant, a programming error (use ParseVariant on input).
+func New(pool *pgxpool.Pool, cfg Config) *Server {
+	if cfg.Variant == "" {
+		cfg.Variant = Reference
+	}
+	x, ok := lookup(cfg.Variant)
+	if !ok {
+		_, err := ParseVariant(string(cfg.Variant))
+		panic(err)
+	}
+	s := &Server{pool: pool, cfg: cfg, deliver: x.deliver, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /webhooks", s.handle)
+	// The process migrates before it listens, so once it answers at all
+	// the database was reachable: a readiness probe needs no more.
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler. Unknown paths get 404 and wrong methods
+// 405 (from http.ServeMux).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Commits is the number of ledger rows this process committed: the
+// server's own count of effects, for tests to compare with the database.
+func (s *Server) Commits() int64 { return s.commits.Load() }
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	ev, problem := parseEvent(w, r)
+	if problem != "" {
+		writeProblem(w, http.StatusBadRequest, problem)
+		return
+	}
+	applied, err := s.deliver(s, r.Context(), ev)
+	if err != nil {
+		// A 5xx makes the sender deliver again, which is what a failed
+		// delivery needs.
+		slog.ErrorContext(r.Context(), "webhooks: delivery failed", "event", ev.id, "err", err)
+		writeProblem(w, http.StatusInternalServerError, "the event could not be processed; deliver it again")
+		return
+	}
+	status := "duplicate"
+	if applied {
+		status = "processed"
+	}
+	body, _ := json.Marshal(struct {
+		EventID string `json:"eventId"`
+		Status  string `json:"status"`
+	}{ev.id, status})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// event is a validated delivery.
+type event struct {
+	id, typ     string
+	customerID  string
+	amountCents int64
+	// failFirst asks for the first delivery's work to fail (see doomed).
+	failFirst bool
+}
+
+const (
+	maxTextLen = 255
+	maxBodyLen = 64 << 10
+)
+
+// storable reports whether PostgreSQL will take s as text. A value it would
+// refuse must be a 400 here, not a 500 from the database later.
+func storable(s string) bool {
+	return s != "" && len(s) <= maxTextLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// parseEvent validates the delivery, or returns the problem to answer 400
+// with. Members it does not know are ignored: senders add fields to their
+// events over time, and a consumer that refused them would break on the
+// sender's schedule.
+func parseEvent(w http.ResponseWriter, r *http.Request) (event, string) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyLen))
+	if err != nil {
+		return event{}, "cannot read the request body: " + err.Error()
+	}
+	var in struct {
+		EventID *string `json:"eventId"`
+		Type    *string `json:"type"`
+		Data    *struct {
+			CustomerID  *string         `json:"customerId"`
+			AmountCents json.RawMessage `json:"amountCents"` // a JSON integer, not a string of one
+			FailFirst   bool            `json:"failFirst"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return event{}, "the body must be a JSON event: " + err.Error()
+	}
+	switch {
+	case in.EventID == nil || !storable(*in.EventID):
+		return event{}, fmt.Sprintf("eventId must be a non-empty string of at most %d bytes", maxTextLen)
+	case in.Type == nil || !storable(*in.Type):
+		return event{}, fmt.Sprintf("type must be a non-empty string of at most %d bytes", maxTextLen)
+	case in.Data == nil:
+		return event{}, "data must be an object"
+	case in.Data.CustomerID == nil || !storable(*in.Data.CustomerID):
+		return event{}, fmt.Sprintf("data.customerId must be a non-empty string of at most %d bytes", maxTextLen)
+	}
+	cents, err := strconv.ParseInt(string(in.Data.AmountCents), 10, 64)
+	if err != nil || cents <= 0 {
+		return event{}, "data.amountCents must be a positive integer"
+	}
+	return event{
+		id: *in.EventID, typ: *in.Type,
+		customerID: *in.Data.CustomerID, amountCents: cents, failFirst: in.Data.FailFirst,
+	}, ""
+}
+
+// writeProblem answers with an RFC 7807 problem document.
+func writeProblem(w http.ResponseWriter, status int, detail string) {
+	body, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}{"about:blank", http.StatusText(status), status, detail})
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// db is what a step needs to run SQL: a transaction, or the pool (each
+// statement its own transaction).
+type db interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// errDownstream is the failure of a doomed first delivery.
+var errDownstream = errors.New("webhooks: the ledger refused the event's first application")
+
+// doomed reports whether this delivery's work is to fail: data.failFirst
+// asks for the first delivery of an event to fail inside its work, the
+// example's deterministic stand-in for a transient failure (a downstream
+// call that times out once). The refusal is recorded in failed_first, on
+// its own, before any work starts: it must outlive the rollback of the work
+// it fails, and it happens once per event, across deliveries and
+// processes.
+func doomed(ctx context.Context, q db, ev event) (bool, error) {
+	if !ev.failFirst {
+		return false, nil
+	}
+	tag, err := q.Exec(ctx, `INSERT INTO failed_first (event_id) VALUES ($1) ON CONFLICT DO NOTHING`, ev.id)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// apply is the event's work: its row in the ledger. A doomed delivery
+// fails here, where the work is, after whatever the variant did before it.
+func apply(ctx context.Context, q db, ev event, doomed bool) error {
+	if doomed {
+		return errDownstream
+	}
+	_, err := q.Exec(ctx, `
+		INSERT INTO ledger (event_id, event_type, customer_id, amount_cents)
+		VALUES ($1, $2, $3, $4)`,
+		ev.id, ev.typ, ev.customerID, ev.amountCents)
+	return err
+}
