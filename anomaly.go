@@ -10,12 +10,16 @@ const (
 	CheckCrossEndpoint    = "cross-endpoint"
 	CheckDistinctKeys     = "distinct-keys"
 	CheckMissingKey       = "missing-key"
+	CheckFailedAttempt    = "failed-attempt"
+	CheckCrashLease       = "crash-lease"
+	CheckLeaseFencing     = "lease-fencing"
 )
 
 // AllChecks lists every check name in the order reports show them.
 var AllChecks = []string{
 	CheckConcurrentBurst, CheckSequentialReplay, CheckLostReply, CheckPayloadMismatch,
 	CheckReorderedBody, CheckCrossEndpoint, CheckDistinctKeys, CheckMissingKey,
+	CheckFailedAttempt, CheckCrashLease, CheckLeaseFencing,
 }
 
 // Variant says how an attempt's request differs from its intent's
@@ -37,6 +41,10 @@ const (
 	OtherKey Variant = "other-key"
 	// NoKey: the request without its key header.
 	NoKey Variant = "no-key"
+	// Failing: the endpoint's failing body, one the target answers with an
+	// error every first time (a declined card, say); its retry must replay
+	// that error when the policy says errors are saved.
+	Failing Variant = "failing-body"
 )
 
 // SameRequest reports whether v asks for the same thing as the original.

@@ -35,6 +35,17 @@ var Rules = map[string]string{
 		"two keys is two intents with two effects.",
 	idemcheck.CheckMissingKey: "IETF Idempotency-Key draft, section 2.7: a request without the key on an endpoint that requires one gets 400 " +
 		"and runs nothing.",
+	idemcheck.CheckFailedAttempt: "IETF Idempotency-Key draft, section 2.6, and Stripe: an attempt that fails inside the server leaves no partial " +
+		"effect; its retry either gets the saved error (where errors are saved) or succeeds exactly once, and never finds the key stuck.",
+	idemcheck.CheckCrashLease: "IETF Idempotency-Key draft, section 2.6: a key claimed by a process that died becomes retakable within its lease; " +
+		"the retry succeeds and the effect happens once.",
+	idemcheck.CheckLeaseFencing: "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
+}
+
+// faultChecks are the checks that break the target on purpose: a key still
+// in progress when their retries give up is stuck.
+var faultChecks = map[string]bool{
+	idemcheck.CheckFailedAttempt: true, idemcheck.CheckCrashLease: true, idemcheck.CheckLeaseFencing: true,
 }
 
 // Report checks h against the policy and plan in its header and returns the
@@ -174,9 +185,80 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 	succ := c.successes()
 	c.checkResources(succ)
 	c.checkStatuses()
+	c.checkStuck()
+	c.checkSavedError()
 	v := c.checkVariants(succ)
 	c.checkEffects(succ, v)
 	return c.out
+}
+
+// checkStuck flags a key that was still in progress when the retries of a
+// fault check gave up: past the lease and its margin.
+func (c *intentCheck) checkStuck() {
+	p := c.policy
+	if !faultChecks[c.intent.Check] || p.InProgressStatus == 0 {
+		return
+	}
+	var conflicts []idemcheck.Attempt
+	for _, a := range c.attempts {
+		if a.Outcome == idemcheck.Replied && a.Status == p.InProgressStatus {
+			conflicts = append(conflicts, a)
+		}
+	}
+	if len(conflicts) == 0 {
+		return
+	}
+	last := c.attempts[len(c.attempts)-1]
+	first := c.attempts[0]
+	// The first attempt answered with an error: the server knew its work
+	// had failed, so nothing held the key and a conflict is already a lie.
+	answeredFailure := c.intent.Check == idemcheck.CheckFailedAttempt && first.Outcome == idemcheck.Replied &&
+		!p.Replay(first.Status) && first.Status != p.InProgressStatus
+	if answeredFailure {
+		c.add(idemcheck.StuckKey, ids(conflicts),
+			fmt.Sprintf("attempt %d failed inside the server and was answered %d, so nothing was working on key %s any more; yet %d retries over %.1fs "+
+				"were told it was in progress (%d): a failed attempt must release its claim, or every retry waits out the lease (%v) or for ever.",
+				first.ID, first.Status, c.intent.Key, len(conflicts), conflicts[len(conflicts)-1].End.Sub(conflicts[0].Start).Seconds(), p.InProgressStatus, p.Lease),
+			map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
+		return
+	}
+	if last.Outcome != idemcheck.Replied || last.Status != p.InProgressStatus {
+		return
+	}
+	c.add(idemcheck.StuckKey, ids(conflicts),
+		fmt.Sprintf("after the first attempt died inside the server, %d retries with key %s over %.1fs all got %d (in progress); the lease is %v: "+
+			"a key left running by a dead attempt must become retakable, or the client can never complete its intent.",
+			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), p.InProgressStatus, p.Lease),
+		map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
+}
+
+// checkSavedError: where the policy says errors are saved, the retry of a
+// request that failed must get the same error back, not a fresh execution.
+func (c *intentCheck) checkSavedError() {
+	p := c.policy
+	var first *idemcheck.Attempt
+	for i, a := range c.attempts {
+		if a.Variant != idemcheck.Failing || a.Outcome != idemcheck.Replied {
+			continue
+		}
+		if first == nil {
+			if p.Replay(a.Status) {
+				return // the failing body did not fail: nothing was saved
+			}
+			first = &c.attempts[i]
+			continue
+		}
+		if !p.ReplayErrors {
+			return
+		}
+		if a.Status != first.Status || canonicalBody(a.RespBody, p.IgnoreFields) != canonicalBody(first.RespBody, p.IgnoreFields) {
+			c.add(idemcheck.ReplayMismatch, []int{first.ID, a.ID},
+				fmt.Sprintf("attempt %d failed with %d %s; its retry, attempt %d with the same key, got %d %s: the error was not saved, so the retry "+
+					"ran again with another outcome, while the policy says errors are replayed.",
+					first.ID, first.Status, short(first.RespBody), a.ID, a.Status, short(a.RespBody)), nil)
+			return
+		}
+	}
 }
 
 // creators returns the first success of each distinct resource, in the
@@ -281,6 +363,12 @@ func (c *intentCheck) checkStatuses() {
 	for _, a := range c.attempts {
 		if a.Outcome != idemcheck.Replied || p.Replay(a.Status) || !a.Variant.SameRequest() {
 			continue
+		}
+		if strings.Contains(a.Fault, "db-") {
+			continue // the harness broke this attempt inside the server on purpose
+		}
+		if faultChecks[c.intent.Check] && a.Status == p.InProgressStatus {
+			continue // checkStuck judges conflicts after a fault
 		}
 		if a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus {
 			continue // a false mismatch: checkVariants says so

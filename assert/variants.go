@@ -26,8 +26,13 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 	if len(succ) > 0 {
 		orig = &succ[0]
 	}
+	failingRan := false
 	for _, a := range c.attempts {
-		if a.Outcome != idemcheck.Replied || a.Variant == idemcheck.Original {
+		if a.Variant == idemcheck.Failing && a.Outcome == idemcheck.Replied && p.Replay(a.Status) && !failingRan {
+			failingRan = true // a failed request that later succeeded left one effect
+			v.explained++
+		}
+		if a.Outcome != idemcheck.Replied || a.Variant == idemcheck.Original || a.Variant == idemcheck.Failing {
 			continue
 		}
 		ok2xx := p.Replay(a.Status)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,10 @@ type Endpoint struct {
 	MismatchBody *idemcheck.Template
 	// Other is a second endpoint for cross-endpoint; nil skips that check.
 	Other *OtherEndpoint
+	// FailingBody, when set, is a body the target answers with an error
+	// (a declined card, say): failed-attempt then also checks that the
+	// error is saved and replayed where the policy says so.
+	FailingBody *idemcheck.Template
 }
 
 // OtherEndpoint is where cross-endpoint sends an intent's key a second time.
@@ -91,6 +96,23 @@ type Runner struct {
 	// Rate caps requests per second over the run; 0 means no cap. A burst
 	// is released whole: its attempts wait for tokens together.
 	Rate float64
+	// Powers are what the harness may do to a target it started; nil for
+	// a target reached by URL alone.
+	Powers Powers
+}
+
+// Powers are the harness's hold on a target it started: its database link
+// and its process (or container).
+type Powers interface {
+	// ArmDB puts a database-link fault on the target until disarm.
+	ArmDB(f faults.Fault) (disarm func(), err error)
+	// Held delivers the hold events of armed db-hold faults.
+	Held() <-chan faults.HoldEvent
+	// Kill crashes the target (SIGKILL, every instance).
+	Kill() error
+	// Restart starts the target again on the same address and waits until
+	// it is ready.
+	Restart(ctx context.Context) error
 }
 
 // DefaultRate is the request-rate cap a run has unless told otherwise: far
@@ -168,9 +190,12 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		Round: round,
 	}
 	s.h.Intents = append(s.h.Intents, in)
-	for i, st := range sc.Steps {
+	for i := 0; i < len(sc.Steps); i++ {
+		st := sc.Steps[i]
+		if st.HoldNthByRound {
+			st.DBFault = faults.DBHold(st.DBFault.Params["match"], (round-1)%2+1)
+		}
 		req, key := s.request(in, st.Variant)
-		fp := fingerprint(req)
 		addr, err := s.link.Addr(st.Fault)
 		if err != nil {
 			return fmt.Errorf("fault %s: %w", st.Fault.Name, err)
@@ -178,10 +203,28 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Method: req.Method, Path: req.Path, Header: s.redact(req.Header), Body: string(req.Body),
-			Fingerprint: fp, Fault: st.Fault.Name,
+			Fingerprint: fingerprint(req), Fault: faultNames(st.Fault, st.DBFault),
 		}
-		if st.Together {
+		switch {
+		case st.OnHold != HoldNone:
+			// The held step and the retry that meets it are one piece of
+			// choreography: the retry is the next step.
+			if i+1 >= len(sc.Steps) {
+				return fmt.Errorf("scenario %s: a held step needs a retry step after it", sc.Check)
+			}
+			next := sc.Steps[i+1]
+			retry := base
+			retry.Step, retry.Fault, retry.Variant = i+2, faultNames(next.Fault, next.DBFault), next.Variant
+			if err := s.held(ctx, st, next, addr, req, base, retry); err != nil {
+				return err
+			}
+			i++
+		case st.Together:
 			if err := s.pace.wait(ctx, st.Attempts); err != nil {
+				return err
+			}
+			disarm, err := s.arm(st.DBFault)
+			if err != nil {
 				return err
 			}
 			reqs := make([]wire.Request, st.Attempts)
@@ -189,18 +232,31 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 				reqs[j] = req
 			}
 			results, spread := s.client.Burst(ctx, addr, reqs)
+			disarm()
 			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: spread}
 			s.h.Bursts = append(s.h.Bursts, burst)
 			base.Burst = burst.ID
 			for _, res := range results {
 				s.record(base, res)
 			}
-		} else {
+		default:
 			for range st.Attempts {
 				if err := s.pace.wait(ctx, 1); err != nil {
 					return err
 				}
-				s.record(base, s.client.Do(ctx, addr, req))
+				disarm, err := s.arm(st.DBFault)
+				if err != nil {
+					return err
+				}
+				if st.RetryInProgress {
+					err = s.retryWhileInProgress(ctx, addr, req, base)
+				} else {
+					s.record(base, s.client.Do(ctx, addr, req))
+				}
+				disarm()
+				if err != nil {
+					return err
+				}
 			}
 		}
 		if s.Progress != nil {
@@ -208,6 +264,144 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		}
 	}
 	return s.observe(ctx, in)
+}
+
+// faultNames names the faults an attempt went through, client link first.
+func faultNames(client, db faults.Fault) string {
+	var names []string
+	for _, f := range []faults.Fault{client, db} {
+		if !f.IsNone() {
+			names = append(names, f.String())
+		}
+	}
+	return strings.Join(names, "+")
+}
+
+// arm puts a database-link fault on the target for one step.
+func (s *session) arm(f faults.Fault) (func(), error) {
+	if f.IsNone() {
+		return func() {}, nil
+	}
+	if s.Powers == nil {
+		return nil, fmt.Errorf("fault %s needs the target's database link", f.Name)
+	}
+	return s.Powers.ArmDB(f)
+}
+
+// LeaseMargin is how long past the policy's lease a retry keeps trying
+// before a key still in progress counts as stuck.
+const LeaseMargin = 2 * time.Second
+
+// retryWhileInProgress sends the attempt, and again while the answer is the
+// policy's in-progress status, honouring Retry-After, until the lease plus
+// a margin has passed: a key left running by a dead attempt must become
+// retakable within its lease.
+func (s *session) retryWhileInProgress(ctx context.Context, addr string, req wire.Request, base idemcheck.Attempt) error {
+	deadline := time.Now().Add(s.Policy.Lease + LeaseMargin)
+	for {
+		res := s.client.Do(ctx, addr, req)
+		s.record(base, res)
+		inProgress := res.Err == nil && s.Policy.InProgressStatus != 0 && res.Status == s.Policy.InProgressStatus
+		if !inProgress || !time.Now().Before(deadline) {
+			return nil
+		}
+		wait := 200 * time.Millisecond
+		if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && ra > 0 {
+			wait = time.Duration(ra) * time.Second
+		}
+		wait = min(wait, time.Until(deadline))
+		t := time.NewTimer(max(wait, 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// holdTimeout bounds the wait for a target to reach the held statement.
+const holdTimeout = 15 * time.Second
+
+// held runs a step whose database fault holds the target's statement
+// (db-hold), then does what the step says to the target at that moment,
+// and sends the retry step:
+//
+//   - HoldCrash: the target is killed while its transaction waits at
+//     COMMIT, the statement is dropped (the database rolls it back), the
+//     target restarts, and the retry keeps trying while the key is in
+//     progress, up to the lease plus a margin;
+//   - HoldStall: the held attempt stays frozen past the lease, the retry
+//     is sent then (and may take the key over), and the held attempt
+//     resumes once the retry has answered or a few seconds have passed.
+func (s *session) held(ctx context.Context, st, next Step, addr string, req wire.Request, first, retry idemcheck.Attempt) error {
+	if s.Powers == nil {
+		return fmt.Errorf("%s needs control of the target", first.Check)
+	}
+	disarm, err := s.Powers.ArmDB(st.DBFault)
+	if err != nil {
+		return err
+	}
+	defer disarm()
+	firstDone := make(chan wire.Result, 1)
+	go func() { firstDone <- s.client.Do(ctx, addr, req) }()
+	var ev faults.HoldEvent
+	select {
+	case ev = <-s.Powers.Held():
+	case res := <-firstDone:
+		// The target answered without reaching the held statement: there
+		// was no window to break. Recorded as it is; the retry still runs,
+		// on a clean link.
+		disarm()
+		s.record(first, res)
+		return s.retryWhileInProgress(ctx, addr, req, retry)
+	case <-time.After(holdTimeout):
+		return fmt.Errorf("%s: the target did not reach %q within %v", first.Check, st.DBFault.Params["match"], holdTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	switch st.OnHold {
+	case HoldCrash:
+		if err := s.Powers.Kill(); err != nil {
+			_ = ev.Cut()
+			return fmt.Errorf("crash the target: %w", err)
+		}
+		_ = ev.Cut()
+		s.record(first, <-firstDone)
+		if err := s.Powers.Restart(ctx); err != nil {
+			return fmt.Errorf("restart the target after the crash: %w", err)
+		}
+		return s.retryWhileInProgress(ctx, addr, req, retry)
+	case HoldStall:
+		stall := time.NewTimer(s.Policy.Lease + LeaseMargin/4)
+		select {
+		case <-ctx.Done():
+			stall.Stop()
+			_ = ev.Cut()
+			return ctx.Err()
+		case <-stall.C:
+		}
+		retryDone := make(chan wire.Result, 1)
+		go func() { retryDone <- s.client.Do(ctx, addr, req) }()
+		var rres *wire.Result
+		select {
+		case r := <-retryDone:
+			rres = &r
+		case <-time.After(LeaseMargin):
+			// The retry is waiting, on the held attempt's locks most likely:
+			// let the original resume and see who wins.
+		}
+		_ = ev.Release()
+		fres := <-firstDone
+		if rres == nil {
+			r := <-retryDone
+			rres = &r
+		}
+		s.record(first, fres)
+		s.record(retry, *rres)
+		return nil
+	}
+	return fmt.Errorf("unknown hold action %d", st.OnHold)
 }
 
 // request fills the endpoint's templates for one intent and applies the
@@ -234,6 +428,8 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 		key = uuid.NewString()
 	case idemcheck.NoKey:
 		key = ""
+	case idemcheck.Failing:
+		body = e.FailingBody.Fill(in)
 	}
 	hdr := http.Header{}
 	for _, h := range e.Header {

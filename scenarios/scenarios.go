@@ -6,6 +6,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,7 +23,31 @@ type Step struct {
 	Fault    faults.Fault
 	// Variant, when set, sends a changed copy of the intent's request.
 	Variant idemcheck.Variant
+	// DBFault is armed on the target's database link while the step runs.
+	DBFault faults.Fault
+	// OnHold says what to do to the target when DBFault (a db-hold) holds
+	// its statement; the next step is the retry that meets it.
+	OnHold HoldAction
+	// RetryInProgress sends the attempt again while the answer is the
+	// in-progress status, up to the policy's lease plus LeaseMargin.
+	RetryInProgress bool
+	// HoldNthByRound makes DBFault (a db-hold) act on the round's
+	// statement in turn: the 1st match in round 1, the 2nd in round 2,
+	// then again from the 1st. A target that commits its work and its key
+	// in two transactions has two windows, and each round tries one.
+	HoldNthByRound bool
 }
+
+// HoldAction is what a step does to the target while its statement is held.
+type HoldAction int
+
+const (
+	HoldNone HoldAction = iota
+	// HoldCrash kills the target between its claim and its commit.
+	HoldCrash
+	// HoldStall freezes the attempt past the lease while a retry is sent.
+	HoldStall
+)
 
 // Scenario is what a check sends: Rounds rounds, each with a fresh intent
 // that goes through Steps in order.
@@ -49,12 +74,15 @@ type Options struct {
 	BurstRounds int
 	// Rounds is how many rounds the sequential checks run.
 	Rounds int
+	// FaultRounds is how many rounds the checks that crash, stall or cut
+	// the target run; each can wait out a lease.
+	FaultRounds int
 }
 
 // Defaults are the sizes a certification uses unless told otherwise. A
 // check-then-insert race whose window is one database round trip shows in
 // nearly every burst of 32; five bursts make missing it unlikely.
-var Defaults = Options{BurstSize: 32, BurstRounds: 5, Rounds: 3}
+var Defaults = Options{BurstSize: 32, BurstRounds: 5, Rounds: 3, FaultRounds: 2}
 
 // Limits bound what a flag may ask for.
 const (
@@ -71,6 +99,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("burst rounds %d is out of range: use 1 to %d", o.BurstRounds, MaxRounds)
 	case o.Rounds < 1 || o.Rounds > MaxRounds:
 		return fmt.Errorf("rounds %d is out of range: use 1 to %d", o.Rounds, MaxRounds)
+	case o.FaultRounds < 1 || o.FaultRounds > MaxRounds:
+		return fmt.Errorf("fault rounds %d is out of range: use 1 to %d", o.FaultRounds, MaxRounds)
 	}
 	return nil
 }
@@ -123,55 +153,127 @@ func MissingKey(rounds int) Scenario {
 		Steps: []Step{{Attempts: 1, Variant: idemcheck.NoKey}}}
 }
 
+// FailedAttempt cuts the target's database link at its COMMIT, so the
+// first attempt dies inside the server, then retries.
+func FailedAttempt(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBCut("", 1)},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
+// CrashLease kills the target while the first attempt's transaction waits
+// at COMMIT (after the key is claimed, before the work commits), restarts
+// it, and retries until the key's lease has had time to expire. Rounds
+// alternate between the attempt's first and second COMMIT, the two windows
+// of a target that commits its work and its key apart.
+func CrashLease(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckCrashLease, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldCrash, HoldNthByRound: true},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
+// BeginPattern matches the statement that opens a transaction.
+const BeginPattern = `(?i)^\s*(BEGIN|START\s+TRANSACTION)\b`
+
+// LeaseFencing freezes the first attempt when it opens its work
+// transaction (after the claim, before any work) until past the lease,
+// sends a retry that may take the key over and finish, lets the first
+// resume, and then replays the intent once more to see what stands.
+func LeaseFencing(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckLeaseFencing, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBHold(BeginPattern, 1), OnHold: HoldStall},
+		{Attempts: 1},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
+// Target says what the harness can do to the target, for planning.
+type Target struct {
+	// Powers: the harness started the target and owns its database link.
+	Powers bool
+}
+
+// SavedError sends the endpoint's failing body twice under one key: the
+// second answer must be the first's saved error where errors are saved.
+func SavedError(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, Variant: idemcheck.Failing},
+		{Attempts: 1, Variant: idemcheck.Failing},
+	}}
+}
+
 // check is one check's scenario and the reason it may not apply.
 type check struct {
 	build func(Options) Scenario
 	// skip returns why the check does not apply to this target, or "".
-	skip func(p idemcheck.Policy, e Endpoint) string
+	skip func(p idemcheck.Policy, e Endpoint, t Target) string
 }
 
-func always(idemcheck.Policy, Endpoint) string { return "" }
+func always(idemcheck.Policy, Endpoint, Target) string { return "" }
+
+const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd)"
+
+func needsPowers(_ idemcheck.Policy, _ Endpoint, t Target) string {
+	if !t.Powers {
+		return noPowers
+	}
+	return ""
+}
+
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t Target) string {
+	if r := needsPowers(p, e, t); r != "" {
+		return r
+	}
+	if p.Lease <= 0 {
+		return "the policy names no lease (--lease, or lease: in the policy), so a slow takeover cannot be told from a stuck key"
+	}
+	return ""
+}
 
 var checks = map[string]check{
 	idemcheck.CheckConcurrentBurst:  {func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }, always},
 	idemcheck.CheckSequentialReplay: {func(o Options) Scenario { return SequentialReplay(o.Rounds) }, always},
 	idemcheck.CheckLostReply:        {func(o Options) Scenario { return LostReply(o.Rounds) }, always},
-	idemcheck.CheckPayloadMismatch: {func(o Options) Scenario { return PayloadMismatch(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint) string {
+	idemcheck.CheckPayloadMismatch: {func(o Options) Scenario { return PayloadMismatch(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
 		if p.MismatchStatus == 0 {
 			return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
 		}
 		return ""
 	}},
-	idemcheck.CheckReorderedBody: {func(o Options) Scenario { return ReorderedBody(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint) string {
+	idemcheck.CheckReorderedBody: {func(o Options) Scenario { return ReorderedBody(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint, _ Target) string {
 		if !e.JSONBody() {
 			return "the request body is not a JSON object, so it has no members to reorder"
 		}
 		return ""
 	}},
-	idemcheck.CheckCrossEndpoint: {func(o Options) Scenario { return CrossEndpoint(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint) string {
+	idemcheck.CheckCrossEndpoint: {func(o Options) Scenario { return CrossEndpoint(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint, _ Target) string {
 		if e.Other == nil {
 			return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
 		}
 		return ""
 	}},
 	idemcheck.CheckDistinctKeys: {func(o Options) Scenario { return DistinctKeys(o.Rounds) }, always},
-	idemcheck.CheckMissingKey: {func(o Options) Scenario { return MissingKey(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint) string {
+	idemcheck.CheckMissingKey: {func(o Options) Scenario { return MissingKey(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
 		if p.MissingKeyStatus == 0 {
 			return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
 		}
 		return ""
 	}},
+	idemcheck.CheckFailedAttempt: {func(o Options) Scenario { return FailedAttempt(o.FaultRounds) }, func(p idemcheck.Policy, e Endpoint, t Target) string {
+		if e.FailingBody != nil {
+			return ""
+		}
+		return needsPowers(p, e, t)
+	}},
+	idemcheck.CheckCrashLease:    {func(o Options) Scenario { return CrashLease(o.FaultRounds) }, needsPowersAndLease},
+	idemcheck.CheckLeaseFencing:  {func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }, needsPowersAndLease},
 }
 
 // Names lists the checks that have a scenario, in the order a
 // certification runs them.
-func Names() []string {
-	return []string{
-		idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialReplay, idemcheck.CheckLostReply,
-		idemcheck.CheckPayloadMismatch, idemcheck.CheckReorderedBody, idemcheck.CheckCrossEndpoint,
-		idemcheck.CheckDistinctKeys, idemcheck.CheckMissingKey,
-	}
-}
+func Names() []string { return slices.Clone(idemcheck.AllChecks) }
 
 // Known reports whether name is a check with a scenario.
 func Known(name string) bool { _, ok := checks[name]; return ok }
@@ -186,7 +288,7 @@ func UnknownCheckError(name string) error {
 // Plan returns the scenarios of the named checks that apply to the policy
 // and endpoint, and every named check with the reason it was skipped, if
 // it was. An unknown name is an error listing the known ones.
-func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint) ([]Scenario, []idemcheck.PlannedCheck, error) {
+func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) ([]Scenario, []idemcheck.PlannedCheck, error) {
 	var scs []Scenario
 	var plan []idemcheck.PlannedCheck
 	for _, n := range names {
@@ -194,8 +296,19 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint) ([]Scenario
 		if !ok {
 			return nil, nil, UnknownCheckError(n)
 		}
-		pc := idemcheck.PlannedCheck{Name: n, Skip: c.skip(p, e)}
-		if pc.Skip == "" {
+		pc := idemcheck.PlannedCheck{Name: n, Skip: c.skip(p, e, t)}
+		switch {
+		case pc.Skip != "":
+		case n == idemcheck.CheckFailedAttempt:
+			// Two halves: a failure the harness causes (needs the database
+			// link) and a failure the target answers (needs a failing body).
+			if t.Powers {
+				scs = append(scs, c.build(o))
+			}
+			if e.FailingBody != nil {
+				scs = append(scs, SavedError(o.FaultRounds))
+			}
+		default:
 			scs = append(scs, c.build(o))
 		}
 		plan = append(plan, pc)

@@ -49,7 +49,7 @@ func indexOf(s, sub string) int {
 
 func TestPlanSkipsWithReasons(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
-	scs, plan, err := Plan(Names(), Defaults, idemcheck.GoFiber(), e)
+	scs, plan, err := Plan(Names(), Defaults, idemcheck.GoFiber(), e, Target{})
 	require.NoError(t, err)
 	skipped := map[string]string{}
 	for _, p := range plan {
@@ -60,13 +60,14 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	assert.Contains(t, skipped[idemcheck.CheckPayloadMismatch], "no request fingerprint")
 	assert.Contains(t, skipped[idemcheck.CheckMissingKey], "key optional")
 	assert.Contains(t, skipped[idemcheck.CheckCrossEndpoint], "no second endpoint")
-	assert.Len(t, scs, len(Names())-3)
+	assert.Contains(t, skipped[idemcheck.CheckCrashLease], "--cmd")
+	assert.Len(t, scs, len(Names())-6)
 
-	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e)
+	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, Target{})
 	assert.ErrorContains(t, err, `unknown check "nope"`)
 
 	plain := Endpoint{Body: idemcheck.MustTemplate(`text`)}
-	_, plan, err = Plan([]string{idemcheck.CheckReorderedBody}, Defaults, idemcheck.IETF(), plain)
+	_, plan, err = Plan([]string{idemcheck.CheckReorderedBody}, Defaults, idemcheck.IETF(), plain, Target{})
 	require.NoError(t, err)
 	assert.Contains(t, plan[0].Skip, "not a JSON object")
 }
@@ -92,4 +93,21 @@ func TestPacerHoldsTheRateAndKeepsBurstsWhole(t *testing.T) {
 	require.NoError(t, slow.wait(ctx, 1))
 	assert.ErrorIs(t, slow.wait(ctx, 1), context.Canceled, "a wait ends with its context")
 	assert.NoError(t, newPacer(0, 1).wait(ctx, 1000), "no cap")
+}
+
+func TestPlanFaultChecksNeedPowersAndALease(t *testing.T) {
+	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
+	names := []string{idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease, idemcheck.CheckLeaseFencing}
+	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, Target{Powers: true})
+	require.NoError(t, err)
+	assert.Empty(t, plan[0].Skip)
+	assert.Contains(t, plan[1].Skip, "no lease")
+	p := idemcheck.IETF()
+	p.Lease = time.Second
+	scs, plan, err := Plan(names, Defaults, p, e, Target{Powers: true})
+	require.NoError(t, err)
+	for _, pc := range plan {
+		assert.Empty(t, pc.Skip, pc.Name)
+	}
+	assert.Len(t, scs, 3)
 }

@@ -107,13 +107,19 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	var (
 		rawURL, method, path, body, db, effectSQL, checks, name string
 		keyHeader, replayHeader, resourceID                     string
-		policyName, otherPath                                   string
+		policyName, otherPath, command, failingBody             string
+		instances                                               int
+		lease                                                   time.Duration
 		headers, effectArgs, ignore, redact                     listFlag
 		rf                                                      runFlags
 		opts                                                    = scenarios.Defaults
 	)
 	def := idemcheck.IETF()
-	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 (required)")
+	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 (or --cmd)")
+	fs.StringVar(&command, "cmd", "", "`command` that starts the target (run with sh -c, given PORT and DATABASE_URL): idemcheck then owns its process and database link, for the fault checks")
+	fs.IntVar(&instances, "instances", 1, "with --cmd: instances behind a round-robin balancer (1 to 16)")
+	fs.DurationVar(&lease, "lease", 0, "the target's lease on a claimed key (for crash-lease and lease-fencing), such as 2s")
+	fs.StringVar(&failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
 	fs.StringVar(&method, "method", "POST", "request method")
 	fs.StringVar(&path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
 	fs.StringVar(&body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}'")
@@ -143,8 +149,29 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	if rawURL == "" {
-		return 0, idemcheck.Usagef("certify: --url is required, such as --url http://127.0.0.1:8080")
+	switch {
+	case rawURL == "" && command == "":
+		return 0, idemcheck.Usagef("certify: --url is required, such as --url http://127.0.0.1:8080 (or --cmd to let idemcheck start the target)")
+	case rawURL != "" && command != "":
+		return 0, idemcheck.Usagef("certify: give --url or --cmd, not both: with --cmd the URL is the one idemcheck starts the target on")
+	case instances < 1 || instances > 16:
+		return 0, idemcheck.Usagef("--instances %d is out of range: use 1 to 16", instances)
+	case lease < 0:
+		return 0, idemcheck.Usagef("--lease %v must be positive, such as 2s", lease)
+	}
+	if db == "" {
+		db = os.Getenv("DATABASE_URL")
+	}
+	var started *certify.ProcessTarget
+	if command != "" {
+		// Started before the rest of the checks below so that its URL is
+		// known; every error path after this closes it.
+		var err error
+		if started, err = certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: instances, DSN: db}); err != nil {
+			return 0, err
+		}
+		defer started.Close()
+		rawURL = started.URL.String()
 	}
 	base, err := url.Parse(rawURL)
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
@@ -187,6 +214,9 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if len(ignore) > 0 {
 		cfg.Policy.IgnoreFields = ignore
 	}
+	if set["lease"] {
+		cfg.Policy.Lease = lease
+	}
 	for _, p := range append([]string{resourceID}, ignore...) {
 		if err := assert.ValidatePointer(p); err != nil {
 			return 0, idemcheck.Usagef("--resource-id/--ignore-field: %v", err)
@@ -202,6 +232,13 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		}
 		cfg.Endpoint.Other = &scenarios.OtherEndpoint{Method: cfg.Endpoint.Method, Path: t}
 	}
+	if failingBody != "" {
+		t, err := idemcheck.ParseTemplate(failingBody)
+		if err != nil {
+			return 0, idemcheck.Usagef("--failing-body: %v", err)
+		}
+		cfg.Endpoint.FailingBody = &t
+	}
 	for _, a := range effectArgs {
 		t, err := idemcheck.ParseTemplate(a)
 		if err != nil {
@@ -212,10 +249,13 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if len(effectArgs) > 0 && effectSQL == "" {
 		return 0, idemcheck.Usagef("--effect-arg needs --effect-sql")
 	}
-	if effectSQL != "" {
-		if db == "" {
-			db = os.Getenv("DATABASE_URL")
+	switch {
+	case started != nil:
+		cfg.Powers = started.Powers()
+		if effectSQL != "" {
+			cfg.DB, cfg.DBName = started.DB.Pool, targets.RedactDSN(started.DB.DSN)
 		}
+	case effectSQL != "":
 		if db == "" {
 			return 0, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 		}

@@ -54,7 +54,17 @@ func (s *Server) workThenRecord(ctx context.Context, req request, token string) 
 	if s.cfg.AfterEffect != nil {
 		s.cfg.AfterEffect(ctx, req.key)
 	}
-	if err := s.st.finish(ctx, s.pool, req, rep); err != nil {
+	// The key store's own transaction, as a middleware with its own
+	// connection would run it.
+	ktx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return reply{}, err
+	}
+	defer func() { _ = ktx.Rollback(ctx) }()
+	if err := s.st.finish(ctx, ktx, req, rep); err != nil {
+		return reply{}, err
+	}
+	if err := ktx.Commit(ctx); err != nil {
 		return reply{}, err
 	}
 	return rep, nil

@@ -1,0 +1,126 @@
+package certify
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+// ProcessTarget is a target idemcheck started itself: its process (one or
+// more instances), its database, and the database link between them, which
+// runs through an in-process fault proxy.
+type ProcessTarget struct {
+	URL *url.URL
+	// DB is the database the target uses, reached directly (not through the
+	// fault proxy): effects are counted here.
+	DB      *targets.Database
+	Process *targets.Process
+	link    *faults.Link
+}
+
+// ProcessOptions say how to start a process target.
+type ProcessOptions struct {
+	Command   string
+	Instances int
+	// DSN is the database to hand the target; empty starts a throwaway
+	// PostgreSQL from the local binaries.
+	DSN  string
+	Env  []string
+	Logs io.Writer
+}
+
+// StartProcessTarget provides the database, puts a fault proxy on the
+// target's link to it, and starts the target with PORT and DATABASE_URL.
+// Close undoes all of it, also after a failed start.
+func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget, err error) {
+	pt := &ProcessTarget{}
+	defer func() {
+		if err != nil {
+			pt.Close()
+		}
+	}()
+	if pt.DB, err = targets.ProvideDatabase(ctx, o.DSN); err != nil {
+		return nil, idemcheck.Unavailablef("%v", err)
+	}
+	cfg, err := pgconn.ParseConfig(pt.DB.DSN)
+	if err != nil {
+		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(pt.DB.DSN), err)
+	}
+	if pt.link, err = faults.NewDBLink(net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))); err != nil {
+		return nil, idemcheck.Unavailablef("database link: %v", err)
+	}
+	addr, err := pt.link.WatchedAddr()
+	if err != nil {
+		return nil, idemcheck.Unavailablef("database link: %v", err)
+	}
+	targetDSN, err := faults.RewriteDSN(pt.DB.DSN, addr)
+	if err != nil {
+		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(pt.DB.DSN), err)
+	}
+	pt.Process, err = targets.StartProcess(ctx, targets.ProcessConfig{
+		Command: o.Command, Instances: o.Instances, DatabaseURL: targetDSN, Env: o.Env, Logs: o.Logs,
+	})
+	if err != nil {
+		return nil, idemcheck.Unavailablef("--cmd: %v", err)
+	}
+	pt.URL = pt.Process.URL()
+	return pt, nil
+}
+
+// Powers are the harness's hold on the target, for the fault checks.
+func (pt *ProcessTarget) Powers() *ProcessPowers { return &ProcessPowers{pt: pt} }
+
+// Close stops the target, the proxy and a throwaway database; it is safe
+// on a partly started target and more than once.
+func (pt *ProcessTarget) Close() {
+	if pt == nil {
+		return
+	}
+	if pt.Process != nil {
+		_ = pt.Process.Close()
+	}
+	if pt.link != nil {
+		_ = pt.link.Close()
+	}
+	if pt.DB != nil {
+		pt.DB.Close()
+	}
+}
+
+// ProcessPowers implements scenarios.Powers for a process target.
+type ProcessPowers struct{ pt *ProcessTarget }
+
+// ArmDB puts a fault on the target's database link.
+func (p *ProcessPowers) ArmDB(f faults.Fault) (func(), error) { return p.pt.link.Arm(f) }
+
+// Held delivers the hold events of db-hold faults.
+func (p *ProcessPowers) Held() <-chan faults.HoldEvent { return p.pt.link.Held() }
+
+// Kill crashes every instance of the target.
+func (p *ProcessPowers) Kill() error {
+	for _, in := range p.pt.Process.Instances() {
+		if err := in.Kill(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Restart starts every instance again on its port and waits until ready.
+func (p *ProcessPowers) Restart(ctx context.Context) error {
+	for i, in := range p.pt.Process.Instances() {
+		if err := in.Restart(ctx); err != nil {
+			return fmt.Errorf("instance %d: %w", i, err)
+		}
+	}
+	return nil
+}
