@@ -267,8 +267,8 @@ var checks = map[string]check{
 		}
 		return needsPowers(p, e, t)
 	}},
-	idemcheck.CheckCrashLease:    {func(o Options) Scenario { return CrashLease(o.FaultRounds) }, needsPowersAndLease},
-	idemcheck.CheckLeaseFencing:  {func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }, needsPowersAndLease},
+	idemcheck.CheckCrashLease:   {func(o Options) Scenario { return CrashLease(o.FaultRounds) }, needsPowersAndLease},
+	idemcheck.CheckLeaseFencing: {func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }, needsPowersAndLease},
 }
 
 // Names lists the checks that have a scenario, in the order a
