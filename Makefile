@@ -1,13 +1,15 @@
 # idemcheck: `make demo` runs the embedded demo, `make test` the whole test
 # suite. Both install what they need on a fresh Debian machine (PostgreSQL
-# server binaries) and start nothing that outlives them.
+# server binaries) and start nothing that outlives them, except that in CI
+# (CI=true) `make test` also installs and starts a Docker engine, a service
+# that keeps running, so that the container tests run for real.
 
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build demo test vet fmt-check postgres clean
+.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench
 
 all: build
 
@@ -34,9 +36,41 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-## test: formatting, vet, and every test with the race detector, on real PostgreSQL and real HTTP over loopback.
-test: postgres fmt-check vet
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+## docker-setup: make sure a Docker engine answers: installs Debian's docker.io and starts it with host networking only (no bridge, no iptables) when absent, and removes containers left by killed runs.
+docker-setup:
+	@.ci/docker-setup
+
+## images: build idemcheck/orders:local and idemcheck/postgres:15-local from this machine's own binaries (no base image, no registry).
+images: postgres docker-setup
+	@GO="$(GO)" docker/build-images
+
+# Outside CI the container tests run where an engine already answers and
+# skip, with the reason, where none does.
+images-if-docker: postgres
+	@if docker info >/dev/null 2>&1; then GO="$(GO)" docker/build-images; \
+	else echo "make: no Docker engine answers, so the container tests will skip (make docker-setup installs and starts one)"; fi
+
+# In CI the container tests must run: Docker is set up, the images are
+# built, and IDEMCHECK_REQUIRE_DOCKER=1 turns a container test's skip into a
+# failure, since a skip there would only hide a broken setup.
+ifeq ($(CI),true)
+TEST_IMAGES := images
+TEST_ENV := IDEMCHECK_REQUIRE_DOCKER=1
+else
+TEST_IMAGES := images-if-docker
+TEST_ENV :=
+endif
+
+## test: formatting, vet, and every test with the race detector, on real PostgreSQL, real HTTP over loopback and (where Docker runs; always in CI) real containers.
+test: postgres fmt-check vet $(TEST_IMAGES)
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 clean:
 	rm -rf bin
+
+## bench: the burst engines side by side on a loopback race target (200 bursts x 3 runs per driver and size),
+## then the hot-path Go benchmarks (3 repetitions); rewrites the figures section of BENCHMARKS.md.
+## Measure on a quiet machine: the first load average figure should be below 0.6.
+bench:
+	@echo "bench: load average $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+	$(GO) run ./bench/cmd/burstbench -bursts 200 -runs 3 -n 8,32 -gotest ./bench/ -write BENCHMARKS.md

@@ -18,7 +18,8 @@ type Database struct {
 	// never print it raw: use RedactDSN.
 	DSN string
 	// Source says where the database came from: "dsn" when the user gave one,
-	// "local" when a throwaway cluster was started for this run.
+	// "local" when a throwaway cluster was started for this run, "container"
+	// when a PostgreSQL container was.
 	Source string
 	// Pool is the connection pool every effect count goes through.
 	Pool *pgxpool.Pool
@@ -59,6 +60,9 @@ func (d *Database) Close() {
 		// directory is removed by the next run's stale-directory sweep.
 		_ = d.local.Close()
 	}
+	// A container database's container is removed the same way; a
+	// leftover is removed by the next run's stale-container sweep.
+	_ = d.closeContainer()
 }
 
 // OpenDatabase connects to dsn and pings it, so a wrong DSN fails at start-up

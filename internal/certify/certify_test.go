@@ -18,7 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(m, removeBinaries) }
 
 // serveOrders serves one variant of the example API over real HTTP on
 // loopback, on a fresh database.

@@ -65,9 +65,15 @@ var (
 //
 // Main does not return: it exits with the tests' status, or 1 if the
 // server could not be stopped and cleaned up, since a leak is a bug too.
-func Main(m *testing.M) {
+//
+// cleanups run after the tests and before the server stops, since Main
+// exits the process and a deferred call in TestMain would never run.
+func Main(m *testing.M, cleanups ...func()) {
 	mainCalled.Store(true)
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	if err := shared.close(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		if code == 0 {

@@ -1,0 +1,123 @@
+package certify_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// ordersBinary builds examples/orders/cmd/orders once per test binary.
+func ordersBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "idemcheck-certify-test-"); buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../../examples/orders/cmd/orders").CombinedOutput()
+		if err != nil {
+			buildErr = &exec.ExitError{Stderr: out}
+		}
+	})
+	require.NoError(t, buildErr)
+	return filepath.Join(binDir, "orders")
+}
+
+func removeBinaries() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}
+
+const testLease = time.Second
+
+// certifyProcess starts the orders binary with a variant as a process
+// target (its own database link through the fault proxy) and certifies it.
+func certifyProcess(t *testing.T, v orders.Variant, instances int, checks ...string) *certify.Result {
+	t.Helper()
+	ctx := context.Background()
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
+		Command:   ordersBinary(t) + " -lease " + testLease.String() + " -variant " + string(v),
+		Instances: instances,
+		DSN:       pgtest.DSN(t),
+	})
+	require.NoError(t, err)
+	defer pt.Close()
+	cfg := ordersConfig(pt.URL, pt.DB.Pool)
+	cfg.Policy.Lease = testLease
+	cfg.Powers = pt.Powers()
+	cfg.Checks = checks
+	cfg.Endpoint.Other = &scenarios.OtherEndpoint{Method: "POST", Path: idemcheck.MustTemplate("/payments")}
+	failing := idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":402}`)
+	cfg.Endpoint.FailingBody = &failing
+	res, err := certify.Run(ctx, cfg)
+	require.NoError(t, err)
+	return res
+}
+
+func kindsOf(r idemcheck.Report) map[idemcheck.Kind]int {
+	k := map[idemcheck.Kind]int{}
+	for _, a := range r.Anomalies {
+		k[a.Kind]++
+	}
+	return k
+}
+
+// The reference, started as a process and put through every check,
+// including the ones that cut its database link, crash it and stall it.
+func TestReferenceProcessPassesEveryCheck(t *testing.T) {
+	res := certifyProcess(t, orders.Reference, 1, scenarios.Names()...)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+	}
+	for _, c := range res.Report.Checks {
+		assert.Equal(t, idemcheck.Pass, c.Status, "%s: %s", c.Name, c.Reason)
+	}
+}
+
+// Each variant whose bug only a fault exposes is caught by its check with
+// its anomaly, as the variant itself documents (orders.Expectation).
+func TestFaultChecksCatchTheirVariants(t *testing.T) {
+	cases := []struct {
+		v         orders.Variant
+		instances int
+	}{
+		{orders.NoLease, 1},
+		{orders.LeaseNoFencing, 1},
+		{orders.SeparateKeyStore, 1},
+		{orders.ClaimNeverReleased, 1},
+		{orders.ErrorsNotSaved, 1},
+		{orders.InMemoryLock, 2},
+	}
+	for _, c := range cases {
+		t.Run(string(c.v), func(t *testing.T) {
+			check, anomaly := orders.Expectation(c.v)
+			res := certifyProcess(t, c.v, c.instances, check)
+			assert.Positive(t, kindsOf(res.Report)[idemcheck.Kind(anomaly)], "%s by %s: got %v", anomaly, check, kindsOf(res.Report))
+		})
+	}
+}
+
+// With one instance the in-memory lock holds: the bug needs replicas.
+func TestInMemoryLockHoldsOnOneInstance(t *testing.T) {
+	res := certifyProcess(t, orders.InMemoryLock, 1, idemcheck.CheckConcurrentBurst)
+	assert.Empty(t, res.Report.Anomalies)
+}
