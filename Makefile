@@ -9,7 +9,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench
+.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench zoo
 
 all: build
 
@@ -64,6 +64,10 @@ endif
 ## test: formatting, vet, and every test with the race detector, on real PostgreSQL, real HTTP over loopback and (where Docker runs; always in CI) real containers.
 test: postgres fmt-check vet $(TEST_IMAGES)
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## zoo: certify every example API (references and the bug zoo) and print the detection matrix.
+zoo: postgres
+	$(GO) run ./examples/zoo/cmd/zoo
 
 clean:
 	rm -rf bin

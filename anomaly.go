@@ -13,13 +13,15 @@ const (
 	CheckFailedAttempt    = "failed-attempt"
 	CheckCrashLease       = "crash-lease"
 	CheckLeaseFencing     = "lease-fencing"
+	CheckCrossTenant      = "cross-tenant"
+	CheckWebhookRedeliver = "webhook-redelivery"
 )
 
 // AllChecks lists every check name in the order reports show them.
 var AllChecks = []string{
 	CheckConcurrentBurst, CheckSequentialReplay, CheckLostReply, CheckPayloadMismatch,
 	CheckReorderedBody, CheckCrossEndpoint, CheckDistinctKeys, CheckMissingKey,
-	CheckFailedAttempt, CheckCrashLease, CheckLeaseFencing,
+	CheckFailedAttempt, CheckCrashLease, CheckLeaseFencing, CheckCrossTenant, CheckWebhookRedeliver,
 }
 
 // Variant says how an attempt's request differs from its intent's
@@ -45,10 +47,14 @@ const (
 	// error every first time (a declined card, say); its retry must replay
 	// that error when the policy says errors are saved.
 	Failing Variant = "failing-body"
+	// TenantA: the original request sent with the first client's credentials.
+	TenantA Variant = "tenant-a"
+	// OtherTenant: the same key and body with a second client's credentials.
+	OtherTenant Variant = "other-tenant"
 )
 
 // SameRequest reports whether v asks for the same thing as the original.
-func (v Variant) SameRequest() bool { return v == Original || v == Reordered }
+func (v Variant) SameRequest() bool { return v == Original || v == Reordered || v == TenantA }
 
 // Kind names a class of idempotency bug. Kinds are stable: they appear in
 // JSON and JUnit reports and CI pipelines match on them.

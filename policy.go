@@ -39,6 +39,14 @@ type Policy struct {
 	// IgnoreFields are JSON pointers left out when two replies are compared
 	// (for example a response timestamp the API documents as fresh).
 	IgnoreFields []string `json:"ignore_fields,omitempty"`
+	// KeyPointer, when set, is where the key travels in the request body
+	// (a JSON pointer, such as "/eventId" for a webhook's event id) instead
+	// of in KeyHeader; the body template puts {{key}} there.
+	KeyPointer string `json:"key_pointer,omitempty"`
+	// AckOnly says replies are acknowledgements (a webhook's 200): only
+	// their statuses count, bodies are not compared, and the database alone
+	// says whether the effect happened once.
+	AckOnly bool `json:"ack_only,omitempty"`
 	// ResourceID is the JSON pointer of the created resource's id in a
 	// success body. Empty means detect it ("/id", then a top-level member
 	// ending in "Id" or "_id"). Two success replies with different ids
@@ -91,11 +99,26 @@ func GoFiber() Policy {
 	}
 }
 
+// Webhook is the contract of a webhook or queue consumer: the event id in
+// the body is the key, any 2xx acknowledges, a failed delivery is
+// delivered again and must then be applied (errors are not saved), and the
+// effect must happen exactly once.
+func Webhook() Policy {
+	return Policy{
+		KeyHeader:        "Idempotency-Key",
+		KeyPointer:       "/eventId",
+		CreatedStatuses:  []int{200, 201, 202, 204},
+		InProgressStatus: 409,
+		MissingKeyStatus: 400,
+		AckOnly:          true,
+	}
+}
+
 // Presets are the named policies a suite or --policy flag can start from.
-var Presets = map[string]func() Policy{"ietf": IETF, "stripe": Stripe, "gofiber": GoFiber}
+var Presets = map[string]func() Policy{"ietf": IETF, "stripe": Stripe, "gofiber": GoFiber, "webhook": Webhook}
 
 // PresetNames lists the presets in a stable order, for messages.
-func PresetNames() []string { return []string{"gofiber", "ietf", "stripe"} }
+func PresetNames() []string { return []string{"gofiber", "ietf", "stripe", "webhook"} }
 
 // Preset returns the named policy.
 func Preset(name string) (Policy, error) {

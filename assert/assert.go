@@ -40,12 +40,17 @@ var Rules = map[string]string{
 	idemcheck.CheckCrashLease: "IETF Idempotency-Key draft, section 2.6: a key claimed by a process that died becomes retakable within its lease; " +
 		"the retry succeeds and the effect happens once.",
 	idemcheck.CheckLeaseFencing: "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
+	idemcheck.CheckCrossTenant: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
+		"never replays another client's saved response.",
+	idemcheck.CheckWebhookRedeliver: "At-least-once delivery (webhooks, queues): the consumer records the event id in the same transaction as the " +
+		"effect, so every redelivery, concurrent or after a failed first delivery, leaves the effect applied exactly once.",
 }
 
 // faultChecks are the checks that break the target on purpose: a key still
 // in progress when their retries give up is stuck.
 var faultChecks = map[string]bool{
 	idemcheck.CheckFailedAttempt: true, idemcheck.CheckCrashLease: true, idemcheck.CheckLeaseFencing: true,
+	idemcheck.CheckWebhookRedeliver: true,
 }
 
 // Report checks h against the policy and plan in its header and returns the
@@ -281,6 +286,11 @@ func (c *intentCheck) successes() []success {
 		if a.Outcome != idemcheck.Replied || !c.policy.Replay(a.Status) || !a.Variant.SameRequest() {
 			continue
 		}
+		if c.policy.AckOnly {
+			// An acknowledgement names no resource: every success is the same.
+			out = append(out, success{att: a, resource: "ack", idField: "ack"})
+			continue
+		}
 		body := canonicalBody(a.RespBody, c.policy.IgnoreFields)
 		id, ptr := resourceID(a.RespBody, a.Body, c.policy.ResourceID)
 		s := success{att: a, resource: id, idField: ptr, body: body}
@@ -313,6 +323,8 @@ func (c *intentCheck) checkResources(succ []success) {
 			} else {
 				concurrent = append(concurrent, s)
 			}
+		case s.resource == first.resource && c.policy.AckOnly:
+			// Acknowledgements are not replays: nothing to compare.
 		case s.resource == first.resource:
 			if s.att.Status != first.att.Status || s.body != first.body {
 				mismatch = append(mismatch, s)

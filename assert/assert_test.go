@@ -431,3 +431,31 @@ func TestContractListsEveryRule(t *testing.T) {
 	assert.Equal(t, "no second endpoint", byCheck[idemcheck.CheckCrossEndpoint].Reason)
 	assert.Equal(t, "not asked for (--checks)", byCheck[idemcheck.CheckMissingKey].Reason)
 }
+
+func TestCrossTenant(t *testing.T) {
+	const c = idemcheck.CheckCrossTenant
+	b := newHist(t, idemcheck.IETF(), c)
+	b.intent(c, 2, `1:tenant-a 0-5 201 {"orderId":"A"}`, `2:other-tenant 10-12 201 {"orderId":"B"}`)
+	b.intent(c, 1, `1:tenant-a 20-25 201 {"orderId":"C"}`, `2:other-tenant 30-32 201 {"orderId":"C"}`)
+	got := Check(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.CrossTenantReplay}, kinds(got))
+	assert.Equal(t, "in-2", got[0].Intent)
+	assert.Contains(t, got[0].Explanation, "leaks")
+}
+
+func TestWebhookAcknowledgementsAndRedelivery(t *testing.T) {
+	const c = idemcheck.CheckWebhookRedeliver
+	b := newHist(t, idemcheck.Webhook(), c)
+	// Concurrent redeliveries all acknowledged, with different bodies: fine
+	// for acknowledgements; the database says whether it happened once.
+	b.intent(c, 1, `1 0-5 200 {"status":"processed"}`, `1 0-6 200 {"status":"duplicate"}`)
+	b.intent(c, 2, `1 10-15 200 {"status":"processed"}`, `1 10-16 200 {"status":"processed"}`)
+	// A failed first delivery, then a redelivery acknowledged but skipped.
+	b.intent(c, 0, `1:failing-body 20-25 500 {}`, `2:failing-body 30-35 200 {"status":"duplicate"}`)
+	// The same, applied: fine.
+	b.intent(c, 1, `1:failing-body 40-45 500 {}`, `2:failing-body 50-55 200 {"status":"processed"}`)
+	got := Check(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.DuplicateEffect, idemcheck.LostEffect}, kinds(got))
+	assert.Equal(t, "in-2", got[0].Intent)
+	assert.Equal(t, "in-3", got[1].Intent)
+}

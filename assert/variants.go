@@ -31,6 +31,11 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 		if a.Variant == idemcheck.Failing && a.Outcome == idemcheck.Replied && p.Replay(a.Status) && !failingRan {
 			failingRan = true // a failed request that later succeeded left one effect
 			v.explained++
+			if !p.ReplayErrors {
+				// Errors are not saved (a consumer's failed delivery): the
+				// success that followed must have applied the effect.
+				v.promised++
+			}
 		}
 		if a.Outcome != idemcheck.Replied || a.Variant == idemcheck.Original || a.Variant == idemcheck.Failing {
 			continue
@@ -91,6 +96,18 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 						a.ID, a.Key, a.Status, short(a.RespBody)), nil)
 			default:
 				c.unexpected(a, "a new key is a new intent and must succeed like the first")
+			}
+		case idemcheck.OtherTenant:
+			if !ok2xx {
+				continue
+			}
+			if orig != nil && (c.sameResource(*orig, a) || p.ReplayHeader != "" && isTrue(a.RespHeader.Get(p.ReplayHeader))) {
+				c.add(idemcheck.CrossTenantReplay, c.withOrig(orig, a),
+					fmt.Sprintf("attempt %d sent key %s as a second client and was answered %d with the first client's saved response (%s): "+
+						"keys are not scoped per client, so one client's key replays, and leaks, another client's data.",
+						a.ID, a.Key, a.Status, short(a.RespBody)), nil)
+			} else {
+				v.explained++
 			}
 		case idemcheck.NoKey:
 			switch {

@@ -37,6 +37,10 @@ type Endpoint struct {
 	MismatchBody *idemcheck.Template
 	// Other is a second endpoint for cross-endpoint; nil skips that check.
 	Other *OtherEndpoint
+	// Tenants, when two are given, are the credentials of two clients
+	// (such as two Authorization headers): cross-tenant sends one key with
+	// each.
+	Tenants []Header
 	// FailingBody, when set, is a body the target answers with an error
 	// (a declined card, say): failed-attempt then also checks that the
 	// error is saved and replayed where the policy says so.
@@ -204,6 +208,15 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Method: req.Method, Path: req.Path, Header: s.redact(req.Header), Body: string(req.Body),
 			Fingerprint: fingerprint(req), Fault: faultNames(st.Fault, st.DBFault),
+		}
+		if st.DelayBefore > 0 {
+			t := time.NewTimer(st.DelayBefore)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
 		switch {
 		case st.OnHold != HoldNone:
@@ -408,8 +421,13 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 // variant; it returns the request and the key it carries ("" for none).
 func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Request, string) {
 	e := s.Endpoint
+	switch v {
+	case idemcheck.OtherKey:
+		in.Key = uuid.NewString() // every template sees the new key
+	case idemcheck.NoKey:
+		in.Key = ""
+	}
 	method, path, body := e.Method, e.Path.Fill(in), e.Body.Fill(in)
-	key := in.Key
 	switch v {
 	case idemcheck.OtherBody:
 		if e.MismatchBody != nil {
@@ -424,10 +442,10 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 		if e.Other.Body != nil {
 			body = e.Other.Body.Fill(in)
 		}
-	case idemcheck.OtherKey:
-		key = uuid.NewString()
 	case idemcheck.NoKey:
-		key = ""
+		if ptr := s.Policy.KeyPointer; ptr != "" {
+			body = RemoveMember(body, ptr)
+		}
 	case idemcheck.Failing:
 		body = e.FailingBody.Fill(in)
 	}
@@ -435,15 +453,22 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	for _, h := range e.Header {
 		hdr.Add(h.Name, h.Value.Fill(in))
 	}
+	switch {
+	case v == idemcheck.TenantA && len(e.Tenants) == 2:
+		hdr.Set(e.Tenants[0].Name, e.Tenants[0].Value.Fill(in))
+	case v == idemcheck.OtherTenant && len(e.Tenants) == 2:
+		hdr.Set(e.Tenants[1].Name, e.Tenants[1].Value.Fill(in))
+	}
 	if body != "" && hdr.Get("Content-Type") == "" && json.Valid([]byte(body)) {
 		hdr.Set("Content-Type", "application/json")
 	}
-	if key != "" {
-		hdr.Set(s.Policy.KeyHeader, key)
+	// A key carried in the body (a webhook's event id) needs no header.
+	if in.Key != "" && s.Policy.KeyPointer == "" {
+		hdr.Set(s.Policy.KeyHeader, in.Key)
 	} else {
 		hdr.Del(s.Policy.KeyHeader)
 	}
-	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body)}, key
+	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body)}, in.Key
 }
 
 func (s *session) record(a idemcheck.Attempt, res wire.Result) {

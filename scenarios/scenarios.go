@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
@@ -31,6 +32,8 @@ type Step struct {
 	// RetryInProgress sends the attempt again while the answer is the
 	// in-progress status, up to the policy's lease plus LeaseMargin.
 	RetryInProgress bool
+	// DelayBefore waits before the step: a client's retry after a while.
+	DelayBefore time.Duration
 	// HoldNthByRound makes DBFault (a db-hold) act on the round's
 	// statement in turn: the 1st match in round 1, the 2nd in round 2,
 	// then again from the 1st. A target that commits its work and its key
@@ -77,12 +80,19 @@ type Options struct {
 	// FaultRounds is how many rounds the checks that crash, stall or cut
 	// the target run; each can wait out a lease.
 	FaultRounds int
+	// RetryWindow, when set, is how long after a success a client may still
+	// retry: sequential-replay then also replays after that long, and the
+	// key must still be known.
+	RetryWindow time.Duration
+	// Redeliveries is how many copies of one event webhook-redelivery
+	// delivers at once.
+	Redeliveries int
 }
 
 // Defaults are the sizes a certification uses unless told otherwise. A
 // check-then-insert race whose window is one database round trip shows in
 // nearly every burst of 32; five bursts make missing it unlikely.
-var Defaults = Options{BurstSize: 32, BurstRounds: 5, Rounds: 3, FaultRounds: 2}
+var Defaults = Options{BurstSize: 32, BurstRounds: 5, Rounds: 3, FaultRounds: 2, Redeliveries: 8}
 
 // Limits bound what a flag may ask for.
 const (
@@ -101,6 +111,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("rounds %d is out of range: use 1 to %d", o.Rounds, MaxRounds)
 	case o.FaultRounds < 1 || o.FaultRounds > MaxRounds:
 		return fmt.Errorf("fault rounds %d is out of range: use 1 to %d", o.FaultRounds, MaxRounds)
+	case o.Redeliveries < 2 || o.Redeliveries > MaxBurstSize:
+		return fmt.Errorf("redeliveries %d is out of range: use 2 to %d", o.Redeliveries, MaxBurstSize)
+	case o.RetryWindow < 0:
+		return fmt.Errorf("retry window %v must not be negative", o.RetryWindow)
 	}
 	return nil
 }
@@ -204,6 +218,43 @@ func SavedError(rounds int) Scenario {
 	}}
 }
 
+// LateReplay replays an intent after the client's retry window.
+func LateReplay(rounds int, window time.Duration) Scenario {
+	return Scenario{Check: idemcheck.CheckSequentialReplay, Rounds: rounds,
+		Steps: []Step{{Attempts: 1}, {Attempts: 1, DelayBefore: window}}}
+}
+
+// CrossTenant sends one key and body as one client, then as another.
+func CrossTenant(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckCrossTenant, Rounds: rounds,
+		Steps: []Step{{Attempts: 1, Variant: idemcheck.TenantA}, {Attempts: 1, Variant: idemcheck.OtherTenant}}}
+}
+
+// WebhookRedelivery delivers one event n times at once.
+func WebhookRedelivery(rounds, n int) Scenario {
+	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds,
+		Steps: []Step{{Attempts: n, Together: true}}}
+}
+
+// RedeliveryAfterFailure delivers an event whose first delivery fails
+// inside the consumer (its database link cut at COMMIT), then delivers it
+// again: the effect must then happen, once.
+func RedeliveryAfterFailure(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBCut("", 1)},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
+// RedeliveryAfterFailingBody delivers the endpoint's failing body (an event
+// whose first processing fails), then delivers it again.
+func RedeliveryAfterFailingBody(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, Variant: idemcheck.Failing},
+		{Attempts: 1, Variant: idemcheck.Failing, RetryInProgress: true},
+	}}
+}
+
 // check is one check's scenario and the reason it may not apply.
 type check struct {
 	build func(Options) Scenario
@@ -269,6 +320,18 @@ var checks = map[string]check{
 	}},
 	idemcheck.CheckCrashLease:   {func(o Options) Scenario { return CrashLease(o.FaultRounds) }, needsPowersAndLease},
 	idemcheck.CheckLeaseFencing: {func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }, needsPowersAndLease},
+	idemcheck.CheckCrossTenant: {func(o Options) Scenario { return CrossTenant(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+		if len(e.Tenants) != 2 {
+			return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"
+		}
+		return ""
+	}},
+	idemcheck.CheckWebhookRedeliver: {func(o Options) Scenario { return WebhookRedelivery(o.Rounds, o.Redeliveries) }, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+		if p.KeyPointer == "" {
+			return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
+		}
+		return ""
+	}},
 }
 
 // Names lists the checks that have a scenario, in the order a
@@ -308,6 +371,16 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) (
 			if e.FailingBody != nil {
 				scs = append(scs, SavedError(o.FaultRounds))
 			}
+		case n == idemcheck.CheckWebhookRedeliver:
+			scs = append(scs, c.build(o))
+			if t.Powers {
+				scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
+			}
+			if e.FailingBody != nil {
+				scs = append(scs, RedeliveryAfterFailingBody(o.FaultRounds))
+			}
+		case n == idemcheck.CheckSequentialReplay && o.RetryWindow > 0:
+			scs = append(scs, c.build(o), LateReplay(1, o.RetryWindow))
 		default:
 			scs = append(scs, c.build(o))
 		}

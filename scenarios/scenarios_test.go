@@ -61,7 +61,9 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	assert.Contains(t, skipped[idemcheck.CheckMissingKey], "key optional")
 	assert.Contains(t, skipped[idemcheck.CheckCrossEndpoint], "no second endpoint")
 	assert.Contains(t, skipped[idemcheck.CheckCrashLease], "--cmd")
-	assert.Len(t, scs, len(Names())-6)
+	assert.Contains(t, skipped[idemcheck.CheckCrossTenant], "two clients")
+	assert.Contains(t, skipped[idemcheck.CheckWebhookRedeliver], "key_pointer")
+	assert.Len(t, scs, len(Names())-8)
 
 	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, Target{})
 	assert.ErrorContains(t, err, `unknown check "nope"`)
@@ -110,4 +112,10 @@ func TestPlanFaultChecksNeedPowersAndALease(t *testing.T) {
 		assert.Empty(t, pc.Skip, pc.Name)
 	}
 	assert.Len(t, scs, 3)
+}
+
+func TestRemoveMember(t *testing.T) {
+	assert.Equal(t, `{"type":"x"}`, RemoveMember(`{"eventId":"e1","type":"x"}`, "/eventId"))
+	assert.Equal(t, `{"a":{"c":2}}`, RemoveMember(`{"a":{"b":1,"c":2}}`, "/a/b"))
+	assert.Equal(t, `{"a":1}`, RemoveMember(`{"a":1}`, "/missing"))
 }

@@ -223,3 +223,37 @@ func decodeJSON(b []byte) (any, bool) {
 	}
 	return v, true
 }
+
+// RemoveMember returns body without the member at the JSON pointer (one
+// level deep or more), keeping the other members in their order; a body
+// without it is returned unchanged.
+func RemoveMember(body, pointer string) string {
+	doc, ok := parseOrdered(body)
+	if !ok {
+		return body
+	}
+	tokens := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	n := &doc
+	for i, t := range tokens {
+		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		if n.kind != '{' {
+			return body
+		}
+		found := false
+		for j := range n.members {
+			if n.members[j].key != t {
+				continue
+			}
+			if i == len(tokens)-1 {
+				n.members = append(n.members[:j], n.members[j+1:]...)
+				return doc.String()
+			}
+			n, found = &n.members[j].value, true
+			break
+		}
+		if !found {
+			return body
+		}
+	}
+	return body
+}

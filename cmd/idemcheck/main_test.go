@@ -69,7 +69,7 @@ func TestCertifyReferenceWritesReportAndHistory(t *testing.T) {
 	assert.EqualValues(t, 1, rep["version"])
 	assert.Equal(t, "pass", rep["verdict"])
 	assert.EqualValues(t, 42, rep["seed"])
-	assert.Len(t, rep["checks"], 8)
+	assert.Len(t, rep["checks"], len(idemcheck.AllChecks))
 	assert.NotContains(t, string(b), "secret", "the DSN's password never reaches a report")
 
 	// The recorded history checks again offline to the same verdict.
@@ -213,7 +213,7 @@ endpoints:
 	x, err := os.ReadFile(junitPath)
 	require.NoError(t, err)
 	assert.Contains(t, string(x), "<testsuites")
-	assert.Equal(t, 8+2, strings.Count(string(x), "<testcase "), "one test case per endpoint and check")
+	assert.Equal(t, len(idemcheck.AllChecks)+2, strings.Count(string(x), "<testcase "), "one test case per endpoint and check")
 	md, err := os.ReadFile(summary)
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "orders, wire only")
@@ -253,5 +253,5 @@ func TestPolicyFlag(t *testing.T) {
 
 	code, _, errOut := cli(t, "certify", "--url", url, "--policy", "paypal")
 	assert.Equal(t, idemcheck.ExitUsage, code)
-	assert.Contains(t, errOut, `--policy "paypal" is neither a preset (gofiber, ietf, stripe) nor a readable file`)
+	assert.Contains(t, errOut, `--policy "paypal" is neither a preset (gofiber, ietf, stripe, webhook) nor a readable file`)
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/certify"
@@ -56,6 +57,23 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			d.Close()
 		}
 	}()
+	// A suite whose target is a command: idemcheck starts it once, on the
+	// database of the first endpoint that names one (or a throwaway one),
+	// and every endpoint is certified against it with the fault powers.
+	var started *certify.ProcessTarget
+	if s.Command != "" {
+		dsn := ""
+		for _, e := range s.Endpoints {
+			if e.DB != "" {
+				dsn = e.DB
+				break
+			}
+		}
+		if started, err = certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: s.Command, Instances: s.Instances, DSN: dsn}); err != nil {
+			return 0, fmt.Errorf("%s: target.cmd: %w", file, err)
+		}
+		defer started.Close()
+	}
 	var results []*certify.Result
 	failed := false
 	for i, e := range s.Endpoints {
@@ -64,7 +82,13 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			Redact: o.Redact, AllowRemote: o.AllowRemote, EffectSQL: e.EffectSQL, EffectArgs: e.EffectArgs,
 		}
 		rf.apply(&cfg)
-		if e.EffectSQL != "" {
+		if started != nil {
+			cfg.Endpoint.Base = &url.URL{Scheme: started.URL.Scheme, Host: started.URL.Host}
+			cfg.Powers = started.Powers()
+			if e.EffectSQL != "" {
+				cfg.DB, cfg.DBName = started.DB.Pool, targets.RedactDSN(started.DB.DSN)
+			}
+		} else if e.EffectSQL != "" {
 			d, ok := dbs[e.DB]
 			if !ok {
 				if d, err = targets.OpenDatabase(ctx, e.DB); err != nil {

@@ -14,12 +14,14 @@ import (
 
 // defaults are what the suite's top level gives every endpoint.
 type defaults struct {
-	url     string
-	urlNode *yaml.Node
-	headers []scenarios.Header
-	db      string
-	policy  idemcheck.Policy
-	checks  []string
+	url       string
+	urlNode   *yaml.Node
+	headers   []scenarios.Header
+	db        string
+	cmd       string
+	instances int
+	policy    idemcheck.Policy
+	checks    []string
 }
 
 func (p *parser) suite(n *yaml.Node) (*Suite, error) {
@@ -35,9 +37,10 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 	s := &Suite{Options: Options{Scenarios: scenarios.Defaults}}
 	d := defaults{policy: idemcheck.IETF(), checks: scenarios.Names()}
 	if t, ok := f["target"]; ok {
-		if err := p.target(t, "target", &d.url, &d.urlNode, &d.headers, &d.db); err != nil {
+		if err := p.target(t, "target", &d); err != nil {
 			return nil, err
 		}
+		s.Command, s.Instances = d.cmd, d.instances
 	}
 	if pn, ok := f["policy"]; ok {
 		if d.policy, err = p.policy(pn, "policy", d.policy); err != nil {
@@ -76,28 +79,79 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 	return s, nil
 }
 
-func (p *parser) target(n *yaml.Node, field string, rawURL *string, urlNode **yaml.Node, headers *[]scenarios.Header, db *string) error {
-	f, err := p.fields(n, field, "url", "headers", "db")
+func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
+	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances")
 	if err != nil {
 		return err
 	}
 	if u, ok := f["url"]; ok {
-		if *rawURL, err = p.str(u, join(field, "url")); err != nil {
+		if d.url, err = p.str(u, join(field, "url")); err != nil {
 			return err
 		}
-		*urlNode = u
+		d.urlNode = u
 	}
 	if h, ok := f["headers"]; ok {
-		if *headers, err = p.headers(h, join(field, "headers"), *headers); err != nil {
+		if d.headers, err = p.headers(h, join(field, "headers"), d.headers); err != nil {
 			return err
 		}
 	}
-	if d, ok := f["db"]; ok {
-		if *db, err = p.str(d, join(field, "db")); err != nil {
+	if v, ok := f["db"]; ok {
+		if d.db, err = p.str(v, join(field, "db")); err != nil {
+			return err
+		}
+	}
+	if v, ok := f["cmd"]; ok {
+		if d.cmd, err = p.str(v, join(field, "cmd")); err != nil {
+			return err
+		}
+		if d.url != "" {
+			return p.errf(v, join(field, "cmd"), "give url or cmd, not both: with cmd idemcheck starts the target and knows its URL")
+		}
+	}
+	d.instances = 1
+	if v, ok := f["instances"]; ok {
+		if d.cmd == "" {
+			return p.errf(v, join(field, "instances"), "instances needs cmd: idemcheck can only run replicas of a target it starts")
+		}
+		if d.instances, err = p.integer(v, join(field, "instances"), 1, 16); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tenants reads two clients' credentials, each "Name: value".
+func (p *parser) tenants(n *yaml.Node, field string) ([]scenarios.Header, error) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) != 2 {
+		return nil, p.errf(n, field, "expected a list of two credentials such as [\"Authorization: Bearer ${TOKEN_A}\", \"Authorization: Bearer ${TOKEN_B}\"]")
+	}
+	var out []scenarios.Header
+	for i, c := range n.Content {
+		s, err := p.str(c, fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return nil, err
+		}
+		h, err := ParseHeader(s)
+		if err != nil {
+			return nil, p.errf(c, fmt.Sprintf("%s[%d]", field, i), "%v", err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// ParseHeader parses "Name: value", the value a template.
+func ParseHeader(s string) (scenarios.Header, error) {
+	name, value, ok := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+		return scenarios.Header{}, fmt.Errorf("%q is not a header: write it as 'Name: value'", s)
+	}
+	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
+	if err != nil {
+		return scenarios.Header{}, fmt.Errorf("%q: %v", s, err)
+	}
+	return scenarios.Header{Name: name, Value: t}, nil
 }
 
 func (p *parser) headers(n *yaml.Node, field string, base []scenarios.Header) ([]scenarios.Header, error) {
@@ -151,7 +205,7 @@ func (p *parser) checks(n *yaml.Node, field string) ([]string, error) {
 
 // policyFields are the keys of a policy block: a preset and its overrides.
 var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "mismatch_status",
-	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id"}
+	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only"}
 
 // policy reads a policy block over base: a preset replaces base, and each
 // override then replaces one field.
@@ -203,6 +257,14 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 					}
 				}
 			}
+		case "key_pointer":
+			if pol.KeyPointer, err = p.str(v, fk); err == nil {
+				if e := assert.ValidatePointer(pol.KeyPointer); e != nil || pol.KeyPointer == "" {
+					err = p.errf(v, fk, "expected a JSON pointer such as /eventId")
+				}
+			}
+		case "ack_only":
+			pol.AckOnly, err = p.boolean(v, fk)
 		case "resource_id":
 			if pol.ResourceID, err = p.str(v, fk); err == nil {
 				if e := assert.ValidatePointer(pol.ResourceID); e != nil {
@@ -221,7 +283,8 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 }
 
 func (p *parser) options(n *yaml.Node, o *Options) error {
-	f, err := p.fields(n, "options", "burst", "burst_rounds", "rounds", "timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
+	f, err := p.fields(n, "options", "burst", "burst_rounds", "rounds", "fault_rounds", "redeliveries", "retry_window",
+		"timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
 	if err != nil {
 		return err
 	}
@@ -234,6 +297,12 @@ func (p *parser) options(n *yaml.Node, o *Options) error {
 			o.Scenarios.BurstRounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
 		case "rounds":
 			o.Scenarios.Rounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
+		case "fault_rounds":
+			o.Scenarios.FaultRounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
+		case "redeliveries":
+			o.Scenarios.Redeliveries, err = p.integer(v, fk, 2, scenarios.MaxBurstSize)
+		case "retry_window":
+			o.Scenarios.RetryWindow, err = p.duration(v, fk)
 		case "timeout":
 			o.Timeout, err = p.duration(v, fk)
 		case "max_duration":
@@ -259,7 +328,8 @@ func (p *parser) options(n *yaml.Node, o *Options) error {
 }
 
 func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, error) {
-	f, err := p.fields(n, field, "name", "url", "method", "path", "headers", "body", "mismatch_body", "cross_endpoint", "policy", "effect", "db", "checks")
+	f, err := p.fields(n, field, "name", "url", "method", "path", "headers", "body", "mismatch_body", "failing_body", "tenants",
+		"cross_endpoint", "policy", "effect", "db", "checks")
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -276,8 +346,11 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		}
 		urlNode = v
 	}
+	if rawURL == "" && d.cmd != "" {
+		rawURL = "http://127.0.0.1:0" // replaced by the started target's address
+	}
 	if rawURL == "" {
-		return e, p.errf(n, join(field, "url"), "missing: give url here or under target")
+		return e, p.errf(n, join(field, "url"), "missing: give url here or under target (or cmd under target)")
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -322,6 +395,18 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		}
 		e.Endpoint.MismatchBody = &t
 	}
+	if v, ok := f["failing_body"]; ok {
+		t, err := p.body(v, join(field, "failing_body"))
+		if err != nil {
+			return e, err
+		}
+		e.Endpoint.FailingBody = &t
+	}
+	if v, ok := f["tenants"]; ok {
+		if e.Endpoint.Tenants, err = p.tenants(v, join(field, "tenants")); err != nil {
+			return e, err
+		}
+	}
 	if v, ok := f["cross_endpoint"]; ok {
 		if e.Endpoint.Other, err = p.crossEndpoint(v, join(field, "cross_endpoint"), e.Endpoint.Method); err != nil {
 			return e, err
@@ -346,7 +431,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		if err := p.effect(v, join(field, "effect"), &e); err != nil {
 			return e, err
 		}
-		if e.DB == "" {
+		if e.DB == "" && d.cmd == "" {
 			return e, p.errf(v, join(field, "effect"), "needs a database: set db here or under target (such as db: ${DATABASE_URL})")
 		}
 	}

@@ -25,6 +25,10 @@ type Suite struct {
 	File      string
 	Endpoints []Endpoint
 	Options   Options
+	// Command, when set, starts the target (with Instances replicas):
+	// idemcheck then owns its process and database link.
+	Command   string
+	Instances int
 }
 
 // Options apply to every endpoint of the suite.

@@ -37,7 +37,7 @@ func TestExampleSuite(t *testing.T) {
 	require.NotNil(t, e.Endpoint.Other)
 	assert.Equal(t, "/payments", e.Endpoint.Other.Path.Fill(in))
 	assert.Equal(t, "POST", e.Endpoint.Other.Method)
-	assert.Len(t, e.Checks, 8)
+	assert.Len(t, e.Checks, len(idemcheck.AllChecks))
 	assert.Equal(t, []string{"concurrent-burst", "sequential-replay", "lost-reply", "payload-mismatch"}, s.Endpoints[1].Checks)
 	assert.Equal(t, 10*time.Second, s.Options.Timeout)
 }
@@ -83,7 +83,7 @@ func TestErrors(t *testing.T) {
 		{"unknown template", "endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    body: '{\"a\":\"{{uuid}}\"}'\n",
 			"s.yaml:4: endpoints[0].body: unknown template name {{uuid}}"},
 		{"bad json body", "endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    body: '{\"a\":'\n", "s.yaml:4: endpoints[0].body: looks like JSON but is not valid JSON"},
-		{"unknown preset", "policy: {preset: paypal}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n", `s.yaml:1: policy.preset: unknown policy preset "paypal" (known: gofiber, ietf, stripe)`},
+		{"unknown preset", "policy: {preset: paypal}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n", `s.yaml:1: policy.preset: unknown policy preset "paypal" (known: gofiber, ietf, stripe, webhook)`},
 		{"effect without db", "endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    effect: {sql: SELECT 1}\n", "s.yaml:4: endpoints[0].effect: needs a database"},
 		{"effect without sql", "target: {db: x}\nendpoints:\n  - url: http://127.0.0.1\n    path: /a\n    effect: {args: [x]}\n", "s.yaml:5: endpoints[0].effect.sql: missing"},
 		{"burst out of range", "options: {burst: 1}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n", "s.yaml:1: options.burst: 1 is out of range: use 2 to 1024"},
