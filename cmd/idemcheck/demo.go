@@ -2,36 +2,33 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/internal/certify"
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
 // demoTarget is one example API the demo certifies, and what it expects.
 type demoTarget struct {
-	variant  orders.Variant
-	label    string
-	wantFail bool
+	app, variant, label string
+	// want is the anomaly that must be found; empty for a reference,
+	// which must pass.
+	want idemcheck.Kind
 }
 
+// demoTargets are a short, telling subset of the zoo (make zoo shows it
+// all): the reference, a race, a crash, and a webhook consumer.
 var demoTargets = []demoTarget{
-	{orders.Reference, "orders (reference)", false},
-	{orders.CheckThenInsert, "orders (check-then-insert bug)", true},
+	{"orders", "reference", "orders (reference)", ""},
+	{"orders", "check-then-insert", "orders (check-then-insert: read the key, do the work, write the key)", idemcheck.DuplicateEffect},
+	{"orders", "no-lease", "orders (no lease: a key claimed by a crashed process)", idemcheck.StuckKey},
+	{"webhooks", "dedupe-apart", "webhooks (event id recorded apart from the work)", idemcheck.LostEffect},
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -48,8 +45,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
-	fmt.Fprintln(stderr, "idemcheck demo: starting PostgreSQL and two example orders APIs on loopback …")
-	pools, cleanup, err := demoDatabases(ctx, db, len(demoTargets))
+	self, err := os.Executable()
+	if err != nil {
+		return 0, idemcheck.Unavailablef("demo: cannot find its own binary to serve the examples: %v", err)
+	}
+	fmt.Fprintln(stderr, "idemcheck demo: starting PostgreSQL and the example APIs on loopback …")
+	dsns, cleanup, err := demoDatabases(ctx, db, len(demoTargets))
 	if err != nil {
 		return 0, err
 	}
@@ -58,39 +59,48 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	asExpected := true
 	var verdicts []string
 	for i, dt := range demoTargets {
-		rep, err := demoOne(ctx, pools[i], dt, seed, out, stdout, stderr)
+		rep, err := demoOne(ctx, self, dsns[i], dt, seed, out, stdout, stderr)
 		if err != nil {
 			return 0, err
 		}
 		fmt.Fprintln(stdout)
-		ok := rep.Failed() == dt.wantFail
+		ok := !rep.Failed()
+		if dt.want != "" {
+			ok = false
+			for _, a := range rep.Anomalies {
+				ok = ok || a.Kind == dt.want
+			}
+		}
 		asExpected = asExpected && ok
-		verdicts = append(verdicts, fmt.Sprintf("%s: %s (%s)", dt.label, rep.Verdict, map[bool]string{true: "as expected", false: "NOT as expected"}[ok]))
+		verdict := fmt.Sprintf("%s: %s", dt.label, rep.Verdict)
+		if dt.want != "" {
+			verdict += ", " + string(dt.want)
+		}
+		verdicts = append(verdicts, verdict+map[bool]string{true: " (as expected)", false: " (NOT as expected)"}[ok])
 	}
-	fmt.Fprintf(stdout, "demo: %s\n", strings.Join(verdicts, "; "))
+	fmt.Fprintf(stdout, "demo:\n  %s\n", strings.Join(verdicts, "\n  "))
 	if !asExpected {
 		return idemcheck.ExitAnomalies, nil
 	}
 	return idemcheck.ExitHeld, nil
 }
 
-// demoOne serves one variant on a loopback port and certifies it.
-func demoOne(ctx context.Context, pool *pgxpool.Pool, dt demoTarget, seed int64, out outputs, stdout, stderr io.Writer) (idemcheck.Report, error) {
-	if err := orders.Migrate(ctx, pool); err != nil {
-		return idemcheck.Report{}, idemcheck.Unavailablef("demo: migrate the orders schema: %v", err)
+// demoOne starts one example as a process target (idemcheck itself, serving
+// it) with its database link through the fault proxy, and certifies it.
+func demoOne(ctx context.Context, self, dsn string, dt demoTarget, seed int64, out outputs, stdout, stderr io.Writer) (idemcheck.Report, error) {
+	command := fmt.Sprintf("%q %s %s -variant %s", self, exampleServerCommand, dt.app, dt.variant)
+	if dt.app == "orders" {
+		command += " -lease " + zoo.Lease.String()
 	}
-	api := orders.New(pool, orders.Config{Variant: dt.variant})
-	defer api.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: dsn})
 	if err != nil {
-		return idemcheck.Report{}, idemcheck.Unavailablef("demo: listen on loopback: %v", err)
+		return idemcheck.Report{}, err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
-	cfg := OrdersConfig(&url.URL{Scheme: "http", Host: ln.Addr().String()}, pool)
+	defer pt.Close()
+	cfg := zoo.EndpointConfig(dt.app, pt)
 	cfg.Name, cfg.Seed = dt.label, seed
+	cfg.Options = zoo.Options()
+	cfg.Options.BurstRounds, cfg.Options.Rounds, cfg.Options.FaultRounds, cfg.Options.RetryWindow = 5, 2, 1, 0
 	res, err := certifyOne(ctx, cfg, out, stdout, stderr)
 	if err != nil {
 		return idemcheck.Report{}, err
@@ -98,69 +108,34 @@ func demoOne(ctx context.Context, pool *pgxpool.Pool, dt demoTarget, seed int64,
 	return res.Report, nil
 }
 
-// OrdersConfig is the certification of examples/orders: its request, its
-// effect query and its replay marker, with default sizes.
-func OrdersConfig(base *url.URL, pool *pgxpool.Pool) certify.Config {
-	p := idemcheck.IETF()
-	p.ReplayHeader = "Idempotent-Replayed"
-	return certify.Config{
-		Endpoint: scenarios.Endpoint{
-			Base: base, Method: "POST",
-			Path: idemcheck.MustTemplate("/orders"),
-			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`),
-		},
-		Policy:     p,
-		Options:    scenarios.Defaults,
-		DB:         pool,
-		DBName:     "the example's database",
-		EffectSQL:  "SELECT count(*) FROM orders WHERE customer_id = $1",
-		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
-	}
-}
-
-// demoDatabases returns n pools: n fresh databases on a throwaway cluster,
-// or, with a DSN, n pools on that one database (every run's keys and
-// intents are fresh, so the examples can share its tables).
-func demoDatabases(ctx context.Context, dsn string, n int) ([]*pgxpool.Pool, func(), error) {
-	var pools []*pgxpool.Pool
-	var closers []func()
-	cleanup := func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}
+// demoDatabases returns n DSNs: n fresh databases on a throwaway cluster,
+// or, with a DSN, that one database n times (every run's keys and intents
+// are fresh, so the examples can share its tables).
+func demoDatabases(ctx context.Context, dsn string, n int) ([]string, func(), error) {
 	if dsn != "" {
-		for range n {
-			d, err := targets.OpenDatabase(ctx, dsn)
-			if err != nil {
-				cleanup()
-				return nil, nil, idemcheck.Unavailablef("%v", err)
-			}
-			closers = append(closers, d.Close)
-			pools = append(pools, d.Pool)
+		d, err := targets.OpenDatabase(ctx, dsn)
+		if err != nil {
+			return nil, nil, idemcheck.Unavailablef("%v", err)
 		}
-		return pools, cleanup, nil
+		d.Close()
+		out := make([]string, n)
+		for i := range out {
+			out[i] = dsn
+		}
+		return out, func() {}, nil
 	}
 	pg, err := targets.StartLocalPostgres(ctx)
 	if err != nil {
-		if errors.Is(err, targets.ErrNoDatabase) {
-			return nil, nil, idemcheck.Unavailablef("%v", err)
-		}
 		return nil, nil, idemcheck.Unavailablef("demo: %v", err)
 	}
-	closers = append(closers, func() { _ = pg.Close() })
+	var out []string
 	for i := range n {
 		d, err := pg.CreateDatabase(ctx, fmt.Sprintf("demo_%d", i+1))
-		if err == nil {
-			var p *pgxpool.Pool
-			if p, err = pgxpool.New(ctx, d); err == nil {
-				pools = append(pools, p)
-				closers = append(closers, p.Close)
-				continue
-			}
+		if err != nil {
+			_ = pg.Close()
+			return nil, nil, idemcheck.Unavailablef("demo: %v", err)
 		}
-		cleanup()
-		return nil, nil, idemcheck.Unavailablef("demo: %v", err)
+		out = append(out, d)
 	}
-	return pools, cleanup, nil
+	return out, func() { _ = pg.Close() }, nil
 }

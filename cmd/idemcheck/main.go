@@ -22,7 +22,7 @@ import (
 const usage = `idemcheck proves whether an HTTP API is safe to retry.
 
 Usage:
-  idemcheck demo                 certify the example orders API and its check-then-insert twin
+  idemcheck demo                 certify the example APIs: the reference and three classic bugs
   idemcheck certify --url URL …  certify one endpoint (idemcheck certify -h for flags)
   idemcheck run -f SUITE.yaml    certify every endpoint of a suite file
   idemcheck check HISTORY.jsonl  check a recorded history again, offline
@@ -58,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = runCheck(args[1:], stdout, stderr)
 	case "estimate":
 		code, err = runEstimate(args[1:], stdout, stderr)
+	case exampleServerCommand:
+		code, err = runExampleServer(ctx, args[1:], stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return idemcheck.ExitHeld

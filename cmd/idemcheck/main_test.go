@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,7 +21,28 @@ import (
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	// The demo serves its examples by starting its own binary with the
+	// hidden example-server command; under go test that binary is this one.
+	if len(os.Args) > 1 && os.Args[1] == exampleServerCommand {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	pgtest.Main(m)
+}
+
+// The main job: the demo certifies the examples and every verdict is the
+// one it expects.
+func TestDemo(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	code, out, errOut := cli(t, "demo", "--no-color")
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Equal(t, len(demoTargets), strings.Count(out, "(as expected)"), out)
+	assert.Contains(t, out, "stuck-key in crash-lease")
+	assert.Contains(t, out, "duplicate-effect in concurrent-burst")
+}
 
 // cli runs the command in-process and returns its exit code and output.
 func cli(t *testing.T, args ...string) (int, string, string) {

@@ -96,7 +96,7 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 		return nil, err
 	}
 	defer pt.Close()
-	cfg := endpointConfig(e.App, pt)
+	cfg := EndpointConfig(e.App, pt)
 	cfg.Name = e.Name()
 	cfg.Checks = c.Checks
 	cfg.Options = c.Options
@@ -104,12 +104,12 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	return certify.Run(ctx, cfg)
 }
 
-// endpointConfig is how idemcheck is told about each example: its request,
-// its effect query and its contract.
-func endpointConfig(app string, pt *certify.ProcessTarget) certify.Config {
+// EndpointConfig is how idemcheck is told about each example ("orders" or
+// "webhooks") started as pt: its request, its effect query and its contract.
+func EndpointConfig(app string, pt *certify.ProcessTarget) certify.Config {
 	base := pt.URL
 	cfg := certify.Config{
-		Powers: pt.Powers(), DB: pt.DB.Pool, DBName: app + "'s database",
+		Powers: pt.Powers(), DB: pt.DB.Pool, DBName: "the " + app + " database",
 		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
 	}
 	cfg.Endpoint.Base = base

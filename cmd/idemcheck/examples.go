@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/webhooks"
+)
+
+// exampleServerCommand is the hidden command that serves one of the
+// example APIs. The demo starts idemcheck itself as its target process, so
+// that it can crash and restart it with no other binary to build.
+const exampleServerCommand = "__example-server"
+
+// runExampleServer serves examples/orders or examples/webhooks on
+// 127.0.0.1:$PORT with $DATABASE_URL, until the process is told to stop.
+func runExampleServer(ctx context.Context, args []string, stderr io.Writer) (int, error) {
+	if len(args) == 0 {
+		return 0, idemcheck.Usagef("%s: name orders or webhooks", exampleServerCommand)
+	}
+	app := args[0]
+	fs := flag.NewFlagSet(exampleServerCommand, flag.ContinueOnError)
+	variant := fs.String("variant", "reference", "the example's variant")
+	lease := fs.Duration("lease", 30*time.Second, "orders: the lease on a claimed key")
+	if err := parseFlags(fs, args[1:], stderr); err != nil {
+		return 0, err
+	}
+	port, dsn := os.Getenv("PORT"), os.Getenv("DATABASE_URL")
+	if port == "" || dsn == "" {
+		return 0, idemcheck.Usagef("%s: PORT and DATABASE_URL are required", exampleServerCommand)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return 0, idemcheck.Usagef("%s: DATABASE_URL: %v", exampleServerCommand, err)
+	}
+	cfg.MaxConns = 32 // a burst must reach the database, not queue for a connection
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
+	}
+	defer pool.Close()
+
+	var handler http.Handler
+	switch app {
+	case "orders":
+		v, err := orders.ParseVariant(*variant)
+		if err != nil {
+			return 0, idemcheck.Usagef("%v", err)
+		}
+		if err := orders.Migrate(ctx, pool); err != nil {
+			return 0, idemcheck.Unavailablef("%v", err)
+		}
+		api := orders.New(pool, orders.Config{Variant: v, Lease: *lease, SweepEvery: time.Minute})
+		defer api.Close()
+		handler = api
+	case "webhooks":
+		v, err := webhooks.ParseVariant(*variant)
+		if err != nil {
+			return 0, idemcheck.Usagef("%v", err)
+		}
+		if err := webhooks.Migrate(ctx, pool); err != nil {
+			return 0, idemcheck.Unavailablef("%v", err)
+		}
+		handler = webhooks.New(pool, webhooks.Config{Variant: v})
+	default:
+		return 0, idemcheck.Usagef("%s: unknown example %q: use orders or webhooks", exampleServerCommand, app)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
+		}
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}
+	fmt.Fprintf(stderr, "%s %s: stopped\n", exampleServerCommand, app)
+	return idemcheck.ExitHeld, nil
+}
