@@ -15,6 +15,8 @@ const (
 	CheckLeaseFencing     = "lease-fencing"
 	CheckCrossTenant      = "cross-tenant"
 	CheckWebhookRedeliver = "webhook-redelivery"
+	// CheckSoak is the load run of `idemcheck soak`, apart from certification.
+	CheckSoak = "soak"
 )
 
 // AllChecks lists every check name in the order reports show them.

@@ -25,6 +25,7 @@ Usage:
   idemcheck demo                 certify the example APIs: the reference and three classic bugs
   idemcheck certify --url URL …  certify one endpoint (idemcheck certify -h for flags)
   idemcheck run -f SUITE.yaml    certify every endpoint of a suite file
+  idemcheck soak --url URL …     a rate of intents for a while, a share of replies cut and retried
   idemcheck check HISTORY.jsonl  check a recorded history again, offline
   idemcheck estimate …           what unrecognised retries cost (idemcheck estimate -h for flags)
 
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = runCertify(ctx, args[1:], stdout, stderr)
 	case "run":
 		code, err = runSuite(ctx, args[1:], stdout, stderr)
+	case "soak":
+		code, err = runSoak(ctx, args[1:], stdout, stderr)
 	case "check":
 		code, err = runCheck(args[1:], stdout, stderr)
 	case "estimate":

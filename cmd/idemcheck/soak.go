@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/estimate"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+// MaxSoakRate bounds --rate: far past what one machine's loopback takes.
+const MaxSoakRate = 100000
+
+// soakReport is the JSON of a soak.
+type soakReport struct {
+	Version  int                   `json:"version"`
+	Verdict  idemcheck.Status      `json:"verdict"`
+	Seed     int64                 `json:"seed"`
+	Target   idemcheck.Target      `json:"target"`
+	Soak     *scenarios.SoakResult `json:"soak"`
+	Estimate *estimate.Result      `json:"estimate,omitempty"`
+}
+
+func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	var (
+		rawURL, command, path, method, body, db, effectSQL, policyName, replayHeader string
+		headers, effectArgs                                                         listFlag
+		rate, workers                                                               int
+		duration, timeout                                                           time.Duration
+		cutShare, value                                                             float64
+		seed                                                                        int64
+		allowRemote                                                                 bool
+		out                                                                         outputs
+	)
+	fs.StringVar(&rawURL, "url", "", "the target's base `URL` (or --cmd)")
+	fs.StringVar(&command, "cmd", "", "`command` that starts the target with PORT and DATABASE_URL")
+	fs.StringVar(&method, "method", "POST", "request method")
+	fs.StringVar(&path, "path", "/", "request path template")
+	fs.StringVar(&body, "body", "", "request body `template`")
+	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable)")
+	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
+	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count")
+	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template (repeatable)")
+	fs.StringVar(&policyName, "policy", "ietf", "policy preset or YAML file")
+	fs.StringVar(&replayHeader, "replay-header", "", "header the target sets on replays (tells which cut attempts had succeeded)")
+	fs.IntVar(&rate, "rate", 100, "intents per second (1 to 100000)")
+	fs.DurationVar(&duration, "duration", 10*time.Second, "how long to send")
+	fs.Float64Var(&cutShare, "cut-share", 0.01, "share of first attempts whose reply is cut after commit, then retried (0 to 1)")
+	fs.IntVar(&workers, "workers", 64, "concurrent requests at most (1 to 4096)")
+	fs.DurationVar(&timeout, "timeout", 10*time.Second, "per-attempt timeout")
+	fs.Float64Var(&value, "value", 0, "what one duplicate would cost, for the estimate")
+	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut")
+	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
+	out.register(fs)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return 0, err
+	}
+	switch {
+	case rate < 1 || rate > MaxSoakRate:
+		return 0, idemcheck.Usagef("--rate %d is out of range: use 1 to %d", rate, MaxSoakRate)
+	case duration <= 0:
+		return 0, idemcheck.Usagef("--duration %v must be positive, such as 30s", duration)
+	case cutShare < 0 || cutShare > 1:
+		return 0, idemcheck.Usagef("--cut-share %v is out of range: use 0 to 1", cutShare)
+	case workers < 1 || workers > 4096:
+		return 0, idemcheck.Usagef("--workers %d is out of range: use 1 to 4096", workers)
+	case rawURL == "" && command == "":
+		return 0, idemcheck.Usagef("soak: --url is required (or --cmd)")
+	case rawURL != "" && command != "":
+		return 0, idemcheck.Usagef("soak: give --url or --cmd, not both")
+	case out.junit != "":
+		return 0, idemcheck.Usagef("soak: --junit is for certifications; use --json")
+	}
+	if db == "" {
+		db = os.Getenv("DATABASE_URL")
+	}
+	policy, err := loadPolicy(policyName)
+	if err != nil {
+		return 0, err
+	}
+	if replayHeader != "" {
+		policy.ReplayHeader = replayHeader
+	}
+	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, CutShare: cutShare, Seed: seed, Workers: workers, Timeout: timeout}
+	var dbName string
+	if command != "" {
+		started, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: db})
+		if err != nil {
+			return 0, err
+		}
+		defer started.Close()
+		rawURL = started.URL.String()
+		if effectSQL != "" {
+			sk.Effects, dbName = &scenarios.Effects{Pool: started.DB.Pool, SQL: effectSQL}, targets.RedactDSN(started.DB.DSN)
+		}
+	} else if effectSQL != "" {
+		if db == "" {
+			return 0, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
+		}
+		d, err := targets.OpenDatabase(ctx, db)
+		if err != nil {
+			return 0, idemcheck.Unavailablef("%v", err)
+		}
+		defer d.Close()
+		sk.Effects, dbName = &scenarios.Effects{Pool: d.Pool, SQL: effectSQL}, targets.RedactDSN(db)
+	}
+	base, err := url.Parse(rawURL)
+	if err != nil || base.Host == "" {
+		return 0, idemcheck.Usagef("--url %q is not an absolute http:// URL", rawURL)
+	}
+	base = &url.URL{Scheme: base.Scheme, Host: base.Host}
+	if !allowRemote {
+		if err := certify.RequireLoopback(ctx, base.Hostname()); err != nil {
+			return 0, err
+		}
+	}
+	if sk.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
+		return 0, err
+	}
+	for _, a := range effectArgs {
+		t, err := idemcheck.ParseTemplate(a)
+		if err != nil {
+			return 0, idemcheck.Usagef("--effect-arg %q: %v", a, err)
+		}
+		if sk.Effects != nil {
+			sk.Effects.Args = append(sk.Effects.Args, t)
+		}
+	}
+	target := idemcheck.Target{URL: base.String(), Method: sk.Endpoint.Method, Path: path, Database: dbName}
+	sk.Header = idemcheck.Run{Seed: seed, Target: target, Policy: policy, EffectQuery: effectSQL,
+		Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckSoak}}}
+
+	// The history streams to a temporary file beside the target file and
+	// is renamed into place only when the soak finishes.
+	var histFile *os.File
+	if out.history != "" {
+		if histFile, err = os.CreateTemp(dirOf(out.history), ".soak-history-*"); err != nil {
+			return 0, idemcheck.Usagef("--history: %v", err)
+		}
+		defer os.Remove(histFile.Name())
+		defer histFile.Close()
+		sk.History = histFile
+	}
+	fmt.Fprintf(stderr, "soak: %d intents/s for %v, %.1f%% of replies cut after commit …\n", rate, duration, cutShare*100)
+	res, err := sk.Run(ctx)
+	if err != nil {
+		return 0, idemcheck.Unavailablef("soak: %v", err)
+	}
+	if histFile != nil {
+		if err := histFile.Close(); err != nil {
+			return 0, idemcheck.Usagef("--history: %v", err)
+		}
+		_ = os.Chmod(histFile.Name(), 0o644)
+		if err := os.Rename(histFile.Name(), out.history); err != nil {
+			return 0, idemcheck.Usagef("--history: %v", err)
+		}
+	}
+	rep := soakReport{Version: idemcheck.ReportVersion, Verdict: idemcheck.Pass, Seed: seed, Target: target, Soak: res}
+	if res.Duplicates > 0 || res.Lost > 0 {
+		rep.Verdict = idemcheck.Fail
+	}
+	if res.Cut > 0 {
+		est := estimate.Compute(estimate.Inputs{
+			RequestsPerDay: res.Rate * 86400, TimeoutRate: res.TimeoutRate, SucceededShare: res.SucceededShare,
+			ValuePerDuplicate: value, KeyBytes: estimate.DefaultKeyBytes, Window: estimate.DefaultWindow,
+		})
+		rep.Estimate = &est
+	}
+	writeSoak(stdout, rep, sk.Effects != nil)
+	if out.json != "" {
+		err := idemcheck.WriteFileAtomic(out.json, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		})
+		if err != nil {
+			return 0, idemcheck.Usagef("--json: %v", err)
+		}
+	}
+	return exitFor(rep.Verdict == idemcheck.Fail), nil
+}
+
+func writeSoak(w io.Writer, rep soakReport, counted bool) {
+	r := rep.Soak
+	fmt.Fprintf(w, "soak of %s %s%s, seed %d\n", rep.Target.Method, rep.Target.URL, rep.Target.Path, rep.Seed)
+	fmt.Fprintf(w, "  %d intents in %.1fs: %.0f requests/s sent, %.0f/s answered with success (%.1f%%)\n",
+		r.Intents, r.Duration.Seconds(), r.Rate, r.Throughput, r.Success*100)
+	fmt.Fprintf(w, "  latency p50 %v, p90 %v, p99 %v, max %v\n", r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond))
+	fmt.Fprintf(w, "  %d replies cut after commit and retried with the same key (%.2f%%); %.0f%% of those retries were replays; %d never answered\n",
+		r.Cut, r.TimeoutRate*100, r.SucceededShare*100, r.Unresolved)
+	if counted {
+		fmt.Fprintf(w, "  effects counted for %d intents: %d duplicated, %d lost: %.1f duplicates per million intents\n",
+			r.Counted, r.Duplicates, r.Lost, r.DuplicatesPerMillion)
+	} else {
+		fmt.Fprintf(w, "  effects not counted (no --effect-sql): duplicates can only be seen on the wire\n")
+	}
+	if e := rep.Estimate; e != nil {
+		fmt.Fprintf(w, "  at this rate (%.0f requests a day) and these shares, a client without retries leaves %.0f customers a month unanswered;\n"+
+			"  retries without idempotency would make %.0f duplicates a day\n", e.Inputs.RequestsPerDay, e.UnansweredPerMonth, e.DuplicatesPerDay)
+	}
+	fmt.Fprintf(w, "  verdict %s\n", map[idemcheck.Status]string{idemcheck.Pass: "PASS", idemcheck.Fail: "FAIL"}[rep.Verdict])
+}
+
+func dirOf(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[:i+1]
+		}
+	}
+	return "."
+}

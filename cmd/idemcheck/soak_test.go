@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+func soakArgs(url, dsn string, extra ...string) []string {
+	return append([]string{"soak", "--url", url, "--path", "/orders", "--no-color",
+		"--body", `{"customerId":"{{intent}}","totalCents":4000}`,
+		"--db", dsn, "--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1", "--effect-arg", "{{intent}}",
+		"--rate", "200", "--duration", "2s", "--cut-share", "0.1"}, extra...)
+}
+
+func TestSoakReference(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	dir := t.TempDir()
+	jsonPath, hist := filepath.Join(dir, "soak.json"), filepath.Join(dir, "soak.jsonl")
+	code, out, errOut := cli(t, soakArgs(url, dsn, "--replay-header", "Idempotent-Replayed", "--json", jsonPath, "--history", hist)...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	var rep soakReport
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	r := rep.Soak
+	assert.EqualValues(t, 400, r.Intents, "200/s for 2s")
+	assert.Positive(t, r.Cut, "some replies were cut")
+	assert.Equal(t, r.Intents, r.Counted, "every intent's effects were counted")
+	assert.Zero(t, r.Duplicates)
+	assert.Zero(t, r.Lost)
+	assert.InDelta(t, 1.0, r.SucceededShare, 0.001, "every cut reply had committed: its retry was a replay")
+	assert.Equal(t, r.Intents+r.Cut, r.Attempts)
+	require.NotNil(t, rep.Estimate)
+
+	// The streamed history checks again offline.
+	code, out, _ = cli(t, "check", "--no-color", hist)
+	assert.Equal(t, idemcheck.ExitHeld, code, out)
+}
+
+// A handler with no idempotency at all: each retry of a cut reply makes a
+// second order, and the soak counts each one.
+func TestSoakCountsDuplicates(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	pool, err := pgxpool.New(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(context.Background(), `CREATE TABLE orders (id bigserial PRIMARY KEY, customer_id text NOT NULL)`)
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			CustomerID string `json:"customerId"`
+		}
+		if json.NewDecoder(r.Body).Decode(&body) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var id int64
+		if err := pool.QueryRow(r.Context(), `INSERT INTO orders (customer_id) VALUES ($1) RETURNING id`, body.CustomerID).Scan(&id); err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"orderId": id})
+	}))
+	t.Cleanup(srv.Close)
+	jsonPath := filepath.Join(t.TempDir(), "soak.json")
+	code, out, _ := cli(t, soakArgs(srv.URL, dsn, "--json", jsonPath)...)
+	require.Equal(t, idemcheck.ExitAnomalies, code, out)
+	var rep soakReport
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.Positive(t, rep.Soak.Cut)
+	assert.Equal(t, rep.Soak.Cut, rep.Soak.Duplicates, "every retried intent was executed twice")
+	assert.Positive(t, rep.Soak.DuplicatesPerMillion)
+}
+
+func TestSoakBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--rate", "0"}, "--rate 0 is out of range"},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--cut-share", "2"}, "--cut-share 2 is out of range"},
+		{[]string{"soak"}, "--url is required"},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--junit", "x.xml"}, "use --json"},
+	} {
+		code, _, errOut := cli(t, c.args...)
+		assert.Equal(t, idemcheck.ExitUsage, code, c.want)
+		assert.Contains(t, errOut, c.want)
+	}
+}

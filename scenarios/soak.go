@@ -1,0 +1,365 @@
+package scenarios
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/wire"
+)
+
+// Soak is a production-like load: a rate of distinct intents for a
+// duration, a share of them with the reply cut after the server committed
+// and then retried with the same key, and every intent's effects counted.
+// vegeta paces and sends the first attempts; retries go through the
+// harness's own client. Nothing of the run is kept in memory beyond what
+// is in flight: attempts stream to History as they finish.
+type Soak struct {
+	Endpoint Endpoint
+	Policy   idemcheck.Policy
+	// Effects, when set, counts each intent's effects as it completes.
+	Effects *Effects
+	// Rate is intents per second; Duration how long to send them.
+	Rate     int
+	Duration time.Duration
+	// CutShare is the share of first attempts whose reply is cut (0 to 1).
+	CutShare float64
+	// Seed chooses which intents are cut, so a seed replays the schedule.
+	Seed int64
+	// Workers bounds vegeta's concurrent requests (default 64).
+	Workers int
+	Timeout time.Duration
+	Redact  []string
+	// History, when set, receives every attempt as a JSONL history record.
+	History io.Writer
+	// Header is written as the history's run record.
+	Header idemcheck.Run
+}
+
+// SoakResult is what a soak measured.
+type SoakResult struct {
+	Intents    int64 `json:"intents"`
+	Attempts   int64 `json:"attempts"`
+	Cut        int64 `json:"cut"`
+	Duplicates int64 `json:"duplicates"`
+	Lost       int64 `json:"lost"`
+	// Unresolved intents never got a reply, even on retry.
+	Unresolved int64 `json:"unresolved"`
+	// Counted intents had their effects counted.
+	Counted int64 `json:"counted"`
+	// DuplicatesPerMillion is per million counted intents.
+	DuplicatesPerMillion float64 `json:"duplicates_per_million"`
+	// Throughput is successful first attempts per second; Rate the
+	// achieved request rate (vegeta's own figures).
+	Throughput float64       `json:"throughput"`
+	Rate       float64       `json:"rate"`
+	P50        time.Duration `json:"p50_ns"`
+	P90        time.Duration `json:"p90_ns"`
+	P99        time.Duration `json:"p99_ns"`
+	Max        time.Duration `json:"max_ns"`
+	Success    float64       `json:"success"`
+	// TimeoutRate is the share of first attempts that got no reply, and
+	// SucceededShare the share of those the server had carried out (their
+	// retry was answered as a replay): the inputs of the cost arithmetic.
+	TimeoutRate    float64 `json:"timeout_rate"`
+	SucceededShare float64 `json:"succeeded_share"`
+	Duration       time.Duration
+}
+
+// soakHit is one intent's first attempt, as sent.
+type soakHit struct {
+	in  idemcheck.Intent
+	req wire.Request
+	cut bool
+}
+
+// Run sends the soak and returns its figures.
+func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
+	link, err := faults.NewLink(Upstream(sk.Endpoint.Base))
+	if err != nil {
+		return nil, fmt.Errorf("start the fault proxy: %w", err)
+	}
+	defer link.Close()
+	clean, err := link.Addr(faults.None)
+	if err != nil {
+		return nil, err
+	}
+	cutAddr, err := link.Addr(faults.CutReply)
+	if err != nil {
+		return nil, err
+	}
+	workers := sk.Workers
+	if workers <= 0 {
+		workers = 64
+	}
+	timeout := sk.Timeout
+	if timeout <= 0 {
+		timeout = wire.DefaultTimeout
+	}
+	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact}, run: newRunID()}
+	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: timeout}
+	if sk.Endpoint.Base.Scheme == "https" {
+		client.TLS = &tls.Config{ServerName: sk.Endpoint.Base.Hostname(), NextProtos: []string{"http/1.1"}}
+	}
+
+	var hist *historyStream
+	if sk.History != nil {
+		hist = &historyStream{enc: json.NewEncoder(sk.History)}
+		if err := hist.write(map[string]any{"run": sk.Header}); err != nil {
+			return nil, err
+		}
+	}
+	res := &SoakResult{}
+	var ids atomic.Int64
+	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed))
+	var rngMu sync.Mutex
+
+	// The targeter makes a fresh intent for every hit; which are cut comes
+	// from the seed. The intent travels in the URL's fragment, which is
+	// never sent but comes back in vegeta's result.
+	pending := sync.Map{} // fragment -> *soakHit, until its result arrives
+	targeter := func(t *vegeta.Target) error {
+		seq := int(ids.Add(1))
+		in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-%d", s.run, seq), Key: uuid.NewString(), Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
+		req, _ := s.request(in, idemcheck.Original)
+		rngMu.Lock()
+		cut := rng.Float64() < sk.CutShare
+		rngMu.Unlock()
+		addr := clean
+		if cut {
+			addr = cutAddr
+		}
+		frag := in.ID
+		pending.Store(frag, &soakHit{in: in, req: req, cut: cut})
+		t.Method = req.Method
+		t.URL = "http://" + addr + req.Path + "#" + frag
+		t.Body = req.Body
+		t.Header = req.Header.Clone()
+		t.Header.Set("Host", sk.Endpoint.Base.Host)
+		return nil
+	}
+
+	httpClient := &http.Client{
+		Timeout: timeout,
+		// Go's Transport resends a request that carries an idempotency key
+		// when a kept-alive connection dies before the reply: without
+		// GetBody it cannot, so every send stays one recorded attempt.
+		Transport: noResend{&http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: workers, DisableCompression: true}},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	attacker := vegeta.NewAttacker(vegeta.Client(httpClient), vegeta.Workers(uint64(min(workers, 8))), vegeta.MaxWorkers(uint64(workers)), vegeta.MaxBody(64<<10))
+	var metrics vegeta.Metrics
+
+	// Completed intents go to the effect counters; retries to the retriers.
+	counts := make(chan idemcheck.Intent, 1024)
+	retries := make(chan *soakHit, 1024)
+	var replayed atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for h := range retries {
+				a := s.attempt(h, 2, "")
+				r := client.Do(ctx, clean, h.req)
+				s.fill(&a, r)
+				if a.Outcome != idemcheck.Replied {
+					atomic.AddInt64(&res.Unresolved, 1)
+				} else if sk.Policy.ReplayHeader == "" || isTrueHeader(r.Header.Get(sk.Policy.ReplayHeader)) {
+					replayed.Add(1)
+				}
+				atomic.AddInt64(&res.Attempts, 1)
+				hist.attempt(a)
+				counts <- h.in
+			}
+		})
+	}
+	var cwg sync.WaitGroup
+	for range 8 {
+		cwg.Go(func() {
+			for in := range counts {
+				if sk.Effects == nil {
+					continue
+				}
+				n, err := sk.count(ctx, in)
+				if err != nil {
+					continue // the run's context ended
+				}
+				atomic.AddInt64(&res.Counted, 1)
+				switch {
+				case n > 1:
+					atomic.AddInt64(&res.Duplicates, 1)
+				case n == 0:
+					atomic.AddInt64(&res.Lost, 1)
+				}
+				hist.observe(idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: sk.Effects.SQL})
+			}
+		})
+	}
+
+	start := time.Now()
+	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
+		if ctx.Err() != nil {
+			attacker.Stop()
+		}
+		_, frag, _ := strings.Cut(r.URL, "#")
+		v, ok := pending.LoadAndDelete(frag)
+		if !ok {
+			continue
+		}
+		h := v.(*soakHit)
+		atomic.AddInt64(&res.Intents, 1)
+		atomic.AddInt64(&res.Attempts, 1)
+		metrics.Add(r)
+		a := s.attempt(h, 1, map[bool]string{true: faults.CutReply.String()}[h.cut])
+		s.fillVegeta(&a, r)
+		hist.intent(h.in)
+		hist.attempt(a)
+		if a.Outcome != idemcheck.Replied {
+			atomic.AddInt64(&res.Cut, 1)
+			retries <- h
+			continue
+		}
+		counts <- h.in
+	}
+	close(retries)
+	wg.Wait()
+	close(counts)
+	cwg.Wait()
+	metrics.Close()
+	res.Duration = time.Since(start)
+	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
+	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
+	if res.Intents > 0 {
+		res.TimeoutRate = float64(res.Cut) / float64(res.Intents)
+	}
+	if res.Cut > 0 {
+		res.SucceededShare = float64(replayed.Load()) / float64(res.Cut)
+	}
+	if res.Counted > 0 {
+		res.DuplicatesPerMillion = float64(res.Duplicates) * 1e6 / float64(res.Counted)
+	}
+	if err := hist.err(); err != nil {
+		return res, fmt.Errorf("history: %w", err)
+	}
+	return res, ctx.Err()
+}
+
+func (sk *Soak) count(ctx context.Context, in idemcheck.Intent) (int64, error) {
+	args := make([]any, len(sk.Effects.Args))
+	for i, t := range sk.Effects.Args {
+		args[i] = t.Fill(in)
+	}
+	var n int64
+	err := sk.Effects.Pool.QueryRow(ctx, sk.Effects.SQL, args...).Scan(&n)
+	return n, err
+}
+
+// attempt starts an Attempt record for a soak hit; IDs are filled by the
+// history stream in the order attempts finish.
+func (s *session) attempt(h *soakHit, step int, fault string) idemcheck.Attempt {
+	return idemcheck.Attempt{
+		Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step,
+		Method: h.req.Method, Path: h.req.Path, Header: s.redact(h.req.Header), Body: string(h.req.Body),
+		Fingerprint: fingerprint(h.req), Fault: fault,
+	}
+}
+
+// fill records a harness send on a.
+func (s *session) fill(a *idemcheck.Attempt, r wire.Result) {
+	a.Start, a.FirstByte, a.End = r.Start, r.FirstByte, r.End
+	switch {
+	case r.Err == nil:
+		a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, r.Status, s.redact(r.Header), string(r.Body)
+	case !r.Written || r.ErrKind == wire.KindRefused:
+		a.Outcome, a.Error = idemcheck.NotSent, r.Err.Error()
+	default:
+		a.Outcome, a.Error = idemcheck.Unknown, r.Err.Error()
+	}
+}
+
+// fillVegeta records one of vegeta's results on a: a status code means a
+// reply came back; none means the attempt's outcome is unknown.
+func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result) {
+	a.Start, a.End = r.Timestamp, r.Timestamp.Add(r.Latency)
+	if r.Code == 0 {
+		a.Outcome, a.Error = idemcheck.Unknown, r.Error
+		return
+	}
+	a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, int(r.Code), s.redact(r.Headers), string(r.Body)
+}
+
+func isTrueHeader(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	return v == "true" || v == "?1" || v == "1"
+}
+
+// noResend clears GetBody so that http.Transport cannot resend a request
+// by itself.
+type noResend struct{ rt http.RoundTripper }
+
+func (n noResend) RoundTrip(r *http.Request) (*http.Response, error) {
+	r2 := r.Clone(r.Context())
+	r2.GetBody = nil
+	return n.rt.RoundTrip(r2)
+}
+
+// historyStream writes history records as they happen, numbering
+// attempts, from many goroutines.
+type historyStream struct {
+	mu    sync.Mutex
+	enc   *json.Encoder
+	next  int
+	first error
+}
+
+func (h *historyStream) write(v any) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.first == nil {
+		h.first = h.enc.Encode(v)
+	}
+	return h.first
+}
+
+func (h *historyStream) intent(in idemcheck.Intent) { _ = h.write(map[string]any{"intent": in}) }
+
+func (h *historyStream) attempt(a idemcheck.Attempt) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.next++
+	a.ID = h.next
+	h.mu.Unlock()
+	_ = h.write(map[string]any{"attempt": a})
+}
+
+func (h *historyStream) observe(o idemcheck.Observation) {
+	_ = h.write(map[string]any{"observation": o})
+}
+
+func (h *historyStream) err() error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.first
+}
