@@ -34,13 +34,13 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	var (
 		rawURL, command, path, method, body, db, effectSQL, policyName, replayHeader string
-		headers, effectArgs                                                         listFlag
-		rate, workers                                                               int
-		duration, timeout                                                           time.Duration
-		cutShare, value                                                             float64
-		seed                                                                        int64
-		allowRemote                                                                 bool
-		out                                                                         outputs
+		headers, effectArgs                                                          listFlag
+		rate, workers                                                                int
+		duration, timeout                                                            time.Duration
+		cutShare, value                                                              float64
+		seed                                                                         int64
+		allowRemote                                                                  bool
+		out                                                                          outputs
 	)
 	fs.StringVar(&rawURL, "url", "", "the target's base `URL` (or --cmd)")
 	fs.StringVar(&command, "cmd", "", "`command` that starts the target with PORT and DATABASE_URL")
