@@ -24,9 +24,13 @@ import (
 func TestMain(m *testing.M) {
 	// The demo serves its examples by starting its own binary with the
 	// hidden example-server command; under go test that binary is this one.
-	if len(os.Args) > 1 && os.Args[1] == exampleServerCommand {
+	if len(os.Args) > 1 && (os.Args[1] == exampleServerCommand || os.Args[1] == subcommand) {
+		args := os.Args[1:]
+		if args[0] == subcommand {
+			args = args[1:]
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		code := run(ctx, args, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}
