@@ -356,8 +356,12 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 		return err
 	}
 	defer disarm()
+	// The held attempt must outlive the hold: a client that gave up first
+	// would close the connection and kill the work the check is about.
+	patient := *s.client
+	patient.Timeout = max(s.client.Timeout, s.Policy.Lease+2*LeaseMargin+holdTimeout)
 	firstDone := make(chan wire.Result, 1)
-	go func() { firstDone <- s.client.Do(ctx, addr, req) }()
+	go func() { firstDone <- patient.Do(ctx, addr, req) }()
 	var ev faults.HoldEvent
 	select {
 	case ev = <-s.Powers.Held():
@@ -395,7 +399,7 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 		case <-stall.C:
 		}
 		retryDone := make(chan wire.Result, 1)
-		go func() { retryDone <- s.client.Do(ctx, addr, req) }()
+		go func() { retryDone <- patient.Do(ctx, addr, req) }()
 		var rres *wire.Result
 		select {
 		case r := <-retryDone:

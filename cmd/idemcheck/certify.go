@@ -108,16 +108,22 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		rawURL, method, path, body, db, effectSQL, checks, name string
 		keyHeader, replayHeader, resourceID                     string
 		policyName, otherPath, command, failingBody             string
+		image, dbImage, ready                                   string
 		instances                                               int
 		lease                                                   time.Duration
-		headers, effectArgs, ignore, redact                     listFlag
+		headers, effectArgs, ignore, redact, env, tenants       listFlag
+		keyPointer                                              string
 		rf                                                      runFlags
 		opts                                                    = scenarios.Defaults
 	)
 	def := idemcheck.IETF()
-	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 (or --cmd)")
+	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 (or --cmd, or --image)")
 	fs.StringVar(&command, "cmd", "", "`command` that starts the target (run with sh -c, given PORT and DATABASE_URL): idemcheck then owns its process and database link, for the fault checks")
 	fs.IntVar(&instances, "instances", 1, "with --cmd: instances behind a round-robin balancer (1 to 16)")
+	fs.StringVar(&image, "image", "", "container `image` of the target, already on the Docker host (never pulled), run on host networking with PORT, ADDR=127.0.0.1 and DATABASE_URL: idemcheck then owns its container and database link, for the fault checks")
+	fs.StringVar(&dbImage, "db-image", targets.DefaultPostgresImage, "with --image and no --db: the PostgreSQL `image` started for the target's database (without Docker or the image: the local PostgreSQL binaries)")
+	fs.Var(&env, "env", "with --image: a variable 'NAME=VALUE' for the container (repeatable)")
+	fs.StringVar(&ready, "ready", targets.DefaultContainerReady, "with --image: the `path` that answers 2xx once the target serves")
 	fs.DurationVar(&lease, "lease", 0, "the target's lease on a claimed key (for crash-lease and lease-fencing), such as 2s")
 	fs.StringVar(&failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
 	fs.StringVar(&method, "method", "POST", "request method")
@@ -137,7 +143,12 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.IntVar(&opts.BurstSize, "burst", opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
 	fs.IntVar(&opts.BurstRounds, "burst-rounds", opts.BurstRounds, "concurrent-burst rounds, each with a fresh intent (1 to 10000)")
 	fs.IntVar(&opts.Rounds, "rounds", opts.Rounds, "rounds of the sequential checks (1 to 10000)")
-	fs.StringVar(&policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber) or a YAML `file` with a preset and overrides")
+	fs.IntVar(&opts.FaultRounds, "fault-rounds", opts.FaultRounds, "rounds of the checks that cut, crash or stall the target (1 to 10000)")
+	fs.IntVar(&opts.Redeliveries, "redeliveries", opts.Redeliveries, "copies of one event webhook-redelivery delivers at once (2 to 1024)")
+	fs.DurationVar(&opts.RetryWindow, "retry-window", 0, "how long after a success clients may still retry: sequential-replay then also replays after that long")
+	fs.Var(&tenants, "tenant", "a client's credentials 'Name: value' for cross-tenant (give two: --tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B')")
+	fs.StringVar(&keyPointer, "key-pointer", "", "JSON `pointer` of the key in the body (a webhook's /eventId) instead of the key header")
+	fs.StringVar(&policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber, webhook) or a YAML `file` with a preset and overrides")
 	fs.StringVar(&otherPath, "other-path", "", "a second endpoint's path for cross-endpoint (same method and body)")
 	rf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -150,8 +161,16 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	switch {
-	case rawURL == "" && command == "":
-		return 0, idemcheck.Usagef("certify: --url is required, such as --url http://127.0.0.1:8080 (or --cmd to let idemcheck start the target)")
+	case rawURL == "" && command == "" && image == "":
+		return 0, idemcheck.Usagef("certify: --url is required, such as --url http://127.0.0.1:8080 (or --cmd or --image to let idemcheck start the target)")
+	case image != "" && (rawURL != "" || command != ""):
+		return 0, idemcheck.Usagef("certify: give --image alone, not with --url or --cmd: with --image the URL is the one idemcheck starts the container on")
+	case image == "" && (len(env) > 0 || set["ready"] || set["db-image"]):
+		return 0, idemcheck.Usagef("certify: --env, --ready and --db-image go with --image")
+	case image != "" && instances != 1:
+		return 0, idemcheck.Usagef("certify: --instances goes with --cmd: a container target is one instance")
+	case image != "" && !strings.HasPrefix(ready, "/"):
+		return 0, idemcheck.Usagef("--ready %q must be a path starting with /, such as /healthz", ready)
 	case rawURL != "" && command != "":
 		return 0, idemcheck.Usagef("certify: give --url or --cmd, not both: with --cmd the URL is the one idemcheck starts the target on")
 	case instances < 1 || instances > 16:
@@ -162,16 +181,45 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
-	var started *certify.ProcessTarget
-	if command != "" {
-		// Started before the rest of the checks below so that its URL is
-		// known; every error path after this closes it.
-		var err error
-		if started, err = certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: instances, DSN: db}); err != nil {
+	// A target idemcheck starts (--cmd, --image) is started before the rest
+	// of the checks below so that its URL is known; every error path after
+	// this closes it, an interrupted run (ctx cancelled) included.
+	var (
+		powers  scenarios.Powers
+		ownedDB *targets.Database
+	)
+	switch {
+	case command != "":
+		started, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: instances, DSN: db})
+		if err != nil {
 			return 0, err
 		}
 		defer started.Close()
-		rawURL = started.URL.String()
+		rawURL, powers, ownedDB = started.URL.String(), started.Powers(), started.DB
+	case image != "":
+		vars, err := certify.ParseEnv(env)
+		if err != nil {
+			return 0, idemcheck.Usagef("--env %v", err)
+		}
+		started, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{
+			Image: image, DBImage: dbImage, DSN: db, Env: vars, Ready: ready, Log: stderr,
+		})
+		if err != nil {
+			return 0, err
+		}
+		defer func() {
+			// Said, not swallowed: a container left behind is the user's to
+			// remove until the next run's sweep does it.
+			if err := started.Close(); err != nil {
+				fmt.Fprintf(stderr, "idemcheck: %v\n", err)
+			}
+		}()
+		rawURL, powers, ownedDB = started.URL.String(), started.Powers(), started.DB
+		if name == "" {
+			// The port is picked anew each run; the image is what a
+			// pipeline certifies.
+			name = image
+		}
 	}
 	base, err := url.Parse(rawURL)
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
@@ -193,6 +241,15 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err := checkRange("--rounds", opts.Rounds, 1, scenarios.MaxRounds); err != nil {
 		return 0, err
 	}
+	if err := checkRange("--fault-rounds", opts.FaultRounds, 1, scenarios.MaxRounds); err != nil {
+		return 0, err
+	}
+	if err := checkRange("--redeliveries", opts.Redeliveries, 2, scenarios.MaxBurstSize); err != nil {
+		return 0, err
+	}
+	if opts.RetryWindow < 0 {
+		return 0, idemcheck.Usagef("--retry-window %v must not be negative", opts.RetryWindow)
+	}
 	cfg := certify.Config{
 		Name: name, Options: opts, Redact: redact,
 		Checks: splitList(checks), EffectSQL: effectSQL,
@@ -213,6 +270,12 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	if len(ignore) > 0 {
 		cfg.Policy.IgnoreFields = ignore
+	}
+	if set["key-pointer"] {
+		if err := assert.ValidatePointer(keyPointer); err != nil || keyPointer == "" {
+			return 0, idemcheck.Usagef("--key-pointer %q must be a JSON pointer such as /eventId", keyPointer)
+		}
+		cfg.Policy.KeyPointer = keyPointer
 	}
 	if set["lease"] {
 		cfg.Policy.Lease = lease
@@ -239,6 +302,18 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		}
 		cfg.Endpoint.FailingBody = &t
 	}
+	if len(tenants) > 0 {
+		if len(tenants) != 2 {
+			return 0, idemcheck.Usagef("--tenant takes two clients' credentials, given as two flags; got %d", len(tenants))
+		}
+		for _, raw := range tenants {
+			h, err := suite.ParseHeader(raw)
+			if err != nil {
+				return 0, idemcheck.Usagef("--tenant %v", err)
+			}
+			cfg.Endpoint.Tenants = append(cfg.Endpoint.Tenants, h)
+		}
+	}
 	for _, a := range effectArgs {
 		t, err := idemcheck.ParseTemplate(a)
 		if err != nil {
@@ -250,10 +325,10 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, idemcheck.Usagef("--effect-arg needs --effect-sql")
 	}
 	switch {
-	case started != nil:
-		cfg.Powers = started.Powers()
+	case powers != nil:
+		cfg.Powers = powers
 		if effectSQL != "" {
-			cfg.DB, cfg.DBName = started.DB.Pool, targets.RedactDSN(started.DB.DSN)
+			cfg.DB, cfg.DBName = ownedDB.Pool, targets.RedactDSN(ownedDB.DSN)
 		}
 	case effectSQL != "":
 		if db == "" {
@@ -385,7 +460,7 @@ func endpoint(base *url.URL, method, path, body string, headers []string) (scena
 	}
 	jsonBody := true
 	for _, h := range headers {
-		hd, err := certify.ParseHeader(h)
+		hd, err := suite.ParseHeader(h)
 		if err != nil {
 			return e, idemcheck.Usagef("--header %v", err)
 		}

@@ -6,7 +6,6 @@ package certify
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -37,6 +36,9 @@ type Config struct {
 	Seed       int64
 	Timeout    time.Duration
 	Redact     []string
+	// Powers, when set, let the harness crash the target and fault its
+	// database link: the target was started by idemcheck.
+	Powers scenarios.Powers
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool
 	// Rate caps requests per second (scenarios.DefaultRate when 0); a
@@ -71,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, idemcheck.Usagef("%v", err)
 	}
-	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint)
+	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint, scenarios.Target{Powers: cfg.Powers != nil})
 	if err != nil {
 		return nil, idemcheck.Usagef("--checks: %v", err)
 	}
@@ -111,7 +113,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
-		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress, Rate: max(rate, 0),
+		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
 		if errors.Is(context.Cause(runCtx), errMaxDuration) && ctx.Err() == nil {
@@ -209,18 +211,4 @@ func unwrapNet(err error) string {
 		return s[i+2:]
 	}
 	return s
-}
-
-// ParseHeader parses "Name: value" as given to --header.
-func ParseHeader(s string) (scenarios.Header, error) {
-	name, value, ok := strings.Cut(s, ":")
-	name = strings.TrimSpace(name)
-	if !ok || name == "" || strings.ContainsAny(name, " \t") {
-		return scenarios.Header{}, fmt.Errorf("%q is not a header: write it as 'Name: value'", s)
-	}
-	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
-	if err != nil {
-		return scenarios.Header{}, fmt.Errorf("%q: %v", s, err)
-	}
-	return scenarios.Header{Name: name, Value: t}, nil
 }

@@ -49,7 +49,15 @@ func run() error {
 		names = append(names, string(v))
 	}
 	variantFlag := flag.String("variant", defaultVariant, "one of "+strings.Join(names, ", ")+" (env ORDERS_VARIANT)")
-	lease := flag.Duration("lease", 30*time.Second, "how long a claim is held before a retry may take it over")
+	defaultLease := 30 * time.Second
+	if v := os.Getenv("ORDERS_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("orders: ORDERS_LEASE %q is not a positive duration such as 2s", v)
+		}
+		defaultLease = d
+	}
+	lease := flag.Duration("lease", defaultLease, "how long a claim is held before a retry may take it over (env ORDERS_LEASE)")
 	retention := flag.Duration("retention", 0, "how long finished keys are kept (0: the variant's default, 24h for the reference)")
 	instances := flag.Int("instances", 1, "independent instances of the API served on the port, requests dealt in turn")
 	flag.Parse()

@@ -1,0 +1,207 @@
+package certify
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+// ContainerTarget is a target idemcheck started from an image: its
+// container, its database, and the database link between them, which runs
+// through an in-process fault proxy. It is ProcessTarget for images, so the
+// fault checks (failed-attempt, crash-lease, lease-fencing) run on the very
+// image a pipeline ships.
+type ContainerTarget struct {
+	URL *url.URL
+	// DB is the database the container uses, reached directly (not through
+	// the fault proxy): effects are counted here, so an armed fault never
+	// touches the count.
+	DB        *targets.Database
+	Container *targets.Container
+	link      *faults.Link
+}
+
+// ContainerOptions say how to start a container target.
+type ContainerOptions struct {
+	// Image is the target's image. It must be on the Docker host already:
+	// idemcheck never pulls.
+	Image string
+	// DBImage is the PostgreSQL image started for the target's database
+	// when DSN is empty (default targets.DefaultPostgresImage).
+	DBImage string
+	// DSN is the database to hand the target; empty provides one with
+	// targets.ProvideDatabaseWith: a PostgreSQL container, else a throwaway
+	// PostgreSQL from the local binaries.
+	DSN string
+	// Env holds extra variables for the container, such as ORDERS_VARIANT.
+	// PORT, ADDR and DATABASE_URL are idemcheck's (see ParseEnv).
+	Env map[string]string
+	// Ready is the path that answers 2xx once the target serves (default
+	// targets.DefaultContainerReady).
+	Ready string
+	// Log receives one line for each fallback the database provider takes,
+	// with its reason. Nil discards them.
+	Log io.Writer
+}
+
+// killTimeout bounds a crash of the container. scenarios.Powers.Kill takes
+// no context, and a stuck engine must not hang the run.
+const killTimeout = 30 * time.Second
+
+// StartContainerTarget provides the database, puts a fault proxy on the
+// target's link to it, and starts the image on host networking with PORT,
+// ADDR=127.0.0.1 and DATABASE_URL naming the proxy, so the container's
+// database traffic crosses the faults the checks arm. It returns once the
+// readiness path answers 2xx. Close undoes all of it; after a failed start
+// everything started so far is already undone.
+//
+// The error wraps targets.ErrNoDocker when no engine answers and
+// targets.ErrNoImage when the image is missing, so a caller can tell a
+// machine that cannot run containers from a target that failed.
+func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *ContainerTarget, err error) {
+	if o.Image == "" {
+		return nil, idemcheck.Usagef("--image: no image given")
+	}
+	ct := &ContainerTarget{}
+	defer func() {
+		if err != nil {
+			_ = ct.Close()
+		}
+	}()
+	// Asked first because without an engine the image cannot run at all,
+	// and the database provider would otherwise start a local PostgreSQL
+	// only to remove it again.
+	if err := targets.DockerAvailable(ctx); err != nil {
+		return nil, idemcheck.Unavailablef("--image needs a Docker engine (make docker-setup installs and starts one): %w", err)
+	}
+	ct.DB, err = targets.ProvideDatabaseWith(ctx, o.DSN, targets.ProvideOptions{DBImage: o.DBImage, Log: logLine(o.Log)})
+	if err != nil {
+		return nil, idemcheck.Unavailablef("%w", err)
+	}
+	cfg, err := pgconn.ParseConfig(ct.DB.DSN)
+	if err != nil {
+		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(ct.DB.DSN), err)
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		// The fault proxy, and the container, reach the database over TCP.
+		return nil, idemcheck.Usagef("database %s is on a Unix socket: give a DSN with a TCP host, such as host=127.0.0.1", targets.RedactDSN(ct.DB.DSN))
+	}
+	if ct.link, err = faults.NewDBLink(net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))); err != nil {
+		return nil, idemcheck.Unavailablef("database link: %v", err)
+	}
+	addr, err := ct.link.WatchedAddr()
+	if err != nil {
+		return nil, idemcheck.Unavailablef("database link: %v", err)
+	}
+	// The proxy listens on 127.0.0.1, which the container reaches because
+	// it shares the host's network.
+	targetDSN, err := faults.RewriteDSN(ct.DB.DSN, addr)
+	if err != nil {
+		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(ct.DB.DSN), err)
+	}
+	ct.Container, err = targets.StartContainer(ctx, targets.ContainerConfig{
+		Image: o.Image, Env: o.Env, DatabaseURL: targetDSN, Ready: o.Ready,
+	})
+	if err != nil {
+		return nil, idemcheck.Unavailablef("--image: %w", err)
+	}
+	ct.URL = ct.Container.URL()
+	return ct, nil
+}
+
+// logLine writes each line of the database provider to w, prefixed the
+// way the command's own messages are; nil w discards them.
+func logLine(w io.Writer) func(string) {
+	if w == nil {
+		return nil
+	}
+	return func(line string) { fmt.Fprintf(w, "idemcheck: %s\n", line) }
+}
+
+// Powers are the harness's hold on the target, for the fault checks.
+func (ct *ContainerTarget) Powers() *ContainerPowers { return &ContainerPowers{ct: ct} }
+
+// Close removes the container, stops the proxy and removes a database that
+// was started for the run; it is safe on a partly started target and more
+// than once. It does its work on contexts of its own, so an interrupted run
+// still cleans up. The error, if any, says how to remove the container by
+// hand; a later run also removes it, since its owner's pid is gone.
+func (ct *ContainerTarget) Close() error {
+	if ct == nil {
+		return nil
+	}
+	var err error
+	// The container first: it is the database's client, and removing it
+	// ends its connections before the proxy and the database go.
+	if ct.Container != nil {
+		err = ct.Container.Close(context.Background())
+		ct.Container = nil
+	}
+	if ct.link != nil {
+		_ = ct.link.Close()
+		ct.link = nil
+	}
+	if ct.DB != nil {
+		ct.DB.Close()
+		ct.DB = nil
+	}
+	return err
+}
+
+// ContainerPowers implements scenarios.Powers for a container target.
+type ContainerPowers struct{ ct *ContainerTarget }
+
+// ArmDB puts a fault on the container's database link.
+func (p *ContainerPowers) ArmDB(f faults.Fault) (func(), error) { return p.ct.link.Arm(f) }
+
+// Held delivers the hold events of db-hold faults.
+func (p *ContainerPowers) Held() <-chan faults.HoldEvent { return p.ct.link.Held() }
+
+// Kill crashes the target: SIGKILL to every process in the container. It
+// returns once the container has stopped, so its port refuses connections.
+func (p *ContainerPowers) Kill() error {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	return p.ct.Container.Kill(ctx)
+}
+
+// Restart starts the container again on its port, with the same variables
+// (so the same proxied database), and waits until it is ready.
+func (p *ContainerPowers) Restart(ctx context.Context) error { return p.ct.Container.Restart(ctx) }
+
+// reservedEnv are the variables idemcheck hands every container target:
+// it probes and sends traffic on exactly those, so a value given for them
+// would be overridden without a word.
+var reservedEnv = []string{"PORT", "ADDR", "DATABASE_URL"}
+
+// ParseEnv reads --env values, each NAME=VALUE (the value may be empty or
+// hold '='), into a container target's variables; a later value for a name
+// wins, as in a shell. PORT, ADDR and DATABASE_URL are refused, because
+// idemcheck sets them.
+func ParseEnv(list []string) (map[string]string, error) {
+	env := make(map[string]string, len(list))
+	for _, kv := range list {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || strings.ContainsAny(name, " \t\n") {
+			return nil, fmt.Errorf("%q is not NAME=VALUE, such as ORDERS_VARIANT=no-lease", kv)
+		}
+		for _, r := range reservedEnv {
+			if name == r {
+				return nil, fmt.Errorf("%s: idemcheck sets PORT, ADDR and DATABASE_URL itself (the port it picked, 127.0.0.1 and the database through its fault proxy)", name)
+			}
+		}
+		env[name] = value
+	}
+	return env, nil
+}
