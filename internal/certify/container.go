@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
@@ -89,26 +85,11 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%w", err)
 	}
-	cfg, err := pgconn.ParseConfig(ct.DB.DSN)
-	if err != nil {
-		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(ct.DB.DSN), err)
-	}
-	if strings.HasPrefix(cfg.Host, "/") {
-		// The fault proxy, and the container, reach the database over TCP.
-		return nil, idemcheck.Usagef("database %s is on a Unix socket: give a DSN with a TCP host, such as host=127.0.0.1", targets.RedactDSN(ct.DB.DSN))
-	}
-	if ct.link, err = faults.NewDBLink(net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))); err != nil {
-		return nil, idemcheck.Unavailablef("database link: %v", err)
-	}
-	addr, err := ct.link.WatchedAddr()
-	if err != nil {
-		return nil, idemcheck.Unavailablef("database link: %v", err)
-	}
 	// The proxy listens on 127.0.0.1, which the container reaches because
 	// it shares the host's network.
-	targetDSN, err := faults.RewriteDSN(ct.DB.DSN, addr)
-	if err != nil {
-		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(ct.DB.DSN), err)
+	var targetDSN string
+	if ct.link, targetDSN, err = proxyDatabase(ct.DB); err != nil {
+		return nil, err
 	}
 	ct.Container, err = targets.StartContainer(ctx, targets.ContainerConfig{
 		Image: o.Image, Env: o.Env, DatabaseURL: targetDSN, Ready: o.Ready,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -51,20 +52,9 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	if pt.DB, err = targets.ProvideDatabase(ctx, o.DSN); err != nil {
 		return nil, idemcheck.Unavailablef("%v", err)
 	}
-	cfg, err := pgconn.ParseConfig(pt.DB.DSN)
-	if err != nil {
-		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(pt.DB.DSN), err)
-	}
-	if pt.link, err = faults.NewDBLink(net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))); err != nil {
-		return nil, idemcheck.Unavailablef("database link: %v", err)
-	}
-	addr, err := pt.link.WatchedAddr()
-	if err != nil {
-		return nil, idemcheck.Unavailablef("database link: %v", err)
-	}
-	targetDSN, err := faults.RewriteDSN(pt.DB.DSN, addr)
-	if err != nil {
-		return nil, idemcheck.Usagef("database %s: %v", targets.RedactDSN(pt.DB.DSN), err)
+	var targetDSN string
+	if pt.link, targetDSN, err = proxyDatabase(pt.DB); err != nil {
+		return nil, err
 	}
 	pt.Process, err = targets.StartProcess(ctx, targets.ProcessConfig{
 		Command: o.Command, Instances: o.Instances, DatabaseURL: targetDSN, Env: o.Env, Logs: o.Logs,
@@ -74,6 +64,33 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	}
 	pt.URL = pt.Process.URL()
 	return pt, nil
+}
+
+// proxyDatabase puts a fault proxy in front of db and returns it with the
+// DSN to hand the target: the same database, reached through the proxy's
+// watched address, so each check can arm its fault on the target's link.
+func proxyDatabase(db *targets.Database) (*faults.Link, string, error) {
+	cfg, err := pgconn.ParseConfig(db.DSN)
+	if err != nil {
+		return nil, "", idemcheck.Usagef("database %s: %v", targets.RedactDSN(db.DSN), err)
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		// The fault proxy, and so the target, reach the database over TCP.
+		return nil, "", idemcheck.Usagef("database %s is on a Unix socket: give a DSN with a TCP host, such as host=127.0.0.1", targets.RedactDSN(db.DSN))
+	}
+	link, err := faults.NewDBLink(net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	if err != nil {
+		return nil, "", idemcheck.Unavailablef("database link: %v", err)
+	}
+	addr, err := link.WatchedAddr()
+	if err == nil {
+		var dsn string
+		if dsn, err = faults.RewriteDSN(db.DSN, addr); err == nil {
+			return link, dsn, nil
+		}
+	}
+	_ = link.Close()
+	return nil, "", idemcheck.Unavailablef("database link: %v", err)
 }
 
 // Powers are the harness's hold on the target, for the fault checks.
