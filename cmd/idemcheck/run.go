@@ -10,6 +10,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/suite"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -60,8 +61,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	// A suite whose target is a command: idemcheck starts it once, on the
 	// database of the first endpoint that names one (or a throwaway one),
 	// and every endpoint is certified against it with the fault powers.
-	var started *certify.ProcessTarget
-	if s.Command != "" {
+	var started *startedTarget
+	if s.Command != "" || s.Image != "" {
 		dsn := ""
 		for _, e := range s.Endpoints {
 			if e.DB != "" {
@@ -69,10 +70,10 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				break
 			}
 		}
-		if started, err = certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: s.Command, Instances: s.Instances, DSN: dsn}); err != nil {
-			return 0, fmt.Errorf("%s: target.cmd: %w", file, err)
+		if started, err = startSuiteTarget(ctx, s, dsn, stderr); err != nil {
+			return 0, fmt.Errorf("%s: target: %w", file, err)
 		}
-		defer started.Close()
+		defer started.close()
 	}
 	var results []*certify.Result
 	failed := false
@@ -83,10 +84,10 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		rf.apply(&cfg)
 		if started != nil {
-			cfg.Endpoint.Base = &url.URL{Scheme: started.URL.Scheme, Host: started.URL.Host}
-			cfg.Powers = started.Powers()
+			cfg.Endpoint.Base = &url.URL{Scheme: started.url.Scheme, Host: started.url.Host}
+			cfg.Powers = started.powers
 			if e.EffectSQL != "" {
-				cfg.DB, cfg.DBName = started.DB.Pool, targets.RedactDSN(started.DB.DSN)
+				cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 			}
 		} else if e.EffectSQL != "" {
 			d, ok := dbs[e.DB]
@@ -112,4 +113,32 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, err
 	}
 	return exitFor(failed), nil
+}
+
+// startedTarget is a suite's target that idemcheck started: a command or a
+// container image.
+type startedTarget struct {
+	url    *url.URL
+	powers scenarios.Powers
+	db     *targets.Database
+	close  func()
+}
+
+func startSuiteTarget(ctx context.Context, s *suite.Suite, dsn string, stderr io.Writer) (*startedTarget, error) {
+	if s.Image != "" {
+		env, err := certify.ParseEnv(s.Env)
+		if err != nil {
+			return nil, idemcheck.Usagef("env: %v", err)
+		}
+		ct, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{Image: s.Image, DBImage: s.DBImage, DSN: dsn, Env: env, Log: stderr})
+		if err != nil {
+			return nil, err
+		}
+		return &startedTarget{url: ct.URL, powers: ct.Powers(), db: ct.DB, close: func() { _ = ct.Close() }}, nil
+	}
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: s.Command, Instances: s.Instances, DSN: dsn})
+	if err != nil {
+		return nil, err
+	}
+	return &startedTarget{url: pt.URL, powers: pt.Powers(), db: pt.DB, close: pt.Close}, nil
 }

@@ -63,6 +63,21 @@ CREATE TABLE IF NOT EXISTS payments (
 
 CREATE INDEX IF NOT EXISTS payments_idempotency_key_idx ON payments (idempotency_key);
 
+-- Databases made by the first version keyed idempotency_keys and the
+-- effect tables by key alone: add the client and key the table by both.
+ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS client bytea NOT NULL DEFAULT '\x';
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS client bytea NOT NULL DEFAULT '\x';
+DO $$
+BEGIN
+	IF NOT EXISTS (
+		SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+		WHERE i.indrelid = 'idempotency_keys'::regclass AND i.indisprimary AND a.attname = 'client'
+	) THEN
+		ALTER TABLE idempotency_keys DROP CONSTRAINT IF EXISTS idempotency_keys_pkey;
+		ALTER TABLE idempotency_keys ADD PRIMARY KEY (client, key);
+	END IF;
+END $$;
+
 CREATE TABLE IF NOT EXISTS processor_declines (
 	payer           text        PRIMARY KEY,
 	declined_at     timestamptz NOT NULL DEFAULT now()

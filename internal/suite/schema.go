@@ -20,6 +20,9 @@ type defaults struct {
 	db        string
 	cmd       string
 	instances int
+	image     string
+	dbImage   string
+	env       []string
 	policy    idemcheck.Policy
 	checks    []string
 }
@@ -41,6 +44,7 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 			return nil, err
 		}
 		s.Command, s.Instances = d.cmd, d.instances
+		s.Image, s.DBImage, s.Env = d.image, d.dbImage, d.env
 	}
 	if pn, ok := f["policy"]; ok {
 		if d.policy, err = p.policy(pn, "policy", d.policy); err != nil {
@@ -80,7 +84,7 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 }
 
 func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
-	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances")
+	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances", "image", "db_image", "env")
 	if err != nil {
 		return err
 	}
@@ -106,6 +110,37 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 		}
 		if d.url != "" {
 			return p.errf(v, join(field, "cmd"), "give url or cmd, not both: with cmd idemcheck starts the target and knows its URL")
+		}
+	}
+	if v, ok := f["image"]; ok {
+		if d.image, err = p.str(v, join(field, "image")); err != nil {
+			return err
+		}
+		if d.url != "" || d.cmd != "" {
+			return p.errf(v, join(field, "image"), "give one of url, cmd and image: with image idemcheck starts the container and knows its URL")
+		}
+	}
+	if v, ok := f["db_image"]; ok {
+		if d.dbImage, err = p.str(v, join(field, "db_image")); err != nil {
+			return err
+		}
+		if d.image == "" {
+			return p.errf(v, join(field, "db_image"), "db_image goes with image")
+		}
+	}
+	if v, ok := f["env"]; ok {
+		if d.image == "" {
+			return p.errf(v, join(field, "env"), "env goes with image: a started command inherits idemcheck's environment")
+		}
+		if v.Kind != yaml.MappingNode {
+			return p.errf(v, join(field, "env"), "expected a mapping of NAME: value, got %s", kindName(v))
+		}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			val, err := p.str(v.Content[i+1], join(field, "env."+v.Content[i].Value))
+			if err != nil {
+				return err
+			}
+			d.env = append(d.env, v.Content[i].Value+"="+val)
 		}
 	}
 	d.instances = 1
@@ -346,7 +381,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		}
 		urlNode = v
 	}
-	if rawURL == "" && d.cmd != "" {
+	if rawURL == "" && (d.cmd != "" || d.image != "") {
 		rawURL = "http://127.0.0.1:0" // replaced by the started target's address
 	}
 	if rawURL == "" {
@@ -431,7 +466,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		if err := p.effect(v, join(field, "effect"), &e); err != nil {
 			return e, err
 		}
-		if e.DB == "" && d.cmd == "" {
+		if e.DB == "" && d.cmd == "" && d.image == "" {
 			return e, p.errf(v, join(field, "effect"), "needs a database: set db here or under target (such as db: ${DATABASE_URL})")
 		}
 	}

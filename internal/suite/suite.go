@@ -29,6 +29,11 @@ type Suite struct {
 	// idemcheck then owns its process and database link.
 	Command   string
 	Instances int
+	// Image, when set, starts the target from a container image, with Env
+	// ("NAME=value") and its database from DBImage where no DSN is given.
+	Image   string
+	DBImage string
+	Env     []string
 }
 
 // Options apply to every endpoint of the suite.
