@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +96,10 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		return nil, fmt.Errorf("start the fault proxy: %w", err)
 	}
 	defer link.Close()
+	// Clean first attempts go straight to the target: a proxy hop would
+	// only cost CPU the target needs. Cut ones and their retries go through
+	// the link.
+	direct := Upstream(sk.Endpoint.Base)
 	clean, err := link.Addr(faults.None)
 	if err != nil {
 		return nil, err
@@ -138,7 +145,7 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		rngMu.Lock()
 		cut := rng.Float64() < sk.CutShare
 		rngMu.Unlock()
-		addr := clean
+		addr := direct
 		if cut {
 			addr = cutAddr
 		}
@@ -187,28 +194,25 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 			}
 		})
 	}
-	var cwg sync.WaitGroup
-	for range 8 {
-		cwg.Go(func() {
-			for in := range counts {
-				if sk.Effects == nil {
-					continue
-				}
-				n, err := sk.count(ctx, in)
-				if err != nil {
-					continue // the run's context ended
-				}
-				atomic.AddInt64(&res.Counted, 1)
-				switch {
-				case n > 1:
-					atomic.AddInt64(&res.Duplicates, 1)
-				case n == 0:
-					atomic.AddInt64(&res.Lost, 1)
-				}
-				hist.observe(idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: sk.Effects.SQL})
-			}
-		})
+	// Completed intents are spooled to a file and counted once the load
+	// is over: counting during the load would take the database and the
+	// cores from the target being measured, and the file keeps memory flat.
+	spool, err := os.CreateTemp("", "idemcheck-soak-intents-")
+	if err != nil {
+		return nil, err
 	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	spooled := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriter(spool)
+		for in := range counts {
+			if sk.Effects != nil {
+				fmt.Fprintf(w, "%s\t%s\t%d\n", in.ID, in.Key, in.Seq)
+			}
+		}
+		spooled <- w.Flush()
+	}()
 
 	start := time.Now()
 	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
@@ -238,9 +242,14 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	close(retries)
 	wg.Wait()
 	close(counts)
-	cwg.Wait()
+	if err := <-spooled; err != nil {
+		return nil, fmt.Errorf("spool intents: %w", err)
+	}
 	metrics.Close()
 	res.Duration = time.Since(start)
+	if err := sk.countAll(ctx, spool, res, hist); err != nil {
+		return nil, err
+	}
 	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
 	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
 	if res.Intents > 0 {
@@ -256,6 +265,48 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	return res, ctx.Err()
+}
+
+// countAll counts the effects of every spooled intent, eight at a time.
+func (sk *Soak) countAll(ctx context.Context, spool *os.File, res *SoakResult, hist *historyStream) error {
+	if sk.Effects == nil {
+		return nil
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	intents := make(chan idemcheck.Intent, 256)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for in := range intents {
+				n, err := sk.count(ctx, in)
+				if err != nil {
+					continue // the run's context ended
+				}
+				atomic.AddInt64(&res.Counted, 1)
+				switch {
+				case n > 1:
+					atomic.AddInt64(&res.Duplicates, 1)
+				case n == 0:
+					atomic.AddInt64(&res.Lost, 1)
+				}
+				hist.observe(idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: sk.Effects.SQL})
+			}
+		})
+	}
+	sc := bufio.NewScanner(spool)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		if len(f) != 3 {
+			continue
+		}
+		seq, _ := strconv.Atoi(f[2])
+		intents <- idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
+	}
+	close(intents)
+	wg.Wait()
+	return sc.Err()
 }
 
 func (sk *Soak) count(ctx context.Context, in idemcheck.Intent) (int64, error) {

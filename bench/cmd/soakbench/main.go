@@ -1,0 +1,323 @@
+// Command soakbench measures idemcheck's soak and certification beside raw
+// vegeta, for BENCHMARKS.md:
+//
+//   - soak throughput against the reference orders API on PostgreSQL,
+//     idemcheck's soak (every intent's effects counted, a share of replies
+//     cut and retried) vs raw vegeta at the same worker count;
+//   - the peak memory of a soak of -attempts attempts against a loopback
+//     target that answers at once, its history streamed to a file;
+//   - the wall time of a full default certification of the reference,
+//     fault checks included, with the time spent waiting out leases
+//     reported apart.
+//
+// Every figure is measured -runs times; the median and the range are
+// printed. Traffic stays on loopback and every loop is bounded.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+func main() {
+	runs := flag.Int("runs", 3, "repetitions of every measurement")
+	duration := flag.Duration("duration", 10*time.Second, "length of each throughput run")
+	workers := flag.Int("workers", 64, "concurrent requests, for both soak and raw vegeta")
+	attempts := flag.Int("attempts", 1_000_000, "attempts in the memory run")
+	what := flag.String("only", "throughput,memory,certify", "which measurements")
+	flag.BoolVar(&noCount, "no-count", false, "throughput: leave effect counting out of the soak, to see its cost")
+	memChild := flag.Bool("memory-child", false, "internal: run one memory soak in this process and print its peak RSS")
+	flag.Parse()
+	ctx := context.Background()
+	if *memChild {
+		if err := memoryChild(ctx, *attempts, *workers); err != nil {
+			fmt.Fprintln(os.Stderr, "soakbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	fmt.Printf("soakbench: %d runs, load average %s\n", *runs, loadavg())
+	if strings.Contains(*what, "throughput") {
+		must(throughput(ctx, *runs, *duration, *workers))
+	}
+	if strings.Contains(*what, "memory") {
+		must(memory(*runs, *attempts, *workers))
+	}
+	if strings.Contains(*what, "certify") {
+		must(certification(ctx, *runs))
+	}
+	fmt.Printf("soakbench: done, load average %s\n", loadavg())
+}
+
+var noCount bool
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soakbench:", err)
+		os.Exit(1)
+	}
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// ordersTarget builds and starts the reference orders API as a process on a
+// fresh database of pg.
+func ordersTarget(ctx context.Context, pg *targets.LocalPostgres, bins *zoo.Bins, name string) (*certify.ProcessTarget, error) {
+	dsn, err := pg.CreateDatabase(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return certify.StartProcessTarget(ctx, certify.ProcessOptions{
+		Command: filepath.Join(bins.Dir, "orders") + " -lease " + zoo.Lease.String(), DSN: dsn,
+	})
+}
+
+func setup(ctx context.Context) (*targets.LocalPostgres, *zoo.Bins, func(), error) {
+	root, err := zoo.ModuleRoot()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "idemcheck-soakbench-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bins, err := zoo.Build(ctx, root, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	pg, err := targets.StartLocalPostgres(ctx)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return pg, bins, func() { _ = pg.Close(); os.RemoveAll(dir) }, nil
+}
+
+const body = `{"customerId":"{{intent}}","totalCents":4000}`
+
+// throughput: as fast as the target goes, idemcheck's soak vs raw vegeta.
+func throughput(ctx context.Context, runs int, d time.Duration, workers int) error {
+	pg, bins, done, err := setup(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	// A rate above what the target can take: both are then limited by the
+	// target and the worker count, which is the comparison asked for.
+	const rate = 20000
+	var soak, raw []float64
+	for i := range runs {
+		pt, err := ordersTarget(ctx, pg, bins, fmt.Sprintf("tp_%d", i))
+		if err != nil {
+			return err
+		}
+		cfg := zoo.EndpointConfig("orders", pt)
+		sk := &scenarios.Soak{
+			Endpoint: cfg.Endpoint, Policy: cfg.Policy, Rate: rate, Duration: d, CutShare: 0.01, Seed: int64(i + 1), Workers: workers,
+			Effects: &scenarios.Effects{Pool: pt.DB.Pool, SQL: cfg.EffectSQL, Args: cfg.EffectArgs},
+		}
+		if noCount {
+			sk.Effects = nil
+		}
+		res, err := sk.Run(ctx)
+		if err != nil {
+			pt.Close()
+			return err
+		}
+		soak = append(soak, float64(res.Intents)/res.Duration.Seconds())
+		fmt.Printf("  run %d soak: %d intents in %.1fs (%.0f/s), %d cut, %d duplicates, p50 %v p99 %v\n",
+			i+1, res.Intents, res.Duration.Seconds(), soak[i], res.Cut, res.Duplicates, res.P50, res.P99)
+
+		r, n, el := rawVegeta(pt.URL.Host, rate, d, workers)
+		raw = append(raw, r)
+		fmt.Printf("  run %d raw vegeta: %d requests in %.1fs (%.0f/s)\n", i+1, n, el.Seconds(), r)
+		pt.Close()
+	}
+	fmt.Printf("THROUGHPUT soak %s/s, raw vegeta %s/s, ratio %.2f (workers %d, %v runs)\n",
+		medianRange(soak, "%.0f"), medianRange(raw, "%.0f"), median(soak)/median(raw), workers, d)
+	return nil
+}
+
+// rawVegeta attacks the same endpoint with fresh bodies and keys, the way a
+// load test with vegeta alone would: nothing recorded, nothing counted.
+func rawVegeta(host string, rate int, d time.Duration, workers int) (float64, int, time.Duration) {
+	seq := 0
+	targeter := func(t *vegeta.Target) error {
+		seq++
+		t.Method, t.URL = "POST", "http://"+host+"/orders"
+		t.Body = []byte(fmt.Sprintf(`{"customerId":"raw-%d-%d","totalCents":4000}`, time.Now().UnixNano(), seq))
+		t.Header = http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {fmt.Sprintf("raw-%d-%d", time.Now().UnixNano(), seq)}}
+		return nil
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: workers}
+	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: tr, Timeout: 10 * time.Second}),
+		vegeta.Workers(uint64(min(workers, 8))), vegeta.MaxWorkers(uint64(workers)))
+	start := time.Now()
+	n := 0
+	for range atk.Attack(targeter, vegeta.ConstantPacer{Freq: rate, Per: time.Second}, d, "raw") {
+		n++
+	}
+	el := time.Since(start)
+	return float64(n) / el.Seconds(), n, el
+}
+
+// memory runs each memory soak in a child process, so that its peak RSS is
+// the soak's alone.
+func memory(runs, attempts, workers int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var peaks []float64
+	for i := range runs {
+		cmd := exec.Command(self, "-memory-child", "-attempts", fmt.Sprint(attempts), "-workers", fmt.Sprint(workers))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("memory run %d: %w", i+1, err)
+		}
+		var r struct {
+			Attempts int64   `json:"attempts"`
+			Seconds  float64 `json:"seconds"`
+			PeakMB   float64 `json:"peak_mb"`
+			HistMB   float64 `json:"history_mb"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			return fmt.Errorf("memory run %d: %v: %s", i+1, err, out)
+		}
+		peaks = append(peaks, r.PeakMB)
+		fmt.Printf("  run %d memory: %d attempts in %.0fs, peak RSS %.1f MB, history %.0f MB on disk\n", i+1, r.Attempts, r.Seconds, r.PeakMB, r.HistMB)
+	}
+	fmt.Printf("MEMORY peak RSS %s MB for a soak of %d attempts\n", medianRange(peaks, "%.1f"), attempts)
+	return nil
+}
+
+func memoryChild(ctx context.Context, attempts, workers int) error {
+	// A target that answers at once: the soak's own cost is what is measured.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"orderId":"o-1","totalCents":4000}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	hist, err := os.CreateTemp("", "idemcheck-soakbench-history-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(hist.Name())
+	defer hist.Close()
+	const rate = 12000
+	d := time.Duration(float64(attempts) / rate * float64(time.Second))
+	base, _ := urlOf("http://" + ln.Addr().String())
+	e := scenarios.Endpoint{Base: base, Method: "POST", Path: idemcheck.MustTemplate("/orders"), Body: idemcheck.MustTemplate(body)}
+	sk := &scenarios.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, CutShare: 0.01, Seed: 1, Workers: workers, History: hist}
+	start := time.Now()
+	res, err := sk.Run(ctx)
+	if err != nil {
+		return err
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	fi, _ := hist.Stat()
+	runtime.KeepAlive(res)
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{
+		"attempts": res.Attempts, "seconds": time.Since(start).Seconds(),
+		"peak_mb": float64(ru.Maxrss) / 1024, "history_mb": float64(fi.Size()) / (1 << 20),
+	})
+}
+
+// certification: a full default certification of the reference as a
+// process target, every check, with the lease waits counted apart.
+func certification(ctx context.Context, runs int) error {
+	pg, bins, done, err := setup(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var walls, nets []float64
+	for i := range runs {
+		pt, err := ordersTarget(ctx, pg, bins, fmt.Sprintf("cert_%d", i))
+		if err != nil {
+			return err
+		}
+		cfg := zoo.EndpointConfig("orders", pt)
+		cfg.Options, cfg.Seed = scenarios.Defaults, 1
+		start := time.Now()
+		res, err := certify.Run(ctx, cfg)
+		wall := time.Since(start)
+		pt.Close()
+		if err != nil {
+			return err
+		}
+		waits := leaseWaits(res.History)
+		walls = append(walls, wall.Seconds())
+		nets = append(nets, (wall - waits).Seconds())
+		fmt.Printf("  run %d certification: %d attempts, %d anomalies, %.1fs wall, %.1fs of it waiting out leases\n",
+			i+1, res.Report.Stats.Attempts, len(res.Report.Anomalies), wall.Seconds(), waits.Seconds())
+	}
+	fmt.Printf("CERTIFY default certification of the reference: %s s wall, %s s without lease waits\n",
+		medianRange(walls, "%.1f"), medianRange(nets, "%.1f"))
+	return nil
+}
+
+// leaseWaits sums the time the fault checks spent waiting on purpose: from
+// the end of each intent's first attempt to the start of its last, in
+// crash-lease and lease-fencing (the stall and the retries past the lease).
+func leaseWaits(h *idemcheck.History) time.Duration {
+	var total time.Duration
+	for _, atts := range h.ByIntent() {
+		if len(atts) < 2 || (atts[0].Check != idemcheck.CheckCrashLease && atts[0].Check != idemcheck.CheckLeaseFencing) {
+			continue
+		}
+		total += atts[len(atts)-1].Start.Sub(atts[0].Start)
+	}
+	return total
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianRange(v []float64, f string) string {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return fmt.Sprintf(f+" ["+f+"–"+f+"]", median(s), s[0], s[len(s)-1])
+}
+
+func urlOf(s string) (*url.URL, error) { return url.Parse(s) }
