@@ -102,8 +102,12 @@ type Burst struct {
 	ID       int `json:"id"`
 	Attempts int `json:"attempts"`
 	// Spread is the client-side release spread: the time between the first
-	// and the last final byte written.
+	// and the last final byte written (over HTTP/2, the one write call).
 	Spread time.Duration `json:"spread_ns"`
+	// Protocol is what the burst went out with: "http1" or "h2".
+	Protocol string `json:"protocol,omitempty"`
+	// Fallback says why a burst meant for HTTP/2 went out over HTTP/1.1.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // History is everything a run did and saw: the intents, every attempt in

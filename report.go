@@ -52,6 +52,9 @@ type Stats struct {
 	// BurstSpreadMedianUS is the median client release spread of the run's
 	// bursts, in microseconds.
 	BurstSpreadMedianUS int64 `json:"burst_spread_median_us,omitempty"`
+	// BurstProtocol is what the bursts went out with ("h2", "http1", or
+	// "mixed" when some fell back).
+	BurstProtocol string `json:"burst_protocol,omitempty"`
 }
 
 // Report is the verdict of one certification.

@@ -68,6 +68,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 			Intents:             len(h.Intents),
 			Attempts:            len(h.Attempts),
 			BurstSpreadMedianUS: medianSpreadUS(h.Bursts),
+			BurstProtocol:       burstProtocol(h.Bursts),
 		},
 	}
 	intents := map[string]int{}
@@ -385,18 +386,18 @@ func (c *intentCheck) checkStatuses() {
 		if a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus {
 			continue // a false mismatch: checkVariants says so
 		}
-		others := c.earlierOrConcurrent(a)
+		others := c.metAnother(a)
 		switch {
 		case a.Status >= 500:
 			if p.ReplayErrors && c.replaysSavedError(a) {
 				continue
 			}
-			if len(others) > 0 {
+			if others {
 				serverErr = append(serverErr, a)
 			} else {
 				unexpected = append(unexpected, a)
 			}
-		case a.Status == p.InProgressStatus && len(others) > 0:
+		case a.Status == p.InProgressStatus && others:
 			// A conflict while another attempt of the intent is or was in flight.
 		default:
 			if p.ReplayErrors && c.replaysSavedError(a) {
@@ -495,16 +496,16 @@ func (c *intentCheck) add(kind idemcheck.Kind, attempts []int, explanation strin
 	})
 }
 
-// earlierOrConcurrent returns the other attempts of the intent that started
-// before a ended: those a could have met at the server.
-func (c *intentCheck) earlierOrConcurrent(a idemcheck.Attempt) []idemcheck.Attempt {
-	var out []idemcheck.Attempt
-	for _, b := range c.attempts {
+// metAnother reports whether another attempt of the intent started before
+// a ended: one a could have met at the server.
+func (c *intentCheck) metAnother(a idemcheck.Attempt) bool {
+	for i := range c.attempts {
+		b := &c.attempts[i]
 		if b.ID != a.ID && b.Outcome != idemcheck.NotSent && b.Start.Before(a.End) {
-			out = append(out, b)
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 // replaysSavedError reports whether an earlier attempt, finished before a
@@ -593,6 +594,19 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+func burstProtocol(b []idemcheck.Burst) string {
+	p := ""
+	for _, x := range b {
+		switch {
+		case p == "":
+			p = x.Protocol
+		case p != x.Protocol:
+			return "mixed"
+		}
+	}
+	return p
 }
 
 func medianSpreadUS(b []idemcheck.Burst) int64 {

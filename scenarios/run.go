@@ -103,6 +103,11 @@ type Runner struct {
 	// Powers are what the harness may do to a target it started; nil for
 	// a target reached by URL alone.
 	Powers Powers
+	// Protocol chooses the burst engine: wire.ProtocolAuto (HTTP/2
+	// single-packet release where the target speaks h2, else HTTP/1.1
+	// last-byte synchronisation), ProtocolHTTP1 or ProtocolH2. Empty means
+	// auto.
+	Protocol wire.Protocol
 }
 
 // Powers are the harness's hold on a target it started: its database link
@@ -147,9 +152,21 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	}
 	defer link.Close()
 
-	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout}
+	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout, Protocol: r.Protocol}
+	if client.Protocol == "" {
+		client.Protocol = wire.ProtocolAuto
+	}
 	if r.Endpoint.Base.Scheme == "https" {
 		client.TLS = &tls.Config{ServerName: r.Endpoint.Base.Hostname(), NextProtos: []string{"http/1.1"}}
+	}
+	if client.Protocol == wire.ProtocolAuto {
+		// Asked once, through the clean proxy, so that every burst uses the
+		// engine the target speaks without probing again.
+		if addr, err := link.Addr(faults.None); err == nil {
+			if p, err := client.Probe(ctx, addr); err == nil {
+				client.Protocol = p
+			}
+		}
 	}
 	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID()}
 	largest := 1
@@ -207,7 +224,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Method: req.Method, Path: req.Path, Header: s.redact(req.Header), Body: string(req.Body),
-			Fingerprint: fingerprint(req), Fault: faultNames(st.Fault, st.DBFault),
+			Fingerprint: Fingerprint(req), Fault: faultNames(st.Fault, st.DBFault),
 		}
 		if st.DelayBefore > 0 {
 			t := time.NewTimer(st.DelayBefore)
@@ -244,9 +261,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			for j := range reqs {
 				reqs[j] = req
 			}
-			results, spread := s.client.Burst(ctx, addr, reqs)
+			br := s.client.SendBurst(ctx, addr, reqs)
+			results := br.Results
 			disarm()
-			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: spread}
+			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: br.Spread,
+				Protocol: string(br.Protocol), Fallback: br.Fallback}
 			s.h.Bursts = append(s.h.Bursts, burst)
 			base.Burst = burst.ID
 			for _, res := range results {
@@ -538,9 +557,9 @@ func (s *session) redact(h http.Header) http.Header {
 	return out
 }
 
-// fingerprint hashes method, path and the canonical JSON body (member order
+// Fingerprint hashes method, path and the canonical JSON body (member order
 // and white space do not count), as a server's request fingerprint should.
-func fingerprint(r wire.Request) string {
+func Fingerprint(r wire.Request) string {
 	body := r.Body
 	if v, ok := decodeJSON(body); ok {
 		if b, err := json.Marshal(v); err == nil {

@@ -325,7 +325,7 @@ func (s *session) attempt(h *soakHit, step int, fault string) idemcheck.Attempt 
 	return idemcheck.Attempt{
 		Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step,
 		Method: h.req.Method, Path: h.req.Path, Header: s.redact(h.req.Header), Body: string(h.req.Body),
-		Fingerprint: fingerprint(h.req), Fault: fault,
+		Fingerprint: Fingerprint(h.req), Fault: fault,
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/report"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/internal/textreport"
+	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -47,6 +48,7 @@ func (o *outputs) register(fs *flag.FlagSet) {
 // runFlags are the flags every command that sends traffic shares.
 type runFlags struct {
 	outputs
+	protocol    string
 	seed        int64
 	rate        float64
 	maxDuration time.Duration
@@ -57,6 +59,7 @@ type runFlags struct {
 func (r *runFlags) register(fs *flag.FlagSet) {
 	r.outputs.register(fs)
 	fs.Int64Var(&r.seed, "seed", 0, "seed for the run's random choices (default: random, printed in the report)")
+	fs.StringVar(&r.protocol, "protocol", "auto", "burst engine: auto (HTTP/2 single-packet release where the target speaks h2, else HTTP/1.1 last-byte sync), http1 or h2")
 	fs.Float64Var(&r.rate, "rate", scenarios.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
 	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
 	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
@@ -72,6 +75,9 @@ func (r *runFlags) validate() error {
 	case r.timeout <= 0:
 		return idemcheck.Usagef("--timeout %v must be positive, such as 10s", r.timeout)
 	}
+	if _, err := wire.ParseProtocol(r.protocol); err != nil {
+		return idemcheck.Usagef("--protocol %q: use auto, http1 or h2", r.protocol)
+	}
 	if r.seed == 0 {
 		r.seed = rand.Int64N(1<<53) + 1
 	}
@@ -80,6 +86,7 @@ func (r *runFlags) validate() error {
 
 func (r *runFlags) apply(cfg *certify.Config) {
 	cfg.Seed, cfg.Rate, cfg.MaxDuration, cfg.Timeout = r.seed, r.rate, r.maxDuration, r.timeout
+	cfg.Protocol, _ = wire.ParseProtocol(r.protocol)
 	cfg.AllowRemote = cfg.AllowRemote || r.allowRemote
 }
 
@@ -185,8 +192,9 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	// of the checks below so that its URL is known; every error path after
 	// this closes it, an interrupted run (ctx cancelled) included.
 	var (
-		powers  scenarios.Powers
-		ownedDB *targets.Database
+		powers   scenarios.Powers
+		ownedDB  *targets.Database
+		replicas int
 	)
 	switch {
 	case command != "":
@@ -196,6 +204,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		}
 		defer started.Close()
 		rawURL, powers, ownedDB = started.URL.String(), started.Powers(), started.DB
+		replicas = started.Replicas()
 	case image != "":
 		vars, err := certify.ParseEnv(env)
 		if err != nil {
@@ -326,7 +335,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	switch {
 	case powers != nil:
-		cfg.Powers = powers
+		cfg.Powers, cfg.Replicas = powers, replicas
 		if effectSQL != "" {
 			cfg.DB, cfg.DBName = ownedDB.Pool, targets.RedactDSN(ownedDB.DSN)
 		}

@@ -81,6 +81,11 @@ func runExampleServer(ctx context.Context, args []string, stderr io.Writer) (int
 		return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// HTTP/1.1 and HTTP/2 without TLS (h2c), as many services behind a
+	// proxy speak: a client may then release a burst in one packet.
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -85,7 +85,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		rf.apply(&cfg)
 		if started != nil {
 			cfg.Endpoint.Base = &url.URL{Scheme: started.url.Scheme, Host: started.url.Host}
-			cfg.Powers = started.powers
+			cfg.Powers, cfg.Replicas = started.powers, started.replicas
 			if e.EffectSQL != "" {
 				cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 			}
@@ -118,10 +118,11 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 // startedTarget is a suite's target that idemcheck started: a command or a
 // container image.
 type startedTarget struct {
-	url    *url.URL
-	powers scenarios.Powers
-	db     *targets.Database
-	close  func()
+	url      *url.URL
+	replicas int
+	powers   scenarios.Powers
+	db       *targets.Database
+	close    func()
 }
 
 func startSuiteTarget(ctx context.Context, s *suite.Suite, dsn string, stderr io.Writer) (*startedTarget, error) {
@@ -140,5 +141,5 @@ func startSuiteTarget(ctx context.Context, s *suite.Suite, dsn string, stderr io
 	if err != nil {
 		return nil, err
 	}
-	return &startedTarget{url: pt.URL, powers: pt.Powers(), db: pt.DB, close: pt.Close}, nil
+	return &startedTarget{url: pt.URL, replicas: pt.Replicas(), powers: pt.Powers(), db: pt.DB, close: pt.Close}, nil
 }

@@ -109,7 +109,7 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 func EndpointConfig(app string, pt *certify.ProcessTarget) certify.Config {
 	base := pt.URL
 	cfg := certify.Config{
-		Powers: pt.Powers(), DB: pt.DB.Pool, DBName: "the " + app + " database",
+		Powers: pt.Powers(), Replicas: pt.Replicas(), DB: pt.DB.Pool, DBName: "the " + app + " database",
 		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
 	}
 	cfg.Endpoint.Base = base

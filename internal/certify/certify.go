@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -44,6 +45,14 @@ type Config struct {
 	// Rate caps requests per second (scenarios.DefaultRate when 0); a
 	// negative rate means no cap.
 	Rate float64
+	// Protocol chooses the burst engine (auto when empty).
+	Protocol wire.Protocol
+	// Replicas is how many instances of the target share its address
+	// behind idemcheck's per-connection balancer. With more than one, auto
+	// bursts go out over HTTP/1.1: an HTTP/2 burst is one connection, which
+	// that balancer hands to one replica, while a real deployment's
+	// per-request balancing spreads the attempts over all of them.
+	Replicas int
 	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
 	MaxDuration time.Duration
 	Progress    func(scenarios.Progress)
@@ -101,6 +110,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		EffectQuery: cfg.EffectSQL,
 	}}
 	h.Run.Checks = plan
+	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {
+		cfg.Protocol = wire.ProtocolHTTP1
+	}
 	rate := cfg.Rate
 	if rate == 0 {
 		rate = scenarios.DefaultRate
@@ -113,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
-		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers,
+		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
 		if errors.Is(context.Cause(runCtx), errMaxDuration) && ctx.Err() == nil {

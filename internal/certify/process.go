@@ -93,6 +93,9 @@ func proxyDatabase(db *targets.Database) (*faults.Link, string, error) {
 	return nil, "", idemcheck.Unavailablef("database link: %v", err)
 }
 
+// Replicas is how many instances of the target run.
+func (pt *ProcessTarget) Replicas() int { return len(pt.Process.Instances()) }
+
 // Powers are the harness's hold on the target, for the fault checks.
 func (pt *ProcessTarget) Powers() *ProcessPowers { return &ProcessPowers{pt: pt} }
 

@@ -63,7 +63,7 @@ func certifyProcess(t *testing.T, v orders.Variant, instances int, checks ...str
 	defer pt.Close()
 	cfg := ordersConfig(pt.URL, pt.DB.Pool)
 	cfg.Policy.Lease = testLease
-	cfg.Powers = pt.Powers()
+	cfg.Powers, cfg.Replicas = pt.Powers(), pt.Replicas()
 	cfg.Checks = checks
 	cfg.Endpoint.Other = &scenarios.OtherEndpoint{Method: "POST", Path: idemcheck.MustTemplate("/payments")}
 	failing := idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":402}`)

@@ -119,7 +119,11 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	}
 	spread := ""
 	if r.Stats.BurstSpreadMedianUS > 0 {
-		spread = fmt.Sprintf(", burst release spread %d us (median)", r.Stats.BurstSpreadMedianUS)
+		spread = fmt.Sprintf(", burst release spread %d us (median", r.Stats.BurstSpreadMedianUS)
+		if r.Stats.BurstProtocol != "" {
+			spread += ", " + r.Stats.BurstProtocol
+		}
+		spread += ")"
 	}
 	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies, %d attempts in %.1fs%s, seed %d\n",
 		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread, r.Seed)

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Burst sends reqs concurrently, each once on its own connection to addr,
-// released as close to the same instant as one machine allows (last-byte
-// synchronisation):
+// burstHTTP1 sends reqs concurrently, each once on its own connection to
+// addr, released as close to the same instant as one machine allows
+// (last-byte synchronisation):
 //
 //  1. every connection is opened (and its TLS handshake done) first;
 //  2. every request is written except its final byte, so the server holds
@@ -22,11 +22,11 @@ import (
 // reply wakes a goroutine while final bytes are still going out; FirstByte is
 // therefore when the harness read the first reply byte, not when it arrived.
 //
-// Burst returns one Result per request, in order, and the release spread:
-// the time between the first and the last final-byte write. An attempt that
+// It returns one Result per request, in order, and the release spread: the
+// time between the first and the last final-byte write. An attempt that
 // failed before its release (dial, handshake, prefix write) is not released
 // and has Written false.
-func (c *Client) Burst(ctx context.Context, addr string, reqs []Request) ([]Result, time.Duration) {
+func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([]Result, time.Duration) {
 	as := make([]*attempt, len(reqs))
 	for i, req := range reqs {
 		as[i] = c.newAttempt(ctx, addr, req)

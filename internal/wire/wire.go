@@ -1,4 +1,5 @@
-// Package wire is the harness's own HTTP/1.1 client.
+// Package wire is the harness's own HTTP client: HTTP/1.1 for single
+// attempts and bursts, and HTTP/2 for bursts to targets that speak it.
 //
 // The harness must own every send: one call is one attempt, and nothing is
 // ever sent twice behind its back. net/http's Transport does not give that
@@ -8,6 +9,9 @@
 // records one. This package therefore writes every request by hand on its
 // own fresh TCP (or TLS) connection, marked "Connection: close", reads the
 // reply with http.ReadResponse, closes the connection, and never retries.
+// An HTTP/2 burst (h2.go) is the one exception to "one connection per
+// attempt": its attempts are the streams of one fresh connection, each
+// opened once and never resent.
 package wire
 
 import (
@@ -123,6 +127,9 @@ type Client struct {
 	// MaxBody cuts reply bodies to this many bytes; Result.Truncated says
 	// so. Zero or less means DefaultMaxBody.
 	MaxBody int64
+	// Protocol chooses how bursts are sent (see SendBurst). Empty means
+	// ProtocolHTTP1, so a caller that does not choose keeps HTTP/1.1.
+	Protocol Protocol
 }
 
 // Do sends req once on a fresh connection to addr (host:port, typically a
@@ -151,6 +158,21 @@ func (c *Client) Encode(addr string, req Request) ([]byte, error) {
 		host = addr
 	}
 	return encode(host, req)
+}
+
+// http1TLS is the TLS configuration of an HTTP/1.1 connection: the caller's,
+// without "h2" among the ALPN protocols, since the bytes written on it are
+// HTTP/1.1 whatever the server would prefer.
+func (c *Client) http1TLS() *tls.Config {
+	if !slices.Contains(c.TLS.NextProtos, "h2") {
+		return c.TLS
+	}
+	cfg := c.TLS.Clone()
+	cfg.NextProtos = slices.DeleteFunc(slices.Clone(cfg.NextProtos), func(p string) bool { return p == "h2" })
+	if len(cfg.NextProtos) == 0 {
+		cfg.NextProtos = []string{"http/1.1"}
+	}
+	return cfg
 }
 
 func (c *Client) timeout() time.Duration {
@@ -226,7 +248,7 @@ func (a *attempt) dial(addr string) bool {
 		return false
 	}
 	if a.c.TLS != nil {
-		tc := tls.Client(conn, a.c.TLS)
+		tc := tls.Client(conn, a.c.http1TLS())
 		if err := tc.HandshakeContext(ctx); err != nil {
 			conn.Close()
 			a.fail(fmt.Errorf("tls handshake: %w", err), classify(err))

@@ -113,6 +113,11 @@ func run() error {
 		return fmt.Errorf("orders: %w", err)
 	}
 	srv := &http.Server{Handler: orders.RoundRobin(handlers...), ReadHeaderTimeout: 10 * time.Second}
+	// HTTP/1.1 and HTTP/2 without TLS (h2c), as many services behind a
+	// proxy speak: a client may then release a burst in one packet.
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	slog.Info("orders: serving", "addr", ln.Addr().String(), "variant", variant, "lease", *lease, "instances", *instances)
 
 	served := make(chan error, 1)

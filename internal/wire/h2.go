@@ -1,0 +1,738 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// The receive windows a burst connection advertises. Replies of every
+// stream arrive at once, and a reply held back by flow control would make
+// its attempt look slow, so the windows are large enough that the harness
+// never has to return credit while the replies of a burst come in.
+const (
+	h2StreamWindow = 4 << 20
+	h2ConnWindow   = 1 << 30
+	// h2DefaultWindow is the window every HTTP/2 stream and connection
+	// starts with (RFC 9113, section 6.9.2).
+	h2DefaultWindow = 65535
+	// h2MaxHeaderBlock bounds the header block of one reply.
+	h2MaxHeaderBlock = 1 << 20
+)
+
+// h2Ping is the payload of the ping that closes the prefix of a burst.
+var h2Ping = [8]byte{'i', 'd', 'e', 'm', 'c', 'h', 'c', 'k'}
+
+// errH2Protocol marks a reply the harness could not accept as HTTP/2: a
+// bad frame, an undecodable header block, a frame the settings forbid. Its
+// attempts end "malformed", as a garbled HTTP/1.1 reply would.
+var errH2Protocol = errors.New("http2 protocol error")
+
+// burstH2 sends reqs as the streams of one HTTP/2 connection (single-packet
+// release):
+//
+//  1. one connection is opened (h2c prior knowledge in the clear, ALPN "h2"
+//     over TLS) and the settings are exchanged;
+//  2. every stream is opened: its HEADERS and all of its body but the last
+//     byte, so the server holds each request incomplete;
+//  3. a PING is sent and its answer awaited: a server handles a
+//     connection's frames in order, so by then it has read every prefix
+//     (Go's starts every request's handler), and the release does not
+//     queue behind prefixes still being parsed; measured, the first two
+//     arrivals are closer with the PING than without;
+//  4. the final DATA frame of every stream (the last body byte, or an empty
+//     frame for a request without a body, with END_STREAM) is written in
+//     one write call, so they leave in one TCP packet;
+//  5. the replies are read and told apart by stream id.
+//
+// Holding the last body byte, not only END_STREAM, keeps a server from
+// acting on a body it can parse before the stream ends (a JSON decoder
+// stops at the closing brace). Unlike HTTP/1.1 it cannot hold the request
+// headers: a header block must be sent whole before any other frame, so a
+// server that acts on headers alone acts before the release.
+//
+// When the server allows fewer concurrent streams than the burst has, or
+// (in auto mode) does not speak HTTP/2, the burst goes out over HTTP/1.1
+// instead, and the result says so.
+func (c *Client) burstH2(ctx context.Context, addr string, reqs []Request, auto bool) BurstResult {
+	as := make([]*attempt, len(reqs))
+	var live []*h2stream
+	var deadline time.Time
+	for i, req := range reqs {
+		a := c.newAttempt(ctx, addr, req)
+		as[i] = a
+		if a.done() {
+			continue
+		}
+		live = append(live, &h2stream{a: a, req: req})
+		if deadline.IsZero() || a.deadline.Before(deadline) {
+			deadline = a.deadline
+		}
+	}
+	results := func() []Result {
+		out := make([]Result, len(as))
+		for i, a := range as {
+			if a.res.End.IsZero() {
+				a.finish()
+			}
+			out[i] = a.res
+		}
+		return out
+	}
+	if len(live) == 0 {
+		return BurstResult{Results: results(), Protocol: ProtocolH2}
+	}
+
+	hc, err := c.dialH2(ctx, addr, deadline)
+	if errors.Is(err, errNotH2) {
+		if auto {
+			res, spread := c.burstHTTP1(ctx, addr, reqs)
+			return BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+		}
+	}
+	if err != nil {
+		kind := classify(err)
+		if errors.Is(err, errNotH2) {
+			kind = KindOther
+		}
+		for _, s := range live {
+			s.a.fail(err, kind)
+		}
+		return BurstResult{Results: results(), Protocol: ProtocolH2}
+	}
+	if n := len(live); uint64(n) > uint64(hc.maxStreams) {
+		hc.close()
+		res, spread := c.burstHTTP1(ctx, addr, reqs)
+		return BurstResult{
+			Results: res, Spread: spread, Protocol: ProtocolHTTP1, MaxStreams: hc.maxStreams,
+			Fallback: fmt.Sprintf("the server allows %d concurrent HTTP/2 streams and the burst has %d, so it went out over HTTP/1.1", hc.maxStreams, n),
+		}
+	}
+	spread := hc.burst(live)
+	hc.close()
+	return BurstResult{Results: results(), Spread: spread, Protocol: ProtocolH2, MaxStreams: hc.maxStreams}
+}
+
+// h2conn is the client side of one HTTP/2 connection carrying one burst.
+// One goroutine drives it: frames are written into wbuf and flushed at
+// chosen points, and read only when the burst needs what they say.
+type h2conn struct {
+	c    *Client
+	ctx  context.Context
+	addr string
+	conn net.Conn
+	stop func() bool
+	br   *bufio.Reader
+	rfr  *http2.Framer // reads frames from br
+	wbuf bytes.Buffer
+	wfr  *http2.Framer // writes frames into wbuf
+	henc *hpack.Encoder
+	hbuf bytes.Buffer
+	hdec *hpack.Decoder
+
+	// The server's settings, and what is left of its connection window.
+	maxStreams    uint32
+	initialWindow int64
+	maxFrame      uint32
+	connWindow    int64
+	settingsSeen  bool
+	ackSeen       bool
+	pingSeen      bool
+
+	streams map[uint32]*h2stream
+	open    int // streams still waiting for the end of their reply
+	// A header block being reassembled from HEADERS and CONTINUATION.
+	block       []byte
+	blockStream uint32
+	blockEnd    bool
+	unacked     int64 // reply bytes not yet returned as connection credit
+}
+
+// h2stream is one attempt of an HTTP/2 burst.
+type h2stream struct {
+	a       *attempt
+	req     Request
+	id      uint32
+	final   []byte // the held-back last body byte; nil without a body
+	window  int64  // what the server lets this stream send
+	unacked int64
+	done    bool
+}
+
+// dialH2 opens an HTTP/2 connection and exchanges settings. In the clear,
+// an answer other than a SETTINGS frame (or none within probeTimeout) is
+// errNotH2, as is an ALPN choice other than "h2" over TLS.
+func (c *Client) dialH2(ctx context.Context, addr string, deadline time.Time) (*h2conn, error) {
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hc := &h2conn{
+		c: c, ctx: ctx, addr: addr, conn: conn,
+		maxStreams: math.MaxUint32, initialWindow: h2DefaultWindow, maxFrame: 16384, connWindow: h2DefaultWindow,
+		streams: map[uint32]*h2stream{},
+	}
+	// The deadline is set before the cancellation hook, which would
+	// otherwise be undone by it.
+	if err := conn.SetDeadline(deadline); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	hc.stop = context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	if c.TLS != nil {
+		cfg := c.TLS.Clone()
+		// http/1.1 is offered even when HTTP/2 is forced: a server that
+		// speaks only HTTP/1.1 may refuse a handshake that offers nothing
+		// else, and choosing http/1.1 says more than a failed handshake.
+		cfg.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			hc.closeConn()
+			return nil, fmt.Errorf("tls handshake: %w", err)
+		}
+		if np := tc.ConnectionState().NegotiatedProtocol; np != http2.NextProtoTLS {
+			hc.closeConn()
+			if np == "" {
+				np = "none"
+			}
+			return nil, fmt.Errorf("%w: ALPN offered h2 and http/1.1, the server chose %s", errNotH2, np)
+		}
+		hc.conn = tc
+	}
+	hc.br = bufio.NewReaderSize(hc.conn, 32<<10)
+	hc.rfr = http2.NewFramer(nil, hc.br)
+	hc.wfr = http2.NewFramer(&hc.wbuf, nil)
+	hc.henc = hpack.NewEncoder(&hc.hbuf)
+	hc.hdec = hpack.NewDecoder(4096, nil)
+	hc.hdec.SetMaxStringLength(h2MaxHeaderBlock)
+
+	hc.wbuf.WriteString(http2.ClientPreface)
+	hc.wfr.WriteSettings(
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: h2MaxHeaderBlock},
+	)
+	hc.wfr.WriteWindowUpdate(0, h2ConnWindow-h2DefaultWindow)
+	if err := hc.flush(); err != nil {
+		hc.closeConn()
+		return nil, err
+	}
+	if c.TLS == nil {
+		if err := hc.expectSettings(deadline); err != nil {
+			hc.closeConn()
+			return nil, err
+		}
+	}
+	for !hc.settingsSeen || !hc.ackSeen {
+		if err := hc.next(); err != nil {
+			hc.closeConn()
+			return nil, err
+		}
+	}
+	if err := hc.flush(); err != nil {
+		hc.closeConn()
+		return nil, err
+	}
+	return hc, nil
+}
+
+// expectSettings reads the first bytes of the server's answer to the h2c
+// preface: an HTTP/2 server's first frame is SETTINGS on stream 0, while an
+// HTTP/1.1 server answers with a status line (or says nothing).
+func (hc *h2conn) expectSettings(deadline time.Time) error {
+	probeBy := time.Now().Add(probeTimeout)
+	if probeBy.After(deadline) {
+		probeBy = deadline
+	}
+	hc.conn.SetReadDeadline(probeBy)
+	head, err := hc.br.Peek(9)
+	if err != nil {
+		if hc.ctx.Err() != nil || !time.Now().Before(deadline) {
+			// The attempts' own time ran out: that is their outcome.
+			return err
+		}
+		return fmt.Errorf("%w: no HTTP/2 SETTINGS frame answered the h2c preface (%v)", errNotH2, err)
+	}
+	if http2.FrameType(head[3]) != http2.FrameSettings || head[4]&byte(http2.FlagSettingsAck) != 0 ||
+		head[5]|head[6]|head[7]|head[8] != 0 {
+		return fmt.Errorf("%w: the h2c preface was answered with %q", errNotH2, printable(head))
+	}
+	if err := hc.conn.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	// A cancellation that came while the probe's deadline was set has been
+	// undone by the line above.
+	return hc.ctx.Err()
+}
+
+// burst sends the streams and reads their replies; it returns the release
+// spread: how long the one write of all final frames took.
+func (hc *h2conn) burst(streams []*h2stream) time.Duration {
+	hc.open = len(streams)
+	for i, s := range streams {
+		s.id = uint32(2*i + 1)
+		s.window = hc.initialWindow
+		hc.streams[s.id] = s
+		if n := len(s.req.Body); n > 0 {
+			s.final = s.req.Body[n-1:]
+		}
+	}
+	for _, s := range streams {
+		if err := hc.writePrefix(s); err != nil {
+			hc.endAll(err)
+			return 0
+		}
+	}
+	hc.wfr.WritePing(false, h2Ping)
+	if err := hc.flush(); err != nil {
+		hc.endAll(err)
+		return 0
+	}
+	for !hc.pingSeen || !hc.finalsFit(streams) {
+		if err := hc.next(); err != nil {
+			hc.endAll(err)
+			return 0
+		}
+	}
+	if err := hc.flush(); err != nil {
+		hc.endAll(err)
+		return 0
+	}
+
+	var released []*h2stream
+	for _, s := range streams {
+		if !s.done {
+			hc.wfr.WriteData(s.id, true, s.final)
+			s.window -= int64(len(s.final))
+			hc.connWindow -= int64(len(s.final))
+			released = append(released, s)
+		}
+	}
+	if len(released) == 0 {
+		return 0
+	}
+	start := time.Now()
+	_, err := hc.conn.Write(hc.wbuf.Bytes())
+	sent := time.Now()
+	hc.wbuf.Reset()
+	if err != nil {
+		for _, s := range released {
+			hc.fail(s, err, classify(err))
+		}
+		hc.endAll(err)
+		return 0
+	}
+	for _, s := range released {
+		s.a.sent(sent)
+	}
+
+	for hc.open > 0 {
+		err := hc.next()
+		if err == nil {
+			err = hc.flush()
+		}
+		if err != nil {
+			hc.endAll(err)
+			break
+		}
+	}
+	return sent.Sub(start)
+}
+
+// writePrefix writes a stream's HEADERS and its body but the last byte,
+// within the flow-control windows the server grants.
+func (hc *h2conn) writePrefix(s *h2stream) error {
+	block := hc.headerBlock(s.req)
+	first := true
+	for first || len(block) > 0 {
+		n := min(len(block), int(hc.maxFrame))
+		frag, end := block[:n], n == len(block)
+		if first {
+			hc.wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: frag, EndHeaders: end})
+			first = false
+		} else {
+			hc.wfr.WriteContinuation(s.id, end, frag)
+		}
+		block = block[n:]
+	}
+	rest := s.req.Body[:len(s.req.Body)-len(s.final)]
+	for len(rest) > 0 && !s.done {
+		n := min(int64(len(rest)), int64(hc.maxFrame), s.window, hc.connWindow)
+		if n <= 0 {
+			// Out of credit: what is written so far must reach the server
+			// before it can grant more.
+			if err := hc.flush(); err != nil {
+				return err
+			}
+			if err := hc.next(); err != nil {
+				return err
+			}
+			continue
+		}
+		hc.wfr.WriteData(s.id, false, rest[:n])
+		s.window -= n
+		hc.connWindow -= n
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// finalsFit reports whether the server's windows admit every final frame.
+func (hc *h2conn) finalsFit(streams []*h2stream) bool {
+	var total int64
+	for _, s := range streams {
+		if !s.done {
+			if s.window < int64(len(s.final)) {
+				return false
+			}
+			total += int64(len(s.final))
+		}
+	}
+	return hc.connWindow >= total
+}
+
+// headerBlock encodes a request's header block, with the same headers the
+// HTTP/1.1 encoding writes (framing headers left out, a default User-Agent,
+// Content-Length), lower-cased as HTTP/2 requires.
+func (hc *h2conn) headerBlock(req Request) []byte {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	path := req.Path
+	if path == "" {
+		path = "/"
+	}
+	scheme := "http"
+	if hc.c.TLS != nil {
+		scheme = "https"
+	}
+	host := hc.c.Host
+	if host == "" {
+		host = hc.addr
+	}
+	hc.hbuf.Reset()
+	field := func(name, value string, sensitive bool) {
+		hc.henc.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: sensitive})
+	}
+	field(":method", method, false)
+	field(":scheme", scheme, false)
+	field(":authority", host, false)
+	field(":path", path, false)
+	keys := make([]string, 0, len(req.Header))
+	hasUA := false
+	for k := range req.Header {
+		ck := http.CanonicalHeaderKey(k)
+		hasUA = hasUA || ck == "User-Agent"
+		if !framing[ck] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		name := strings.ToLower(k)
+		sensitive := name == "authorization" || name == "cookie" || name == "proxy-authorization"
+		for _, v := range req.Header[k] {
+			field(name, v, sensitive)
+		}
+	}
+	if !hasUA {
+		field("user-agent", DefaultUserAgent, false)
+	}
+	if len(req.Body) > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		field("content-length", strconv.Itoa(len(req.Body)), false)
+	}
+	return bytes.Clone(hc.hbuf.Bytes())
+}
+
+// flush writes the frames queued in wbuf.
+func (hc *h2conn) flush() error {
+	if hc.wbuf.Len() == 0 {
+		return nil
+	}
+	_, err := hc.conn.Write(hc.wbuf.Bytes())
+	hc.wbuf.Reset()
+	return err
+}
+
+// next reads one frame and applies it.
+func (hc *h2conn) next() error {
+	f, err := hc.rfr.ReadFrame()
+	if err != nil {
+		var ce http2.ConnectionError
+		var se http2.StreamError
+		if errors.As(err, &ce) || errors.As(err, &se) || errors.Is(err, http2.ErrFrameTooLarge) {
+			return fmt.Errorf("%w: %w", errH2Protocol, err)
+		}
+		return err
+	}
+	return hc.handle(f, time.Now())
+}
+
+// handle applies one frame read at time now. Its error ends the connection.
+func (hc *h2conn) handle(f http2.Frame, now time.Time) error {
+	fh := f.Header()
+	s := hc.streams[fh.StreamID]
+	// Only the reply's own frames count as its bytes: a WINDOW_UPDATE for a
+	// stream is credit for the request still going out.
+	if reply := fh.Type == http2.FrameHeaders || fh.Type == http2.FrameContinuation ||
+		fh.Type == http2.FrameData || fh.Type == http2.FrameRSTStream; reply && s != nil && !s.done {
+		if s.a.res.FirstByte.IsZero() {
+			s.a.res.FirstByte = now
+		}
+		s.a.res.Received += int64(9 + fh.Length)
+	}
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			hc.ackSeen = true
+			return nil
+		}
+		err := f.ForeachSetting(func(st http2.Setting) error {
+			switch st.ID {
+			case http2.SettingMaxConcurrentStreams:
+				hc.maxStreams = st.Val
+			case http2.SettingInitialWindowSize:
+				delta := int64(st.Val) - hc.initialWindow
+				hc.initialWindow = int64(st.Val)
+				for _, s := range hc.streams {
+					s.window += delta
+				}
+			case http2.SettingMaxFrameSize:
+				hc.maxFrame = st.Val
+			case http2.SettingHeaderTableSize:
+				hc.henc.SetMaxDynamicTableSizeLimit(st.Val)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %w", errH2Protocol, err)
+		}
+		hc.settingsSeen = true
+		hc.wfr.WriteSettingsAck()
+	case *http2.WindowUpdateFrame:
+		if fh.StreamID == 0 {
+			hc.connWindow += int64(f.Increment)
+		} else if s != nil {
+			s.window += int64(f.Increment)
+		}
+	case *http2.PingFrame:
+		if f.IsAck() {
+			hc.pingSeen = hc.pingSeen || f.Data == h2Ping
+		} else {
+			hc.wfr.WritePing(true, f.Data)
+		}
+	case *http2.GoAwayFrame:
+		for id, s := range hc.streams {
+			if id > f.LastStreamID {
+				hc.fail(s, fmt.Errorf("the server's GOAWAY (%v) says stream %d was not processed", f.ErrCode, id), KindRefused)
+			}
+		}
+	case *http2.RSTStreamFrame:
+		if s == nil {
+			return fmt.Errorf("%w: RST_STREAM on stream %d, which was never opened", errH2Protocol, fh.StreamID)
+		}
+		kind := KindReset
+		if f.ErrCode == http2.ErrCodeRefusedStream {
+			// RFC 9113, section 8.7: a refused stream was not processed.
+			kind = KindRefused
+		}
+		hc.fail(s, fmt.Errorf("stream reset by the server: %v", f.ErrCode), kind)
+	case *http2.HeadersFrame:
+		if s == nil {
+			return fmt.Errorf("%w: HEADERS on stream %d, which was never opened", errH2Protocol, fh.StreamID)
+		}
+		hc.block = append(hc.block[:0], f.HeaderBlockFragment()...)
+		hc.blockStream, hc.blockEnd = fh.StreamID, f.StreamEnded()
+		if f.HeadersEnded() {
+			return hc.headers()
+		}
+	case *http2.ContinuationFrame:
+		// The Framer has checked that it follows its HEADERS.
+		if len(hc.block)+len(f.HeaderBlockFragment()) > h2MaxHeaderBlock {
+			return fmt.Errorf("%w: a reply's header block exceeds %d bytes", errH2Protocol, h2MaxHeaderBlock)
+		}
+		hc.block = append(hc.block, f.HeaderBlockFragment()...)
+		if f.HeadersEnded() {
+			return hc.headers()
+		}
+	case *http2.DataFrame:
+		if s == nil {
+			return fmt.Errorf("%w: DATA on stream %d, which was never opened", errH2Protocol, fh.StreamID)
+		}
+		hc.credit(s, int64(fh.Length))
+		if s.done {
+			return nil
+		}
+		if s.a.res.Status == 0 {
+			hc.fail(s, fmt.Errorf("%w: DATA before the reply's headers", errH2Protocol), KindMalformed)
+			hc.wfr.WriteRSTStream(s.id, http2.ErrCodeProtocol)
+			return nil
+		}
+		limit := hc.c.maxBody()
+		data := f.Data()
+		if room := limit - int64(len(s.a.res.Body)); int64(len(data)) > room {
+			s.a.res.Body = append(s.a.res.Body, data[:room]...)
+			s.a.res.Truncated = true
+			// The rest is not wanted; the other streams keep the connection.
+			hc.wfr.WriteRSTStream(s.id, http2.ErrCodeCancel)
+			hc.complete(s)
+			return nil
+		}
+		s.a.res.Body = append(s.a.res.Body, data...)
+		if f.StreamEnded() {
+			hc.complete(s)
+		}
+	case *http2.PushPromiseFrame:
+		return fmt.Errorf("%w: PUSH_PROMISE although push was disabled", errH2Protocol)
+	}
+	return nil
+}
+
+// headers decodes a completed header block and applies it to its stream.
+// Blocks of finished streams are decoded too: the decoder's table is shared
+// by the whole connection.
+func (hc *h2conn) headers() error {
+	fields, err := hc.hdec.DecodeFull(hc.block)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errH2Protocol, err)
+	}
+	s := hc.streams[hc.blockStream]
+	if s.done {
+		return nil
+	}
+	if s.a.res.Status != 0 {
+		// Trailers: HTTP/1.1 replies are recorded without theirs too.
+		if hc.blockEnd {
+			hc.complete(s)
+		}
+		return nil
+	}
+	var status string
+	hdr := http.Header{}
+	for _, f := range fields {
+		if strings.HasPrefix(f.Name, ":") {
+			if f.Name == ":status" {
+				status = f.Value
+			}
+			continue
+		}
+		hdr.Add(http.CanonicalHeaderKey(f.Name), f.Value)
+	}
+	code, err := strconv.Atoi(status)
+	if err != nil || len(status) != 3 || code < 100 {
+		hc.fail(s, fmt.Errorf("%w: reply :status %q", errH2Protocol, status), KindMalformed)
+		hc.wfr.WriteRSTStream(s.id, http2.ErrCodeProtocol)
+		return nil
+	}
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		// An informational reply; the final one follows.
+		if hc.blockEnd {
+			hc.fail(s, fmt.Errorf("%w: the stream ended after a %d reply", errH2Protocol, code), KindMalformed)
+		}
+		return nil
+	}
+	s.a.res.Status, s.a.res.Header = code, hdr
+	if hc.blockEnd {
+		hc.complete(s)
+	}
+	return nil
+}
+
+// credit counts received DATA against the receive windows and returns
+// credit once half a window is used, so that no reply stalls.
+func (hc *h2conn) credit(s *h2stream, n int64) {
+	if n == 0 {
+		return
+	}
+	hc.unacked += n
+	if hc.unacked >= h2ConnWindow/2 {
+		hc.wfr.WriteWindowUpdate(0, uint32(hc.unacked))
+		hc.unacked = 0
+	}
+	s.unacked += n
+	if !s.done && s.unacked >= h2StreamWindow/2 {
+		hc.wfr.WriteWindowUpdate(s.id, uint32(s.unacked))
+		s.unacked = 0
+	}
+}
+
+func (hc *h2conn) complete(s *h2stream) {
+	if s.done {
+		return
+	}
+	s.done = true
+	s.a.res.End = time.Now()
+	hc.open--
+}
+
+func (hc *h2conn) fail(s *h2stream, err error, kind string) {
+	if s.done {
+		return
+	}
+	s.a.fail(err, kind)
+	s.done = true
+	s.a.res.End = time.Now()
+	hc.open--
+}
+
+// endAll ends every open stream with the connection's error. As for
+// HTTP/1.1, a stream cut before its status is "eof", after it "malformed",
+// and a transport error (reset, timeout) wins over both.
+func (hc *h2conn) endAll(err error) {
+	kind := classify(err)
+	if errors.Is(err, errH2Protocol) {
+		kind = KindMalformed
+	}
+	for _, s := range hc.streams {
+		k := kind
+		if k == KindEOF && s.a.res.Status != 0 {
+			k = KindMalformed
+		}
+		hc.fail(s, err, k)
+	}
+}
+
+// close says goodbye and closes the connection. Nothing is waited for: the
+// burst is over, or never started.
+func (hc *h2conn) close() {
+	if hc.ctx.Err() == nil {
+		hc.wbuf.Reset()
+		hc.wfr.WriteGoAway(0, http2.ErrCodeNo, nil)
+		hc.flush()
+	}
+	hc.closeConn()
+}
+
+func (hc *h2conn) closeConn() {
+	hc.stop()
+	hc.conn.Close()
+}
+
+// printable shows bytes that were meant to be a frame header, for an error.
+func printable(b []byte) string {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c < ' ' || c > '~' {
+			c = '.'
+		}
+		out[i] = c
+	}
+	return string(out)
+}
