@@ -27,12 +27,12 @@ func TestRewriteDSN(t *testing.T) {
 		// Query settings would override the host list: they go.
 		{"postgres://app@/shop?host=/var/run/postgresql&port=5433&sslmode=disable",
 			"postgres://app@127.0.0.1:40001/shop?sslmode=disable"},
-		{"postgres://app@[::1]:5432/shop?hostaddr=10.0.0.1", "postgres://app@127.0.0.1:40001/shop"},
+		{"postgres://app@[::1]:5432/shop?hostaddr=127.0.0.9", "postgres://app@127.0.0.1:40001/shop"},
 		// A password with an '@' and a '/', escaped as a URL must escape them.
 		{"postgres://app:p%40ss%2Fw@db/shop", "postgres://app:p%40ss%2Fw@127.0.0.1:40001/shop"},
 		{"host=db port=5432 user=app password='it\\'s a \\\\ secret' dbname=shop sslmode=disable",
 			`user=app password='it\'s a \\ secret' dbname=shop sslmode=disable host=127.0.0.1 port=40001`},
-		{"host=/var/run/postgresql dbname = shop hostaddr=10.0.0.1 port=5433",
+		{"host=/var/run/postgresql dbname = shop hostaddr=127.0.0.9 port=5433",
 			"dbname=shop host=127.0.0.1 port=40001"},
 		{"dbname=shop", "dbname=shop host=127.0.0.1 port=40001"},
 		{"", "host=127.0.0.1 port=40001"},
