@@ -1,0 +1,61 @@
+package textreport
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+func report() idemcheck.Report {
+	a := func(intent string) idemcheck.Anomaly {
+		ev := []idemcheck.Evidence{}
+		for i := 1; i <= 6; i++ {
+			ev = append(ev, idemcheck.Evidence{Attempt: i, Step: 1, Status: 201, Body: `{"orderId":"o` + string(rune('0'+i)) + `"}`})
+		}
+		return idemcheck.Anomaly{Kind: idemcheck.DuplicateEffect, Check: "concurrent-burst", Intent: intent, Key: "k-" + intent,
+			Explanation: "32 attempts sent key k for one intent, and the effect query counts 2 effects.",
+			Attempts: []int{1, 2, 3, 4, 5, 6}, Evidence: ev}
+	}
+	return idemcheck.Report{
+		Verdict: idemcheck.Fail, Seed: 7,
+		Target:  idemcheck.Target{Name: "orders", URL: "http://127.0.0.1:8080", Method: "POST", Path: "/orders", Database: "db"},
+		Checks: []idemcheck.CheckResult{
+			{Name: "concurrent-burst", Status: idemcheck.Fail, Anomalies: []int{0, 1}, Intents: 5, Attempts: 160},
+			{Name: "cross-endpoint", Status: idemcheck.Skip, Reason: "no second endpoint"},
+		},
+		Anomalies: []idemcheck.Anomaly{a("ic-1"), a("ic-2")},
+		Stats:     idemcheck.Stats{Attempts: 160, DurationMS: 1500, BurstSpreadMedianUS: 9, BurstProtocol: "h2"},
+	}
+}
+
+func TestWriteGroupsAnomaliesAndCapsEvidence(t *testing.T) {
+	var b bytes.Buffer
+	Write(&b, report(), false)
+	out := b.String()
+	assert.NotContains(t, out, "\033[", "no colour when asked for none")
+	assert.Contains(t, out, "FAIL  concurrent-burst   5 intents, 160 attempts, 2 anomalies (duplicate-effect x2)")
+	assert.Contains(t, out, "SKIP  cross-endpoint     no second endpoint")
+	assert.Equal(t, 1, strings.Count(out, "duplicate-effect in concurrent-burst"), "one anomaly of a kind in full")
+	assert.Contains(t, out, "and in 1 more intents of concurrent-burst: ic-2")
+	assert.Contains(t, out, "… 2 more witnesses: attempts 5, 6", "evidence capped at MaxEvidence")
+	assert.Contains(t, out, "verdict FAIL: 2 anomalies, 160 attempts in 1.5s, burst release spread 9 us (median, h2), seed 7")
+
+	b.Reset()
+	Write(&b, report(), true)
+	assert.Contains(t, b.String(), "\033[31m", "colour on a terminal")
+}
+
+func TestProgressOffTerminalPrintsALinePerCheck(t *testing.T) {
+	var b bytes.Buffer
+	p := &Progress{W: &b, Label: "orders"}
+	for _, c := range []string{"concurrent-burst", "concurrent-burst", "lost-reply"} {
+		p.Update(scenarios.Progress{Check: c, Round: 1, Rounds: 2, Sent: 1, Total: 10})
+	}
+	p.Done()
+	assert.Equal(t, "orders: concurrent-burst ...\norders: lost-reply ...\n", b.String())
+}
