@@ -19,11 +19,11 @@ func report() idemcheck.Report {
 		}
 		return idemcheck.Anomaly{Kind: idemcheck.DuplicateEffect, Check: "concurrent-burst", Intent: intent, Key: "k-" + intent,
 			Explanation: "32 attempts sent key k for one intent, and the effect query counts 2 effects.",
-			Attempts: []int{1, 2, 3, 4, 5, 6}, Evidence: ev}
+			Attempts:    []int{1, 2, 3, 4, 5, 6}, Evidence: ev}
 	}
 	return idemcheck.Report{
 		Verdict: idemcheck.Fail, Seed: 7,
-		Target:  idemcheck.Target{Name: "orders", URL: "http://127.0.0.1:8080", Method: "POST", Path: "/orders", Database: "db"},
+		Target: idemcheck.Target{Name: "orders", URL: "http://127.0.0.1:8080", Method: "POST", Path: "/orders", Database: "db"},
 		Checks: []idemcheck.CheckResult{
 			{Name: "concurrent-burst", Status: idemcheck.Fail, Anomalies: []int{0, 1}, Intents: 5, Attempts: 160},
 			{Name: "cross-endpoint", Status: idemcheck.Skip, Reason: "no second endpoint"},
