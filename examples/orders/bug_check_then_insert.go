@@ -39,19 +39,7 @@ func (s *Server) createCheckThenInsert(w http.ResponseWriter, r *http.Request, r
 	ctx := r.Context()
 
 	// 1. Check.
-	k, err := s.readKey(ctx, req)
-	switch {
-	case err == nil && !bytes.Equal(k.fingerprint, req.fingerprint):
-		writeMismatch(w)
-		return
-	case err == nil && k.status == "done":
-		s.st.replay(s, w, r, req, k)
-		return
-	case err == nil: // a running claim, left by a reference server on the same database
-		writeConflict(w, k.retryAfter)
-		return
-	case !errors.Is(err, pgx.ErrNoRows):
-		writeInternal(w, r, err)
+	if s.answerKnownKey(w, r, req) {
 		return
 	}
 	if s.cfg.AfterClaim != nil {
@@ -86,4 +74,25 @@ func (s *Server) createCheckThenInsert(w http.ResponseWriter, r *http.Request, r
 		return
 	}
 	rep.write(w, false)
+}
+
+// answerKnownKey is the check of the check-then-insert variants: a read of
+// the key, with no claim. It answers and reports true when the key is
+// known: another fingerprint (422), finished (the replay), or a claim left
+// running by a reference server on the same database (409).
+func (s *Server) answerKnownKey(w http.ResponseWriter, r *http.Request, req request) bool {
+	k, err := s.readKey(r.Context(), req)
+	switch {
+	case err == nil && !bytes.Equal(k.fingerprint, req.fingerprint):
+		writeMismatch(w)
+	case err == nil && k.status == "done":
+		s.st.replay(s, w, r, req, k)
+	case err == nil:
+		writeConflict(w, k.retryAfter)
+	case !errors.Is(err, pgx.ErrNoRows):
+		writeInternal(w, r, err)
+	default:
+		return false
+	}
+	return true
 }

@@ -21,13 +21,10 @@ package orders
 // -instances 2), reports duplicate-effect.
 
 import (
-	"bytes"
-	"errors"
 	"net/http"
 	"sync"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // InMemoryLock serialises same-key requests with a per-process mutex.
@@ -43,19 +40,7 @@ func (s *Server) createUnderProcessLock(w http.ResponseWriter, r *http.Request, 
 	unlock := s.locks.lock(string(req.client) + "\x00" + req.key)
 	defer unlock()
 
-	k, err := s.readKey(ctx, req)
-	switch {
-	case err == nil && !bytes.Equal(k.fingerprint, req.fingerprint):
-		writeMismatch(w)
-		return
-	case err == nil && k.status == "done":
-		s.st.replay(s, w, r, req, k)
-		return
-	case err == nil: // a running claim, left by a reference server on the same database
-		writeConflict(w, k.retryAfter)
-		return
-	case !errors.Is(err, pgx.ErrNoRows):
-		writeInternal(w, r, err)
+	if s.answerKnownKey(w, r, req) {
 		return
 	}
 	if s.cfg.AfterClaim != nil {
