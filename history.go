@@ -102,7 +102,8 @@ type Burst struct {
 	ID       int `json:"id"`
 	Attempts int `json:"attempts"`
 	// Spread is the client-side release spread: the time between the first
-	// and the last final byte written (over HTTP/2, the one write call).
+	// final write's start and the last final write's end (over HTTP/1.1 a
+	// final byte per connection, over HTTP/2 one write per lane).
 	Spread time.Duration `json:"spread_ns"`
 	// Protocol is what the burst went out with: "http1" or "h2".
 	Protocol string `json:"protocol,omitempty"`

@@ -13,7 +13,8 @@ import (
 //  1. every connection is opened (and its TLS handshake done) first;
 //  2. every request is written except its final byte, so the server holds
 //     each one incomplete and cannot act on any of them yet;
-//  3. the final bytes are written in one tight loop;
+//  3. the final bytes are written on the release lanes (releaseLanes): the
+//     first of every lane at the same instant, the rest in a tight loop;
 //  4. the replies are read concurrently.
 //
 // Holding back the final byte (the last body byte, or the last header byte
@@ -23,7 +24,8 @@ import (
 // therefore when the harness read the first reply byte, not when it arrived.
 //
 // It returns one Result per request, in order, and the release spread: the
-// time between the first and the last final-byte write. An attempt that
+// time between the first and the last final-byte write (each stamped when
+// its write returned). An attempt that
 // failed before its release (dial, handshake, prefix write) is not released
 // and has Written false.
 func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([]Result, time.Duration) {
@@ -59,18 +61,15 @@ func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([
 			a.finish()
 		}
 	}
-	// The release loop does nothing but one small write per connection; the
-	// time stamps are taken after each write and kept for later.
+	// The release does nothing but one small write per connection; the time
+	// stamps are taken after each write and kept for later.
 	sent := make([]time.Time, len(ready))
 	errs := make([]error, len(ready))
-	for i, a := range ready {
-		_, errs[i] = a.conn.Write(a.wire[len(a.wire)-1:])
+	releaseLanes(c.laneCount(len(ready)), len(ready), func(i int) {
+		_, errs[i] = ready[i].conn.Write(ready[i].wire[len(ready[i].wire)-1:])
 		sent[i] = time.Now()
-	}
-	var spread time.Duration
-	if len(ready) > 1 {
-		spread = sent[len(sent)-1].Sub(sent[0])
-	}
+	})
+	spread := span(sent)
 
 	for i, a := range ready {
 		wg.Go(func() {

@@ -105,18 +105,19 @@ func orderBody(i int) []byte {
 }
 
 // checkEcho checks that every reply came back on its own stream: request i
-// was answered with its own X-Seq.
-func checkEcho(t *testing.T, r BurstResult, n int) {
+// was answered with its own X-Seq; and that the final frames of each of
+// the lanes left in one write: request i went with request i%lanes.
+func checkEcho(t *testing.T, r BurstResult, n, lanes int) {
 	t.Helper()
 	require.Len(t, r.Results, n)
-	sent := r.Results[0].Sent
 	for i, res := range r.Results {
+		sent := r.Results[i%lanes].Sent
 		require.NoError(t, res.Err, "request %d", i)
 		assert.True(t, res.Written, "request %d", i)
 		assert.Equal(t, http.StatusCreated, res.Status)
 		assert.Equal(t, strconv.Itoa(i), string(res.Body), "request %d got another stream's reply", i)
 		assert.Equal(t, strconv.Itoa(i), res.Header.Get("X-Echo"))
-		assert.Equal(t, sent, res.Sent, "every final frame left in one write")
+		assert.Equal(t, sent, res.Sent, "every final frame of a lane left in one write")
 		assert.False(t, res.Start.After(res.Sent))
 		assert.False(t, res.Sent.After(res.FirstByte))
 		assert.False(t, res.FirstByte.After(res.End))
@@ -132,31 +133,42 @@ func arrivalSpread(seen []seenRequest) time.Duration {
 	return slices.MaxFunc(at, time.Time.Compare).Sub(slices.MinFunc(at, time.Time.Compare))
 }
 
+// A burst's streams go out over one h2c connection per release lane, each
+// lane's final frames in one write; every request arrives whole, once.
 func TestBurstH2C(t *testing.T) {
 	const n, rounds = 32, 10
-	var target echoTarget
-	addr := h2cServer(t, &target, 0)
-	c := &Client{Protocol: ProtocolH2}
-	for round := range rounds {
-		r := c.SendBurst(context.Background(), addr, burstOf(n, "POST", orderBody))
-		assert.Equal(t, ProtocolH2, r.Protocol)
-		assert.Empty(t, r.Fallback)
-		assert.Positive(t, r.Spread, "the release spread is recorded")
-		checkEcho(t, r, n)
+	for _, lanes := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+			var target echoTarget
+			addr := h2cServer(t, &target, 0)
+			c := &Client{Protocol: ProtocolH2, Lanes: lanes}
+			for round := range rounds {
+				r := c.SendBurst(context.Background(), addr, burstOf(n, "POST", orderBody))
+				assert.Equal(t, ProtocolH2, r.Protocol)
+				assert.Empty(t, r.Fallback)
+				assert.Positive(t, r.Spread, "the release spread is recorded")
+				checkEcho(t, r, n, lanes)
 
-		seen := target.take()
-		require.Len(t, seen, n, "the server saw every request once")
-		remotes := map[string]bool{}
-		for _, s := range seen {
-			remotes[s.remote] = true
-			assert.Equal(t, 2, s.proto)
-			assert.Equal(t, "same-key", s.key)
-			seq, err := strconv.Atoi(s.seq)
-			require.NoError(t, err)
-			assert.Equal(t, len(orderBody(seq)), s.bodyLen, "the whole body arrived, last byte included")
-		}
-		assert.Len(t, remotes, 1, "every stream came on one connection")
-		t.Logf("round %d: client release spread %v, server arrival spread %v", round, r.Spread, arrivalSpread(seen))
+				seen := target.take()
+				require.Len(t, seen, n, "the server saw every request once")
+				remoteOf := map[int]string{}
+				for _, s := range seen {
+					assert.Equal(t, 2, s.proto)
+					assert.Equal(t, "same-key", s.key)
+					seq, err := strconv.Atoi(s.seq)
+					require.NoError(t, err)
+					assert.Equal(t, len(orderBody(seq)), s.bodyLen, "the whole body arrived, last byte included")
+					remoteOf[seq] = s.remote
+				}
+				remotes := map[string]bool{}
+				for seq, remote := range remoteOf {
+					remotes[remote] = true
+					assert.Equal(t, remoteOf[seq%lanes], remote, "request %d went on lane %d's connection", seq, seq%lanes)
+				}
+				assert.Len(t, remotes, lanes, "one connection per lane")
+				t.Logf("round %d: client release spread %v, server arrival spread %v", round, r.Spread, arrivalSpread(seen))
+			}
+		})
 	}
 }
 
@@ -164,9 +176,10 @@ func TestBurstH2C(t *testing.T) {
 func TestBurstH2NoBody(t *testing.T) {
 	var target echoTarget
 	addr := h2cServer(t, &target, 0)
-	r := (&Client{Protocol: ProtocolH2}).SendBurst(context.Background(), addr, burstOf(8, "GET", nil))
+	c := &Client{Protocol: ProtocolH2}
+	r := c.SendBurst(context.Background(), addr, burstOf(8, "GET", nil))
 	assert.Equal(t, ProtocolH2, r.Protocol)
-	checkEcho(t, r, 8)
+	checkEcho(t, r, 8, c.laneCount(8))
 	assert.Len(t, target.take(), 8)
 }
 
@@ -180,7 +193,7 @@ func TestBurstH2TLS(t *testing.T) {
 		assert.Equal(t, ProtocolH2, r.Protocol, "ALPN chose h2")
 		assert.Empty(t, r.Fallback)
 		assert.Positive(t, r.Spread)
-		checkEcho(t, r, n)
+		checkEcho(t, r, n, c.laneCount(n))
 		seen := target.take()
 		require.Len(t, seen, n)
 		for _, s := range seen {
@@ -219,7 +232,7 @@ func TestBurstH2MaxConcurrentStreams(t *testing.T) {
 	r = c.SendBurst(context.Background(), addr, burstOf(8, "POST", orderBody))
 	assert.Equal(t, ProtocolH2, r.Protocol)
 	assert.Empty(t, r.Fallback)
-	checkEcho(t, r, 8)
+	checkEcho(t, r, 8, c.laneCount(8))
 }
 
 func TestProbe(t *testing.T) {
@@ -321,9 +334,10 @@ func TestBurstH2FlowControl(t *testing.T) {
 	var target echoTarget
 	addr := h2cServer(t, &target, 0)
 	body := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, size) }
-	r := (&Client{Protocol: ProtocolH2}).SendBurst(context.Background(), addr, burstOf(n, "PUT", body))
+	c := &Client{Protocol: ProtocolH2}
+	r := c.SendBurst(context.Background(), addr, burstOf(n, "PUT", body))
 	assert.Equal(t, ProtocolH2, r.Protocol)
-	checkEcho(t, r, n)
+	checkEcho(t, r, n, c.laneCount(n))
 	seen := target.take()
 	require.Len(t, seen, n)
 	for _, s := range seen {

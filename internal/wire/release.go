@@ -9,18 +9,20 @@ import (
 type BurstResult struct {
 	// Results holds one Result per request, in request order.
 	Results []Result
-	// Spread is the client release spread. Over HTTP/1.1 it is the time
-	// between the first and the last final-byte write; over HTTP/2 every
-	// final frame leaves in one write call, and Spread is that call's
-	// duration, an upper bound of the time between the first and the last
-	// final frame handed to the kernel. Zero when nothing was released.
+	// Spread is the client release spread: the time from the start of the
+	// first final write to the end of the last. Over HTTP/1.1 there is one
+	// 1-byte final write per connection; over HTTP/2 one write per release
+	// lane carries every final frame of that lane's connection, so Spread
+	// is an upper bound of the time between the first and the last final
+	// frame handed to the kernel. Zero when nothing was released.
 	Spread time.Duration
 	// Protocol is the protocol the burst went out with: ProtocolHTTP1 or
 	// ProtocolH2.
 	Protocol Protocol
 	// Fallback, when not empty, says why a burst meant for HTTP/2 went out
 	// over HTTP/1.1: the server allows fewer concurrent streams than the
-	// burst has. Reports show it, since the release was then not one packet.
+	// burst has. Reports show it, since the release was then not one packet
+	// per lane.
 	Fallback string
 	// MaxStreams is the server's SETTINGS_MAX_CONCURRENT_STREAMS when an
 	// HTTP/2 connection was made (math.MaxUint32 when it set none), else 0.
@@ -39,18 +41,24 @@ func (c *Client) Burst(ctx context.Context, addr string, reqs []Request) ([]Resu
 // Client's Protocol chooses the engine:
 //
 //   - ProtocolHTTP1 (and the empty value): one connection per request, every
-//     request written but its last byte, then the last bytes in one tight
-//     loop (last-byte synchronisation);
-//   - ProtocolH2: the requests are the streams of one HTTP/2 connection,
-//     every stream written but its final DATA frame, then all final frames
-//     in one write call, so they reach the server in one packet (the
-//     single-packet release). When the server allows fewer concurrent
+//     request written but its last byte, then the last bytes (last-byte
+//     synchronisation);
+//   - ProtocolH2: the requests are the streams of HTTP/2 connections, one
+//     per release lane, every stream written but its final DATA frame, then
+//     all final frames of a connection in one write call, so they reach the
+//     server in one packet (the single-packet release). When the server
+//     allows fewer concurrent
 //     streams than there are requests, the burst goes out over HTTP/1.1 and
 //     BurstResult.Fallback says so;
 //   - ProtocolAuto: HTTP/2 when the target speaks it, else HTTP/1.1. Each
 //     burst finds out on its own connection, which then carries the burst
 //     when the answer is HTTP/2; against an HTTP/1.1 target that costs one
 //     extra connection per burst (see Probe to ask once).
+//
+// Either way the final writes go out on the Client's release lanes
+// (Client.Lanes, one per core by default): the lanes' first writes leave at
+// the same instant from separate cores, so the first two arrivals are not
+// one write apart (see releaseLanes).
 //
 // An attempt that failed before its release (invalid request, dial,
 // handshake, prefix write) is not released and has Written false; an

@@ -10,8 +10,8 @@
 // own fresh TCP (or TLS) connection, marked "Connection: close", reads the
 // reply with http.ReadResponse, closes the connection, and never retries.
 // An HTTP/2 burst (h2.go) is the one exception to "one connection per
-// attempt": its attempts are the streams of one fresh connection, each
-// opened once and never resent.
+// attempt": its attempts are the streams of a few fresh connections (one
+// per release lane, lanes.go), each opened once and never resent.
 package wire
 
 import (
@@ -130,6 +130,14 @@ type Client struct {
 	// Protocol chooses how bursts are sent (see SendBurst). Empty means
 	// ProtocolHTTP1, so a caller that does not choose keeps HTTP/1.1.
 	Protocol Protocol
+	// Lanes is how many release lanes a burst uses: writers on goroutines
+	// of their own, released together by one flag, so that on a machine
+	// with several cores the first final writes leave at the same instant
+	// instead of one write apart (see releaseLanes). Over HTTP/2 each lane
+	// is a connection of its own carrying its share of the streams. Zero
+	// or less means one lane per core the process may use (GOMAXPROCS);
+	// 1 is a single writer. Never more lanes than requests.
+	Lanes int
 }
 
 // Do sends req once on a fresh connection to addr (host:port, typically a
