@@ -69,13 +69,18 @@ type wireDriver struct {
 
 // NewWire returns idemcheck's burst engine with protocol p (wire.ProtocolHTTP1:
 // last-byte synchronisation on n pre-opened connections; wire.ProtocolH2: the
-// single-packet release of n streams on one h2c connection).
-func NewWire(addr string, n int, p wire.Protocol) Driver {
-	name := "idemcheck HTTP/1.1 (last byte)"
+// single-packet release of n streams over h2c) and the given number of
+// release lanes (0: the engine's default, one per core).
+func NewWire(addr string, n int, p wire.Protocol, lanes int) Driver {
+	name := "idemcheck HTTP/1.1 (last byte"
 	if p == wire.ProtocolH2 {
-		name = "idemcheck h2c (single packet)"
+		name = "idemcheck h2c (single packet"
 	}
-	return &wireDriver{name: name, c: &wire.Client{Protocol: p, Timeout: 10 * time.Second}, addr: addr, n: n}
+	if lanes == 1 {
+		name += ", one lane"
+	}
+	name += ")"
+	return &wireDriver{name: name, c: &wire.Client{Protocol: p, Timeout: 10 * time.Second, Lanes: lanes}, addr: addr, n: n}
 }
 
 func (d *wireDriver) Name() string { return d.name }

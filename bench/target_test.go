@@ -44,7 +44,7 @@ func TestDriversOnRaceTarget(t *testing.T) {
 	const n = 8
 	barrier, err := NewBarrier(ctx, addr, n)
 	require.NoError(t, err)
-	drivers := []Driver{NewWire(addr, n, wire.ProtocolHTTP1), NewWire(addr, n, wire.ProtocolH2), NewVegeta(addr, n), barrier}
+	drivers := []Driver{NewWire(addr, n, wire.ProtocolHTTP1, 0), NewWire(addr, n, wire.ProtocolH2, 0), NewWire(addr, n, wire.ProtocolH2, 1), NewVegeta(addr, n), barrier}
 	fetch := &http.Client{Timeout: 5 * time.Second}
 	for i, d := range drivers {
 		t.Run(d.Name(), func(t *testing.T) {
