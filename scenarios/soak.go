@@ -38,6 +38,9 @@ type Soak struct {
 	// Rate is intents per second; Duration how long to send them.
 	Rate     int
 	Duration time.Duration
+	// Intents, when positive, ends the soak after that many intents, even
+	// if Duration has not passed.
+	Intents int64
 	// CutShare is the share of first attempts whose reply is cut (0 to 1).
 	CutShare float64
 	// Seed chooses which intents are cut, so a seed replays the schedule.
@@ -139,7 +142,11 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	// never sent but comes back in vegeta's result.
 	pending := sync.Map{} // fragment -> *soakHit, until its result arrives
 	targeter := func(t *vegeta.Target) error {
-		seq := int(ids.Add(1))
+		n := ids.Add(1)
+		if sk.Intents > 0 && n > sk.Intents {
+			return vegeta.ErrNoTargets // vegeta stops the attack
+		}
+		seq := int(n)
 		in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-%d", s.run, seq), Key: uuid.NewString(), Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
 		req, _ := s.request(in, idemcheck.Original)
 		rngMu.Lock()

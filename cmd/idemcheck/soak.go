@@ -38,7 +38,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		rate, workers                                                                int
 		duration, timeout                                                            time.Duration
 		cutShare, value                                                              float64
-		seed                                                                         int64
+		seed, intents                                                                int64
 		allowRemote                                                                  bool
 		out                                                                          outputs
 	)
@@ -55,6 +55,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&replayHeader, "replay-header", "", "header the target sets on replays (tells which cut attempts had succeeded)")
 	fs.IntVar(&rate, "rate", 100, "intents per second (1 to 100000)")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long to send")
+	fs.Int64Var(&intents, "intents", 0, "stop after this many intents, even before --duration has passed (0: no limit)")
 	fs.Float64Var(&cutShare, "cut-share", 0.01, "share of first attempts whose reply is cut after commit, then retried (0 to 1)")
 	fs.IntVar(&workers, "workers", 64, "concurrent requests at most (1 to 4096)")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "per-attempt timeout")
@@ -70,6 +71,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Usagef("--rate %d is out of range: use 1 to %d", rate, MaxSoakRate)
 	case duration <= 0:
 		return 0, idemcheck.Usagef("--duration %v must be positive, such as 30s", duration)
+	case intents < 0:
+		return 0, idemcheck.Usagef("--intents %d is out of range: use 0 (no limit) or more", intents)
 	case cutShare < 0 || cutShare > 1:
 		return 0, idemcheck.Usagef("--cut-share %v is out of range: use 0 to 1", cutShare)
 	case workers < 1 || workers > 4096:
@@ -91,7 +94,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if replayHeader != "" {
 		policy.ReplayHeader = replayHeader
 	}
-	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, CutShare: cutShare, Seed: seed, Workers: workers, Timeout: timeout}
+	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, CutShare: cutShare, Seed: seed, Workers: workers, Timeout: timeout}
 	var dbName string
 	if command != "" {
 		started, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: db})

@@ -50,6 +50,23 @@ func TestSoakReference(t *testing.T) {
 	assert.Equal(t, idemcheck.ExitHeld, code, out)
 }
 
+// --intents ends the soak after that many intents, before --duration has
+// passed, and every one of them is counted.
+func TestSoakIntentsLimit(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	jsonPath := filepath.Join(t.TempDir(), "soak.json")
+	code, out, errOut := cli(t, append(soakArgs(url, dsn, "--json", jsonPath), "--intents", "50", "--duration", "1m")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	var rep soakReport
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.EqualValues(t, 50, rep.Soak.Intents)
+	assert.EqualValues(t, 50, rep.Soak.Counted)
+	assert.Equal(t, rep.Soak.Intents+rep.Soak.Cut, rep.Soak.Attempts)
+	assert.Less(t, rep.Soak.Duration.Seconds(), 60.0, "the limit, not the duration, ended it")
+}
+
 // A handler with no idempotency at all: each retry of a cut reply makes a
 // second order, and the soak counts each one.
 func TestSoakCountsDuplicates(t *testing.T) {
@@ -96,6 +113,7 @@ func TestSoakBadInput(t *testing.T) {
 	}{
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--rate", "0"}, "--rate 0 is out of range"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--cut-share", "2"}, "--cut-share 2 is out of range"},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--intents", "-1"}, "--intents -1 is out of range"},
 		{[]string{"soak"}, "--url is required"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--junit", "x.xml"}, "use --json"},
 	} {
