@@ -9,7 +9,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-soak zoo
+.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-bursts bench-soak zoo
 
 all: build
 
@@ -72,13 +72,18 @@ zoo: postgres
 clean:
 	rm -rf bin
 
-## bench: the burst engines side by side on a loopback race target (200 bursts x 3 runs per driver and size),
-## then the hot-path Go benchmarks (3 repetitions); rewrites the figures section of BENCHMARKS.md.
-## Measure on a quiet machine: the first load average figure should be below 0.6.
+## bench: every benchmark, figures written to BENCHMARKS.md (about 10 minutes): the burst engines side by side on a
+## loopback race target (200 bursts x 3 runs per driver and size), the hot-path Go benchmarks (3 repetitions), then
+## bench-soak. Measure on a quiet machine: the first load average figure should be below 0.6.
+## bench-bursts: the burst engines and the Go benchmarks alone (about 3 minutes).
 ## bench-soak: soak throughput beside raw vegeta, peak memory of a million-attempt soak, certification wall time (about 7 minutes).
-bench-soak: postgres
-	$(GO) run ./bench/cmd/soakbench -runs 3
-
 bench:
+	$(MAKE) bench-bursts
+	$(MAKE) bench-soak
+
+bench-soak: postgres
+	$(GO) run ./bench/cmd/soakbench -runs 3 -write BENCHMARKS.md
+
+bench-bursts:
 	@echo "bench: load average $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 	$(GO) run ./bench/cmd/burstbench -bursts 200 -runs 3 -n 8,32 -gotest ./bench/ -write BENCHMARKS.md

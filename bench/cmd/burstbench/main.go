@@ -13,7 +13,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,12 +28,6 @@ import (
 
 	"github.com/idemcheck/idemcheck/bench"
 	"github.com/idemcheck/idemcheck/internal/wire"
-)
-
-// Markers delimit the part of BENCHMARKS.md this command rewrites.
-const (
-	beginMarker = "<!-- figures:begin (written by `make bench`; edits inside are overwritten) -->"
-	endMarker   = "<!-- figures:end -->"
 )
 
 // windows are the check-then-insert visibility windows the figures show.
@@ -107,7 +100,7 @@ func main() {
 	}
 	fmt.Print(md)
 	if *write != "" {
-		if err := rewrite(*write, md); err != nil {
+		if err := bench.RewriteSection(*write, "figures", md); err != nil {
 			fmt.Fprintln(os.Stderr, "burstbench:", err)
 			os.Exit(1)
 		}
@@ -687,30 +680,6 @@ func scaled(vals stat, unit string) string {
 		}
 	}
 	return ""
-}
-
-// rewrite replaces the figures section of the Markdown file at path.
-func rewrite(path, figures string) error {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	i := bytes.Index(old, []byte(beginMarker))
-	j := bytes.Index(old, []byte(endMarker))
-	if i < 0 || j < i {
-		return errors.New(path + " has no figures section (" + beginMarker + " ... " + endMarker + ")")
-	}
-	var b bytes.Buffer
-	b.Write(old[:i+len(beginMarker)])
-	b.WriteString("\n")
-	b.WriteString(figures)
-	b.WriteString("\n")
-	b.Write(old[j:])
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func microseconds(ns []int64) []int64 {

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestGoBenchSection(t *testing.T) {
@@ -25,18 +22,6 @@ PASS
 	assert.Contains(t, md, "| TemplateFill/literal | 3.5 ns | – | – | 0.0 B | 0.0 |")
 	assert.Contains(t, md, "| HistoryWriteJSONL/attempts=10000 | 37.7 ms | 3781 | 214 | 4.7 MB | 130713 |")
 	assert.Contains(t, md, "goos: linux, pkg: github.com/idemcheck/idemcheck/bench")
-}
-
-func TestRewrite(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "B.md")
-	require.NoError(t, os.WriteFile(path, []byte("# T\n\nintro\n"+beginMarker+"\nold\n"+endMarker+"\n\nafter\n"), 0o644))
-	require.NoError(t, rewrite(path, "new figures"))
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, "# T\n\nintro\n"+beginMarker+"\nnew figures\n"+endMarker+"\n\nafter\n", string(got))
-
-	require.NoError(t, os.WriteFile(path, []byte("no markers"), 0o644))
-	assert.Error(t, rewrite(path, "x"))
 }
 
 func TestStatFormat(t *testing.T) {

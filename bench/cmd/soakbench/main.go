@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -34,6 +35,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/bench"
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -48,6 +50,7 @@ func main() {
 	what := flag.String("only", "throughput,memory,certify", "which measurements")
 	flag.BoolVar(&noCount, "no-count", false, "throughput: leave effect counting out of the soak, to see its cost")
 	memChild := flag.Bool("memory-child", false, "internal: run one memory soak in this process and print its peak RSS")
+	write := flag.String("write", "", "Markdown file whose soak section is rewritten with the figures")
 	flag.Parse()
 	ctx := context.Background()
 	if *memChild {
@@ -57,17 +60,62 @@ func main() {
 		}
 		return
 	}
-	fmt.Printf("soakbench: %d runs, load average %s\n", *runs, loadavg())
+	began, loadBefore := time.Now(), loadavg()
+	fmt.Printf("soakbench: %d runs, load average %s\n", *runs, loadBefore)
+	var doc figures
 	if strings.Contains(*what, "throughput") {
-		must(throughput(ctx, *runs, *duration, *workers))
+		must(throughput(ctx, &doc, *runs, *duration, *workers))
 	}
 	if strings.Contains(*what, "memory") {
-		must(memory(*runs, *attempts, *workers))
+		must(memory(&doc, *runs, *attempts, *workers))
 	}
 	if strings.Contains(*what, "certify") {
-		must(certification(ctx, *runs))
+		must(certification(ctx, &doc, *runs))
 	}
-	fmt.Printf("soakbench: done, load average %s\n", loadavg())
+	loadAfter := loadavg()
+	fmt.Printf("soakbench: done, load average %s\n", loadAfter)
+	if *write != "" {
+		head := fmt.Sprintf("Measured %s UTC with %s %s/%s, %d CPUs; load average (1, 5, 15 min) %s before and %s after; %d runs of each measurement, %s in all.\n"+
+			"Each figure is the median of the runs, with their range in brackets.",
+			began.UTC().Format("2006-01-02 15:04"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
+			strings.ReplaceAll(loadBefore, " ", ", "), strings.ReplaceAll(loadAfter, " ", ", "), *runs, time.Since(began).Round(time.Second))
+		must(bench.RewriteSection(*write, "soak", doc.markdown(head)))
+		fmt.Printf("soakbench: figures written to %s\n", *write)
+	}
+}
+
+// figures collects what the measurements found, for the soak section of
+// BENCHMARKS.md: one row per figure against its target, and every run.
+type figures struct {
+	rows []string
+	runs []string
+}
+
+func (f *figures) row(figure, measured, target string, met bool, by string) {
+	verdict := "met"
+	if !met {
+		verdict = "**missed** by " + by
+	}
+	f.rows = append(f.rows, fmt.Sprintf("| %s | %s | %s | %s |", figure, measured, target, verdict))
+}
+
+func (f *figures) run(format string, a ...any) {
+	line := fmt.Sprintf(format, a...)
+	fmt.Println("  " + line)
+	f.runs = append(f.runs, "- "+line)
+}
+
+func (f *figures) markdown(head string) string {
+	var b strings.Builder
+	b.WriteString(head + "\n\n| figure | measured | target | verdict |\n|---|---|---|---|\n")
+	for _, r := range f.rows {
+		b.WriteString(r + "\n")
+	}
+	b.WriteString("\nEvery run:\n\n")
+	for _, r := range f.runs {
+		b.WriteString(r + "\n")
+	}
+	return b.String()
 }
 
 var noCount bool
@@ -125,7 +173,7 @@ func setup(ctx context.Context) (*targets.LocalPostgres, *zoo.Bins, func(), erro
 const body = `{"customerId":"{{intent}}","totalCents":4000}`
 
 // throughput: as fast as the target goes, idemcheck's soak vs raw vegeta.
-func throughput(ctx context.Context, runs int, d time.Duration, workers int) error {
+func throughput(ctx context.Context, doc *figures, runs int, d time.Duration, workers int) error {
 	pg, bins, done, err := setup(ctx)
 	if err != nil {
 		return err
@@ -134,7 +182,7 @@ func throughput(ctx context.Context, runs int, d time.Duration, workers int) err
 	// A rate above what the target can take: both are then limited by the
 	// target and the worker count, which is the comparison asked for.
 	const rate = 20000
-	var soak, raw []float64
+	var soak, raw, ratios []float64
 	for i := range runs {
 		pt, err := ordersTarget(ctx, pg, bins, fmt.Sprintf("tp_%d", i))
 		if err != nil {
@@ -154,16 +202,20 @@ func throughput(ctx context.Context, runs int, d time.Duration, workers int) err
 			return err
 		}
 		soak = append(soak, float64(res.Intents)/res.Duration.Seconds())
-		fmt.Printf("  run %d soak: %d intents in %.1fs (%.0f/s), %d cut, %d duplicates, p50 %v p99 %v\n",
-			i+1, res.Intents, res.Duration.Seconds(), soak[i], res.Cut, res.Duplicates, res.P50, res.P99)
+		soakLine := fmt.Sprintf("soak %d intents in %.1f s (%.0f/s), %d cut and retried, %d duplicates, p50 %v, p99 %v",
+			res.Intents, res.Duration.Seconds(), soak[i], res.Cut, res.Duplicates, res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond))
 
 		r, n, el := rawVegeta(pt.URL.Host, rate, d, workers)
 		raw = append(raw, r)
-		fmt.Printf("  run %d raw vegeta: %d requests in %.1fs (%.0f/s)\n", i+1, n, el.Seconds(), r)
+		ratios = append(ratios, soak[i]/r)
+		doc.run("throughput run %d: %s; raw vegeta %d requests in %.1f s (%.0f/s); %.2fx", i+1, soakLine, n, el.Seconds(), r, ratios[i])
 		pt.Close()
 	}
-	fmt.Printf("THROUGHPUT soak %s/s, raw vegeta %s/s, ratio %.2f (workers %d, %v runs)\n",
-		medianRange(soak, "%.0f"), medianRange(raw, "%.0f"), median(soak)/median(raw), workers, d)
+	fmt.Printf("THROUGHPUT soak %s/s, raw vegeta %s/s, ratio %s (workers %d, %v runs)\n",
+		medianRange(soak, "%.0f"), medianRange(raw, "%.0f"), medianRange(ratios, "%.2f"), workers, d)
+	doc.row(fmt.Sprintf("soak throughput over raw vegeta's, same run (reference orders API on PostgreSQL, %d workers, %v per run at a rate it cannot reach, 1%% of replies cut after commit and retried, every intent's effects counted)", workers, d),
+		fmt.Sprintf("%sx (soak %s intents/s, raw vegeta %s requests/s)", medianRange(ratios, "%.2f"), medianRange(soak, "%.0f"), medianRange(raw, "%.0f")),
+		"≥ 0.9x", median(ratios) >= 0.9, fmt.Sprintf("%.2f", 0.9-median(ratios)))
 	return nil
 }
 
@@ -192,12 +244,12 @@ func rawVegeta(host string, rate int, d time.Duration, workers int) (float64, in
 
 // memory runs each memory soak in a child process, so that its peak RSS is
 // the soak's alone.
-func memory(runs, attempts, workers int) error {
+func memory(doc *figures, runs, attempts, workers int) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	var peaks []float64
+	var peaks, done []float64
 	for i := range runs {
 		cmd := exec.Command(self, "-memory-child", "-attempts", fmt.Sprint(attempts), "-workers", fmt.Sprint(workers))
 		cmd.Stderr = os.Stderr
@@ -215,9 +267,13 @@ func memory(runs, attempts, workers int) error {
 			return fmt.Errorf("memory run %d: %v: %s", i+1, err, out)
 		}
 		peaks = append(peaks, r.PeakMB)
-		fmt.Printf("  run %d memory: %d attempts in %.0fs, peak RSS %.1f MB, history %.0f MB on disk\n", i+1, r.Attempts, r.Seconds, r.PeakMB, r.HistMB)
+		done = append(done, float64(r.Attempts))
+		doc.run("memory run %d: %d attempts in %.0f s, peak RSS %.1f MB, history %.0f MB on disk", i+1, r.Attempts, r.Seconds, r.PeakMB, r.HistMB)
 	}
 	fmt.Printf("MEMORY peak RSS %s MB for a soak of %d attempts\n", medianRange(peaks, "%.1f"), attempts)
+	doc.row(fmt.Sprintf("peak memory (RSS) of a soak of %d attempts, its history streamed to disk (a loopback target that answers at once, 12,000 intents/s, 1%% cut)", attempts),
+		fmt.Sprintf("%s MB over runs of %s attempts", medianRange(peaks, "%.1f"), medianRange(done, "%.0f")),
+		"< 150 MB", median(peaks) < 150, fmt.Sprintf("%.1f MB", median(peaks)-150))
 	return nil
 }
 
@@ -240,13 +296,15 @@ func memoryChild(ctx context.Context, attempts, workers int) error {
 	}
 	defer os.Remove(hist.Name())
 	defer hist.Close()
-	const rate = 12000
-	// A tenth more time than the rate needs: the pacer can fall behind on
-	// a busy machine, and the run must reach its attempts.
-	d := time.Duration(float64(attempts) / rate * 1.1 * float64(time.Second))
+	const rate, cutShare = 12000, 0.01
+	// The soak ends after enough intents for the attempts (each cut intent
+	// makes two); its duration only bounds a machine that cannot keep up
+	// with the rate.
+	intents := int64(math.Ceil(float64(attempts) / (1 + cutShare)))
+	d := time.Duration(float64(attempts) / rate * 3 * float64(time.Second))
 	base, _ := urlOf("http://" + ln.Addr().String())
 	e := scenarios.Endpoint{Base: base, Method: "POST", Path: idemcheck.MustTemplate("/orders"), Body: idemcheck.MustTemplate(body)}
-	sk := &scenarios.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, CutShare: 0.01, Seed: 1, Workers: workers, History: hist}
+	sk := &scenarios.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, Intents: intents, CutShare: cutShare, Seed: 1, Workers: workers, History: hist}
 	start := time.Now()
 	res, err := sk.Run(ctx)
 	if err != nil {
@@ -264,7 +322,7 @@ func memoryChild(ctx context.Context, attempts, workers int) error {
 
 // certification: a full default certification of the reference as a
 // process target, every check, with the lease waits counted apart.
-func certification(ctx context.Context, runs int) error {
+func certification(ctx context.Context, doc *figures, runs int) error {
 	pg, bins, done, err := setup(ctx)
 	if err != nil {
 		return err
@@ -288,11 +346,14 @@ func certification(ctx context.Context, runs int) error {
 		waits := leaseWaits(res.History)
 		walls = append(walls, wall.Seconds())
 		nets = append(nets, (wall - waits).Seconds())
-		fmt.Printf("  run %d certification: %d attempts, %d anomalies, %.1fs wall, %.1fs of it waiting out leases\n",
+		doc.run("certification run %d: %d attempts, %d anomalies, %.1f s wall, %.1f s of it waiting out leases",
 			i+1, res.Report.Stats.Attempts, len(res.Report.Anomalies), wall.Seconds(), waits.Seconds())
 	}
 	fmt.Printf("CERTIFY default certification of the reference: %s s wall, %s s without lease waits\n",
 		medianRange(walls, "%.1f"), medianRange(nets, "%.1f"))
+	doc.row("wall time of a full default certification of the reference (every check, fault checks included, started as a process, 1 s lease), lease waits excluded",
+		fmt.Sprintf("%s s (%s s with the lease waits)", medianRange(nets, "%.1f"), medianRange(walls, "%.1f")),
+		"< 15 s", median(nets) < 15, fmt.Sprintf("%.1f s", median(nets)-15))
 	return nil
 }
 

@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+)
+
+// Section markers: a generated section of a Markdown file sits between
+// SectionBegin(name) and SectionEnd(name).
+func SectionBegin(name string) string {
+	return "<!-- " + name + ":begin (written by `make bench`; edits inside are overwritten) -->"
+}
+
+func SectionEnd(name string) string { return "<!-- " + name + ":end -->" }
+
+// RewriteSection replaces the section called name of the Markdown file at
+// path with content, leaving everything outside the markers as it was. The
+// file is replaced whole (written aside, then renamed), never half-written.
+func RewriteSection(path, name, content string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	begin, end := SectionBegin(name), SectionEnd(name)
+	i := bytes.Index(old, []byte(begin))
+	j := bytes.Index(old, []byte(end))
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s section (%s ... %s)", path, name, begin, end)
+	}
+	var b bytes.Buffer
+	b.Write(old[:i+len(begin)])
+	b.WriteString("\n")
+	b.WriteString(content)
+	b.WriteString("\n")
+	b.Write(old[j:])
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
