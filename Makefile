@@ -72,11 +72,11 @@ zoo: postgres
 clean:
 	rm -rf bin
 
-## bench: every benchmark, figures written to BENCHMARKS.md (about 10 minutes): the burst engines side by side on a
+## bench: every benchmark, figures written to BENCHMARKS.md (about 11 minutes): the burst engines side by side on a
 ## loopback race target (200 bursts x 3 runs per driver and size), the hot-path Go benchmarks (3 repetitions), then
 ## bench-soak. Measure on a quiet machine: the first load average figure should be below 0.6.
 ## bench-bursts: the burst engines and the Go benchmarks alone (about 3 minutes).
-## bench-soak: soak throughput beside raw vegeta, peak memory of a million-attempt soak, certification wall time (about 7 minutes).
+## bench-soak: soak throughput beside raw vegeta, peak memory of a million-attempt soak, certification wall time (about 8 minutes).
 bench:
 	$(MAKE) bench-bursts
 	$(MAKE) bench-soak
