@@ -70,7 +70,7 @@ type wireDriver struct {
 // NewWire returns idemcheck's burst engine with protocol p (wire.ProtocolHTTP1:
 // last-byte synchronisation on n pre-opened connections; wire.ProtocolH2: the
 // single-packet release of n streams over h2c) and the given number of
-// release lanes (0: the engine's default, one per core).
+// release lanes (0: the engine's default, wire.DefaultLanes).
 func NewWire(addr string, n int, p wire.Protocol, lanes int) Driver {
 	name := "idemcheck HTTP/1.1 (last byte"
 	if p == wire.ProtocolH2 {

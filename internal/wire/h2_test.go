@@ -137,11 +137,12 @@ func arrivalSpread(seen []seenRequest) time.Duration {
 // lane's final frames in one write; every request arrives whole, once.
 func TestBurstH2C(t *testing.T) {
 	const n, rounds = 32, 10
-	for _, lanes := range []int{1, 2, 3} {
-		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+	for _, asked := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("lanes=%d", asked), func(t *testing.T) {
 			var target echoTarget
 			addr := h2cServer(t, &target, 0)
-			c := &Client{Protocol: ProtocolH2, Lanes: lanes}
+			c := &Client{Protocol: ProtocolH2, Lanes: asked}
+			lanes := c.laneCount(n) // fewer on a machine with fewer cores
 			for round := range rounds {
 				r := c.SendBurst(context.Background(), addr, burstOf(n, "POST", orderBody))
 				assert.Equal(t, ProtocolH2, r.Protocol)

@@ -56,7 +56,7 @@ func (c *Client) Burst(ctx context.Context, addr string, reqs []Request) ([]Resu
 //     extra connection per burst (see Probe to ask once).
 //
 // Either way the final writes go out on the Client's release lanes
-// (Client.Lanes, one per core by default): the lanes' first writes leave at
+// (Client.Lanes, two by default): the lanes' first writes leave at
 // the same instant from separate cores, so the first two arrivals are not
 // one write apart (see releaseLanes).
 //

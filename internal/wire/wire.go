@@ -135,8 +135,8 @@ type Client struct {
 	// with several cores the first final writes leave at the same instant
 	// instead of one write apart (see releaseLanes). Over HTTP/2 each lane
 	// is a connection of its own carrying its share of the streams. Zero
-	// or less means one lane per core the process may use (GOMAXPROCS);
-	// 1 is a single writer. Never more lanes than requests.
+	// or less means DefaultLanes (two); 1 is a single writer. Never more
+	// lanes than requests, nor than the process runs at once (GOMAXPROCS).
 	Lanes int
 }
 
