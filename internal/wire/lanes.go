@@ -32,8 +32,9 @@ func (c *Client) laneCount(n int) int {
 // that the opening round, write(0) to write(lanes-1), one per lane, leaves
 // at the same instant. A race needs two attempts, and the first two
 // arrivals then come from two cores at once instead of one write apart
-// (a 1-byte write on loopback costs 12-16 us of kernel time here; parallel
-// writers do not make it cheaper, they make the first ones simultaneous).
+// (a 1-byte loopback write cost 12-16 us of kernel time on the machine
+// of BENCHMARKS.md; parallel writers do not make a write cheaper, they make
+// the first ones simultaneous).
 //
 // The writes after the opening round are shared by every lane but one, in
 // order, so that one core is left to the target, which on a machine it
