@@ -60,7 +60,7 @@ func releaseLanes(lanes, n int, write func(i int)) {
 			write(i)
 		}
 	}
-	var ready atomic.Int32
+	var ready, going atomic.Int32
 	var start atomic.Bool
 	var wg sync.WaitGroup
 	for k := 1; k < lanes; k++ {
@@ -68,15 +68,22 @@ func releaseLanes(lanes, n int, write func(i int)) {
 			ready.Add(1)
 			for !start.Load() {
 			}
+			going.Add(1)
 			lane(k)
 		})
 	}
-	// Every lane but this one must be running, not just started, when the
-	// flag goes up; each spins on its own core meanwhile.
+	// Every other lane is running when the flag goes up, and this one
+	// writes only once every other has seen it: a lane that spun long
+	// enough to be preempted, or whose thread the kernel took off its core
+	// for a busy target, would otherwise write its share milliseconds
+	// late (seen with the target on the same machine). Waiting here costs
+	// nothing, since the release moment matters only relative to itself.
 	for ready.Load() < int32(lanes-1) {
 		runtime.Gosched()
 	}
 	start.Store(true)
+	for going.Load() < int32(lanes-1) {
+	}
 	lane(0)
 	wg.Wait()
 }
