@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/examples/webhooks"
 )
 
@@ -40,11 +40,10 @@ func runExampleServer(ctx context.Context, args []string, stderr io.Writer) (int
 	if port == "" || dsn == "" {
 		return 0, idemcheck.Usagef("%s: PORT and DATABASE_URL are required", exampleServerCommand)
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := serve.PoolConfig(dsn)
 	if err != nil {
 		return 0, idemcheck.Usagef("%s: DATABASE_URL: %v", exampleServerCommand, err)
 	}
-	cfg.MaxConns = 32 // a burst must reach the database, not queue for a connection
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
@@ -80,23 +79,8 @@ func runExampleServer(ctx context.Context, args []string, stderr io.Writer) (int
 	if err != nil {
 		return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	// HTTP/1.1 and HTTP/2 without TLS (h2c), as many services behind a
-	// proxy speak: a client may then release a burst in one packet.
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
-		}
-	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
+	if err := serve.HTTP(ctx, ln, handler, 5*time.Second); err != nil && ctx.Err() == nil {
+		return 0, idemcheck.Unavailablef("%s: %v", exampleServerCommand, err)
 	}
 	fmt.Fprintf(stderr, "%s %s: stopped\n", exampleServerCommand, app)
 	return idemcheck.ExitHeld, nil

@@ -28,8 +28,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/serve"
 )
 
 func main() {
@@ -81,14 +83,9 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	poolCfg, err := pgxpool.ParseConfig(dsn)
+	poolCfg, err := serve.PoolConfig(dsn)
 	if err != nil {
 		return fmt.Errorf("orders: DATABASE_URL: %w", err)
-	}
-	// pgx defaults to max(4, CPUs) connections; a burst of concurrent
-	// requests would mostly queue for one instead of reaching the database.
-	if !strings.Contains(dsn, "pool_max_conns") {
-		poolCfg.MaxConns = 32
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
@@ -112,27 +109,9 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("orders: %w", err)
 	}
-	srv := &http.Server{Handler: orders.RoundRobin(handlers...), ReadHeaderTimeout: 10 * time.Second}
-	// HTTP/1.1 and HTTP/2 without TLS (h2c), as many services behind a
-	// proxy speak: a client may then release a burst in one packet.
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
 	slog.Info("orders: serving", "addr", ln.Addr().String(), "variant", variant, "lease", *lease, "instances", *instances)
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
+	if err := serve.HTTP(ctx, ln, orders.RoundRobin(handlers...), 10*time.Second); err != nil {
 		return fmt.Errorf("orders: %w", err)
-	case <-ctx.Done():
-	}
-	// Let requests in flight finish: cutting them off mid-transaction is
-	// safe (nothing commits half), but needlessly leaves work to retries.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("orders: shutdown: %w", err)
 	}
 	var commits int64
 	for _, api := range apis {

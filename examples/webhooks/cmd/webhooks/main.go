@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/examples/webhooks"
 )
 
@@ -62,14 +62,9 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	poolCfg, err := pgxpool.ParseConfig(dsn)
+	poolCfg, err := serve.PoolConfig(dsn)
 	if err != nil {
 		return fmt.Errorf("webhooks: DATABASE_URL: %w", err)
-	}
-	// pgx defaults to max(4, CPUs) connections; a burst of concurrent
-	// deliveries would mostly queue for one instead of reaching the database.
-	if !strings.Contains(dsn, "pool_max_conns") {
-		poolCfg.MaxConns = 32
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
@@ -85,27 +80,9 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("webhooks: %w", err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	// HTTP/1.1 and HTTP/2 without TLS (h2c), as many services behind a
-	// proxy speak: a client may then release a burst in one packet.
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
 	slog.Info("webhooks: serving", "addr", ln.Addr().String(), "variant", variant)
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
+	if err := serve.HTTP(ctx, ln, api, 10*time.Second); err != nil {
 		return fmt.Errorf("webhooks: %w", err)
-	case <-ctx.Done():
-	}
-	// Let deliveries in flight finish: cutting them off mid-transaction is
-	// safe (nothing commits half), but needlessly leaves work to redeliveries.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("webhooks: shutdown: %w", err)
 	}
 	slog.Info("webhooks: stopped", "commits", api.Commits())
 	return nil
