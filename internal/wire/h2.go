@@ -527,16 +527,7 @@ func (hc *h2conn) headerBlock(req Request) []byte {
 	field(":scheme", scheme, false)
 	field(":authority", host, false)
 	field(":path", path, false)
-	keys := make([]string, 0, len(req.Header))
-	hasUA := false
-	for k := range req.Header {
-		ck := http.CanonicalHeaderKey(k)
-		hasUA = hasUA || ck == "User-Agent"
-		if !framing[ck] {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
+	keys, hasUA := sentHeaders(req.Header)
 	for _, k := range keys {
 		name := strings.ToLower(k)
 		sensitive := name == "authorization" || name == "cookie" || name == "proxy-authorization"

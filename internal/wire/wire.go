@@ -416,6 +416,23 @@ var framing = map[string]bool{
 	"Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Upgrade": true,
 }
 
+// sentHeaders returns the names of h that go on the wire, sorted, leaving
+// out the framing headers the encoders write themselves, and whether h
+// has a User-Agent key (present with no values, it suppresses the
+// default). Both the HTTP/1.1 and the HTTP/2 encoding send these.
+func sentHeaders(h http.Header) (keys []string, hasUA bool) {
+	keys = make([]string, 0, len(h))
+	for k := range h {
+		ck := http.CanonicalHeaderKey(k)
+		hasUA = hasUA || ck == "User-Agent"
+		if !framing[ck] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys, hasUA
+}
+
 // encode writes the request by hand so that the bytes on the wire are exactly
 // known: Host first, the caller's headers in sorted order, then
 // Content-Length and "Connection: close".
@@ -440,19 +457,12 @@ func encode(host string, req Request) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(256 + len(req.Body))
 	b.WriteString(method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\n")
-	keys := make([]string, 0, len(req.Header))
-	hasUA := false
 	for k := range req.Header {
 		if !isToken(k) {
 			return nil, fmt.Errorf("wire: invalid header name %q", k)
 		}
-		ck := http.CanonicalHeaderKey(k)
-		hasUA = hasUA || ck == "User-Agent"
-		if !framing[ck] {
-			keys = append(keys, k)
-		}
 	}
-	slices.Sort(keys)
+	keys, hasUA := sentHeaders(req.Header)
 	for _, k := range keys {
 		for _, v := range req.Header[k] {
 			if !isFieldValue(v) {
