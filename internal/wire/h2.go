@@ -349,18 +349,6 @@ func (hc *h2conn) expectSettings(deadline time.Time) error {
 	return hc.ctx.Err()
 }
 
-// burst sends the streams and reads their replies on this one connection;
-// it returns the release spread: how long the one write of all final
-// frames took.
-func (hc *h2conn) burst(streams []*h2stream) time.Duration {
-	if !hc.prepare(streams) {
-		return 0
-	}
-	start, sent := hc.release()
-	hc.collect()
-	return sent.Sub(start)
-}
-
 // prepare opens the streams, writes every prefix, and waits for the answer
 // to a PING sent after them and for window enough for every final frame.
 // It reports false when the connection failed; every stream has then ended.
