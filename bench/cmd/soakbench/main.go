@@ -206,16 +206,16 @@ func throughput(ctx context.Context, doc *figures, runs int, d time.Duration, wo
 		var r float64
 		var n int
 		var el time.Duration
-		runSoak := func() error { res, err = sk.Run(ctx); return err }
+		runSoak := func() { res, err = sk.Run(ctx) }
 		runRaw := func() { r, n, el = rawVegeta(pt.URL.Host, rate, d, workers) }
 		order := "soak first"
 		if i%2 == 0 {
-			err = runSoak()
+			runSoak()
 			runRaw()
 		} else {
 			order = "raw vegeta first"
 			runRaw()
-			err = runSoak()
+			runSoak()
 		}
 		if err != nil {
 			pt.Close()
