@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -93,12 +92,7 @@ func TestBurst(t *testing.T) {
 }
 
 func TestBurstRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-
-	results, spread := (&Client{}).Burst(context.Background(), addr, make([]Request, 4))
+	results, spread := (&Client{}).Burst(context.Background(), refusedAddr, make([]Request, 4))
 	require.Len(t, results, 4)
 	for _, res := range results {
 		assert.Equal(t, KindRefused, res.ErrKind, "%v", res.Err)
@@ -106,7 +100,7 @@ func TestBurstRefused(t *testing.T) {
 	}
 	assert.Zero(t, spread)
 
-	results, spread = (&Client{}).Burst(context.Background(), addr, nil)
+	results, spread = (&Client{}).Burst(context.Background(), refusedAddr, nil)
 	assert.Empty(t, results)
 	assert.Zero(t, spread)
 }
