@@ -230,17 +230,13 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			name = image
 		}
 	}
-	base, err := url.Parse(rawURL)
-	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return 0, idemcheck.Usagef("--url %q is not an absolute http:// or https:// URL, such as http://127.0.0.1:8080", rawURL)
+	base, urlPath, err := targetURL(rawURL)
+	if err != nil {
+		return 0, err
 	}
 	if path == "" {
-		path = base.Path
-		if path == "" {
-			path = "/"
-		}
+		path = urlPath
 	}
-	base = &url.URL{Scheme: base.Scheme, Host: base.Host}
 	if err := checkRange("--burst", opts.BurstSize, 2, scenarios.MaxBurstSize); err != nil {
 		return 0, err
 	}
@@ -323,15 +319,8 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			cfg.Endpoint.Tenants = append(cfg.Endpoint.Tenants, h)
 		}
 	}
-	for _, a := range effectArgs {
-		t, err := idemcheck.ParseTemplate(a)
-		if err != nil {
-			return 0, idemcheck.Usagef("--effect-arg %q: %v", a, err)
-		}
-		cfg.EffectArgs = append(cfg.EffectArgs, t)
-	}
-	if len(effectArgs) > 0 && effectSQL == "" {
-		return 0, idemcheck.Usagef("--effect-arg needs --effect-sql")
+	if cfg.EffectArgs, err = parseEffectArgs(effectArgs, effectSQL); err != nil {
+		return 0, err
 	}
 	switch {
 	case powers != nil:
@@ -340,12 +329,9 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			cfg.DB, cfg.DBName = ownedDB.Pool, targets.RedactDSN(ownedDB.DSN)
 		}
 	case effectSQL != "":
-		if db == "" {
-			return 0, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
-		}
-		database, err := targets.OpenDatabase(ctx, db)
+		database, err := openEffectDB(ctx, db)
 		if err != nil {
-			return 0, idemcheck.Unavailablef("%v", err)
+			return 0, err
 		}
 		defer database.Close()
 		cfg.DB, cfg.DBName = database.Pool, targets.RedactDSN(db)
@@ -450,6 +436,51 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) erro
 		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil
+}
+
+// targetURL parses --url, an absolute http:// or https:// URL, into the
+// base requests go to (scheme and host) and the URL's own path, "/" when it
+// has none, which is the request path unless --path says otherwise.
+func targetURL(raw string) (*url.URL, string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, "", idemcheck.Usagef("--url %q is not an absolute http:// or https:// URL, such as http://127.0.0.1:8080", raw)
+	}
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, path, nil
+}
+
+// parseEffectArgs parses the --effect-arg templates, bound as $1, $2, … of
+// --effect-sql, without which they mean nothing.
+func parseEffectArgs(args []string, effectSQL string) ([]idemcheck.Template, error) {
+	if len(args) > 0 && effectSQL == "" {
+		return nil, idemcheck.Usagef("--effect-arg needs --effect-sql")
+	}
+	var ts []idemcheck.Template
+	for _, a := range args {
+		t, err := idemcheck.ParseTemplate(a)
+		if err != nil {
+			return nil, idemcheck.Usagef("--effect-arg %q: %v", a, err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// openEffectDB opens the database --effect-sql counts effects in: --db, or
+// DATABASE_URL when --db is not given (dsn holds either).
+func openEffectDB(ctx context.Context, dsn string) (*targets.Database, error) {
+	if dsn == "" {
+		return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
+	}
+	d, err := targets.OpenDatabase(ctx, dsn)
+	if err != nil {
+		return nil, idemcheck.Unavailablef("%v", err)
+	}
+	return d, nil
 }
 
 func endpoint(base *url.URL, method, path, body string, headers []string) (scenarios.Endpoint, error) {

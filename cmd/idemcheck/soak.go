@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"time"
 
@@ -45,7 +44,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&rawURL, "url", "", "the target's base `URL` (or --cmd)")
 	fs.StringVar(&command, "cmd", "", "`command` that starts the target with PORT and DATABASE_URL")
 	fs.StringVar(&method, "method", "POST", "request method")
-	fs.StringVar(&path, "path", "/", "request path template")
+	fs.StringVar(&path, "path", "", "request path template (default: the URL's path)")
 	fs.StringVar(&body, "body", "", "request body `template`")
 	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable)")
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
@@ -94,6 +93,10 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if replayHeader != "" {
 		policy.ReplayHeader = replayHeader
 	}
+	argTemplates, err := parseEffectArgs(effectArgs, effectSQL)
+	if err != nil {
+		return 0, err
+	}
 	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, CutShare: cutShare, Seed: seed, Workers: workers, Timeout: timeout}
 	var dbName string
 	if command != "" {
@@ -104,39 +107,32 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		defer started.Close()
 		rawURL = started.URL.String()
 		if effectSQL != "" {
-			sk.Effects, dbName = &scenarios.Effects{Pool: started.DB.Pool, SQL: effectSQL}, targets.RedactDSN(started.DB.DSN)
+			sk.Effects, dbName = &scenarios.Effects{Pool: started.DB.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(started.DB.DSN)
 		}
 	} else if effectSQL != "" {
-		if db == "" {
-			return 0, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
-		}
-		d, err := targets.OpenDatabase(ctx, db)
+		d, err := openEffectDB(ctx, db)
 		if err != nil {
-			return 0, idemcheck.Unavailablef("%v", err)
-		}
-		defer d.Close()
-		sk.Effects, dbName = &scenarios.Effects{Pool: d.Pool, SQL: effectSQL}, targets.RedactDSN(db)
-	}
-	base, err := url.Parse(rawURL)
-	if err != nil || base.Host == "" {
-		return 0, idemcheck.Usagef("--url %q is not an absolute http:// URL", rawURL)
-	}
-	base = &url.URL{Scheme: base.Scheme, Host: base.Host}
-	if !allowRemote {
-		if err := certify.RequireLoopback(ctx, base.Hostname()); err != nil {
 			return 0, err
 		}
+		defer d.Close()
+		sk.Effects, dbName = &scenarios.Effects{Pool: d.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(db)
+	}
+	base, urlPath, err := targetURL(rawURL)
+	if err != nil {
+		return 0, err
+	}
+	if path == "" {
+		path = urlPath
 	}
 	if sk.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
 		return 0, err
 	}
-	for _, a := range effectArgs {
-		t, err := idemcheck.ParseTemplate(a)
-		if err != nil {
-			return 0, idemcheck.Usagef("--effect-arg %q: %v", a, err)
-		}
-		if sk.Effects != nil {
-			sk.Effects.Args = append(sk.Effects.Args, t)
+	if err := certify.CheckTarget(ctx, base, allowRemote); err != nil {
+		return 0, err
+	}
+	if sk.Effects != nil {
+		if err := certify.CheckEffectSQL(ctx, sk.Effects.Pool, effectSQL, len(argTemplates)); err != nil {
+			return 0, err
 		}
 	}
 	target := idemcheck.Target{URL: base.String(), Method: sk.Endpoint.Method, Path: path, Database: dbName}
@@ -158,6 +154,11 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	res, err := sk.Run(ctx)
 	if err != nil {
 		return 0, idemcheck.Unavailablef("soak: %v", err)
+	}
+	if res.Intents > 0 && res.Unresolved == res.Intents {
+		// A soak in which nothing was answered has proved nothing: no
+		// verdict and no files, as when the target is down from the start.
+		return 0, idemcheck.Unavailablef("soak: target %s answered none of %d intents, even on retry: is it still running?", base.Host, res.Intents)
 	}
 	if histFile != nil {
 		if err := histFile.Close(); err != nil {

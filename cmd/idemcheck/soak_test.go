@@ -119,9 +119,46 @@ func TestSoakBadInput(t *testing.T) {
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--intents", "-1"}, "--intents -1 is out of range"},
 		{[]string{"soak"}, "--url is required"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--junit", "x.xml"}, "use --json"},
+		{[]string{"soak", "--url", "ftp://127.0.0.1:1"}, `--url "ftp://127.0.0.1:1" is not an absolute http:// or https:// URL`},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-arg", "{{intent}}"}, "--effect-arg needs --effect-sql"},
 	} {
 		code, _, errOut := cli(t, c.args...)
 		assert.Equal(t, idemcheck.ExitUsage, code, c.want)
 		assert.Contains(t, errOut, c.want)
+	}
+}
+
+// A soak checks what a certification checks before it sends: the target
+// answers on loopback and the effect query prepares. A target that
+// answers nothing gets no verdict. None of them leaves a file behind.
+func TestSoakRefusesWhatItCannotMeasure(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	hangUp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(hangUp.Close)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unreachable", soakArgs("http://127.0.0.1:1", dsn), idemcheck.ExitUnavailable, "cannot reach target 127.0.0.1:1"},
+		{"bad effect sql", append(soakArgs(url, dsn), "--effect-sql", "SELECT count(*) FROM nowhere WHERE id = $1"), idemcheck.ExitUsage, "--effect-sql: PostgreSQL says"},
+		{"hangs up on every request", soakArgs(hangUp.URL, dsn, "--duration", "500ms", "--timeout", "2s"), idemcheck.ExitUnavailable, "answered none of"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append(c.args, "--json", filepath.Join(dir, "soak.json"), "--history", filepath.Join(dir, "soak.jsonl"))
+			code, out, errOut := cli(t, args...)
+			assert.Equal(t, c.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, errOut, c.want)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "no report, no history, no temporary file")
+		})
 	}
 }

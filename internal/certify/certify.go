@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, idemcheck.Usagef("--checks: %v", err)
 	}
-	if err := checkTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote); err != nil {
+	if err := CheckTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote); err != nil {
 		return nil, err
 	}
 	var effects *scenarios.Effects
@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.DB == nil {
 			return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 		}
-		if err := checkEffectSQL(ctx, cfg.DB, cfg.EffectSQL, len(cfg.EffectArgs)); err != nil {
+		if err := CheckEffectSQL(ctx, cfg.DB, cfg.EffectSQL, len(cfg.EffectArgs)); err != nil {
 			return nil, err
 		}
 		effects = &scenarios.Effects{Pool: cfg.DB, SQL: cfg.EffectSQL, Args: cfg.EffectArgs}
@@ -147,9 +147,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 var errMaxDuration = errors.New("the run's duration cap")
 
-// checkTarget refuses non-loopback targets unless allowed, and dials the
-// target once so an unreachable one fails before any scenario starts.
-func checkTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
+// CheckTarget refuses a URL that is not absolute http(s) and a non-loopback
+// target unless allowed, and dials the target once, so an unreachable one
+// fails before any traffic is sent. Certifications and soaks both call it.
+func CheckTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
 	if base == nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
 		return idemcheck.Usagef("--url must be an absolute http:// or https:// URL, such as http://127.0.0.1:8080")
 	}
@@ -183,9 +184,10 @@ func RequireLoopback(ctx context.Context, host string) error {
 	return nil
 }
 
-// checkEffectSQL prepares the effect query, so a typo or a missing table is
-// reported with PostgreSQL's own message before any traffic is sent.
-func checkEffectSQL(ctx context.Context, pool *pgxpool.Pool, sql string, nargs int) error {
+// CheckEffectSQL prepares the effect query, so a typo or a missing table is
+// reported with PostgreSQL's own message before any traffic is sent, and
+// checks it takes nargs parameters and returns one column.
+func CheckEffectSQL(ctx context.Context, pool *pgxpool.Pool, sql string, nargs int) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return idemcheck.Unavailablef("database: %v", err)
