@@ -62,14 +62,18 @@ func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([
 		}
 	}
 	// The release does nothing but one small write per connection; the time
-	// stamps are taken after each write and kept for later.
+	// stamps are taken around each write and kept for later. The spread
+	// runs from the start of the first write to the end of the last, as
+	// over HTTP/2.
+	starts := make([]time.Time, len(ready))
 	sent := make([]time.Time, len(ready))
 	errs := make([]error, len(ready))
 	releaseLanes(c.laneCount(len(ready)), len(ready), func(i int) {
+		starts[i] = time.Now()
 		_, errs[i] = ready[i].conn.Write(ready[i].wire[len(ready[i].wire)-1:])
 		sent[i] = time.Now()
 	})
-	spread := span(sent)
+	spread := span(append(starts, sent...))
 
 	for i, a := range ready {
 		wg.Go(func() {

@@ -221,7 +221,10 @@ type h2conn struct {
 
 	streams map[uint32]*h2stream
 	order   []*h2stream // the burst's streams, in the order they were opened
-	open    int         // streams still waiting for the end of their reply
+	// released are the streams whose final frames prepare framed into wbuf
+	// for the release to write.
+	released []*h2stream
+	open     int // streams still waiting for the end of their reply
 	// A header block being reassembled from HEADERS and CONTINUATION.
 	block       []byte
 	blockStream uint32
@@ -384,24 +387,26 @@ func (hc *h2conn) prepare(streams []*h2stream) bool {
 		hc.endAll(err)
 		return false
 	}
-	return true
-}
-
-// release writes the final DATA frame of every stream still open in one
-// write call and returns when that call started and ended (zero times when
-// nothing was released). It does nothing but frame and write, so that it
-// can run on a release lane.
-func (hc *h2conn) release() (start, sent time.Time) {
-	var released []*h2stream
+	// The final frames are framed now, so that the release does nothing
+	// but write them: no frame is read before it, so the streams still
+	// open now are the ones released.
 	for _, s := range hc.order {
 		if !s.done {
 			hc.wfr.WriteData(s.id, true, s.final)
 			s.window -= int64(len(s.final))
 			hc.connWindow -= int64(len(s.final))
-			released = append(released, s)
+			hc.released = append(hc.released, s)
 		}
 	}
-	if len(released) == 0 {
+	return true
+}
+
+// release writes the final DATA frames that prepare framed in one write
+// call and returns when that call started and ended (zero times when
+// nothing was released). It does nothing but write, so that it can run on
+// a release lane.
+func (hc *h2conn) release() (start, sent time.Time) {
+	if len(hc.released) == 0 {
 		return time.Time{}, time.Time{}
 	}
 	start = time.Now()
@@ -409,13 +414,10 @@ func (hc *h2conn) release() (start, sent time.Time) {
 	sent = time.Now()
 	hc.wbuf.Reset()
 	if err != nil {
-		for _, s := range released {
-			hc.fail(s, err, classify(err))
-		}
 		hc.endAll(err)
 		return time.Time{}, time.Time{}
 	}
-	for _, s := range released {
+	for _, s := range hc.released {
 		s.a.sent(sent)
 	}
 	return start, sent
@@ -754,13 +756,10 @@ func (hc *h2conn) complete(s *h2stream) {
 }
 
 func (hc *h2conn) fail(s *h2stream, err error, kind string) {
-	if s.done {
-		return
+	if !s.done {
+		s.a.fail(err, kind)
+		hc.complete(s)
 	}
-	s.a.fail(err, kind)
-	s.done = true
-	s.a.res.End = time.Now()
-	hc.open--
 }
 
 // endAll ends every open stream with the connection's error. As for

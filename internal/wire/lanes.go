@@ -50,7 +50,7 @@ func releaseLanes(lanes, n int, write func(i int)) {
 		}
 		return
 	}
-	rest := max(lanes-1, 1) // lanes that go on after the opening round
+	rest := lanes - 1 // lanes that go on after the opening round
 	lane := func(k int) {
 		write(k)
 		if k >= rest {
