@@ -137,6 +137,14 @@ func (p Policy) Replay(status int) bool {
 	return p.Created(status) || slices.Contains(p.ReplayStatuses, status)
 }
 
+// HeaderTrue reports whether a header value says yes, as a replay header
+// such as Idempotent-Replayed does: "true", "?1" (a structured boolean),
+// "1" or "yes", in any case.
+func HeaderTrue(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	return v == "true" || v == "?1" || v == "1" || v == "yes"
+}
+
 // Validate says what is wrong with a policy, naming the field.
 func (p Policy) Validate() error {
 	switch {

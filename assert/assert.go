@@ -329,7 +329,7 @@ func (c *intentCheck) checkResources(succ []success) {
 		case s.resource == first.resource:
 			if s.att.Status != first.att.Status || s.body != first.body {
 				mismatch = append(mismatch, s)
-			} else if h := c.policy.ReplayHeader; h != "" && s.att.Start.After(first.att.End) && !isTrue(s.att.RespHeader.Get(h)) {
+			} else if h := c.policy.ReplayHeader; h != "" && s.att.Start.After(first.att.End) && !idemcheck.HeaderTrue(s.att.RespHeader.Get(h)) {
 				mismatch = append(mismatch, s)
 			}
 		}
@@ -580,11 +580,6 @@ func ignored(f []string) string {
 		return "none"
 	}
 	return strings.Join(f, ", ")
-}
-
-func isTrue(v string) bool {
-	v = strings.ToLower(strings.TrimSpace(v))
-	return v == "true" || v == "?1" || v == "1" || v == "yes"
 }
 
 func short(s string) string { return clip(s, 120) }

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -94,6 +93,9 @@ type soakHit struct {
 
 // Run sends the soak and returns its figures.
 func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
+	if sk.Endpoint.Base.Scheme != "http" {
+		return nil, fmt.Errorf("a soak sends plain http:// only, not %s://", sk.Endpoint.Base.Scheme)
+	}
 	link, err := faults.NewLink(Upstream(sk.Endpoint.Base))
 	if err != nil {
 		return nil, fmt.Errorf("start the fault proxy: %w", err)
@@ -102,7 +104,7 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	// Clean first attempts go straight to the target: a proxy hop would
 	// only cost CPU the target needs. Cut ones and their retries go through
 	// the link.
-	direct := Upstream(sk.Endpoint.Base)
+	direct := link.Upstream()
 	clean, err := link.Addr(faults.None)
 	if err != nil {
 		return nil, err
@@ -121,13 +123,12 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	}
 	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact}, run: newRunID()}
 	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: timeout}
-	if sk.Endpoint.Base.Scheme == "https" {
-		client.TLS = &tls.Config{ServerName: sk.Endpoint.Base.Hostname(), NextProtos: []string{"http/1.1"}}
-	}
 
 	var hist *historyStream
 	if sk.History != nil {
-		hist = &historyStream{enc: json.NewEncoder(sk.History)}
+		// Buffered: records come one per attempt, from the results loop.
+		bw := bufio.NewWriterSize(sk.History, 256<<10)
+		hist = &historyStream{buf: bw, enc: json.NewEncoder(bw)}
 		if err := hist.write(map[string]any{"run": sk.Header}); err != nil {
 			return nil, err
 		}
@@ -179,8 +180,33 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	attacker := vegeta.NewAttacker(vegeta.Client(httpClient), vegeta.Workers(uint64(min(workers, 8))), vegeta.MaxWorkers(uint64(workers)), vegeta.MaxBody(64<<10))
 	var metrics vegeta.Metrics
 
-	// Completed intents go to the effect counters; retries to the retriers.
-	counts := make(chan idemcheck.Intent, 1024)
+	// Completed intents are spooled to a file and counted once the load
+	// is over: counting during the load would take the database and the
+	// cores from the target being measured, and the file keeps memory flat.
+	var spool *os.File
+	if sk.Effects != nil {
+		if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
+			return nil, err
+		}
+		defer os.Remove(spool.Name())
+		defer spool.Close()
+	}
+	counts := make(chan doneIntent, 1024)
+	spooled := make(chan error, 1)
+	go func() {
+		if spool == nil {
+			for range counts {
+			}
+			spooled <- nil
+			return
+		}
+		w := bufio.NewWriter(spool)
+		for d := range counts {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%t\n", d.in.ID, d.in.Key, d.in.Seq, d.promised)
+		}
+		spooled <- w.Flush()
+	}()
+	// Retries go to the retriers.
 	retries := make(chan *soakHit, 1024)
 	var replayed atomic.Int64
 	var wg sync.WaitGroup
@@ -190,36 +216,21 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 				a := s.attempt(h, 2, "")
 				r := client.Do(ctx, clean, h.req)
 				s.fill(&a, r)
-				if a.Outcome != idemcheck.Replied {
-					atomic.AddInt64(&res.Unresolved, 1)
-				} else if sk.Policy.ReplayHeader == "" || isTrueHeader(r.Header.Get(sk.Policy.ReplayHeader)) {
+				succeeded := a.Outcome == idemcheck.Replied && sk.Policy.Replay(a.Status)
+				switch {
+				case a.Outcome != idemcheck.Replied:
+					if ctx.Err() == nil {
+						atomic.AddInt64(&res.Unresolved, 1)
+					}
+				case succeeded && (sk.Policy.ReplayHeader == "" || idemcheck.HeaderTrue(r.Header.Get(sk.Policy.ReplayHeader))):
 					replayed.Add(1)
 				}
 				atomic.AddInt64(&res.Attempts, 1)
 				hist.attempt(a)
-				counts <- h.in
+				counts <- doneIntent{h.in, succeeded}
 			}
 		})
 	}
-	// Completed intents are spooled to a file and counted once the load
-	// is over: counting during the load would take the database and the
-	// cores from the target being measured, and the file keeps memory flat.
-	spool, err := os.CreateTemp("", "idemcheck-soak-intents-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(spool.Name())
-	defer spool.Close()
-	spooled := make(chan error, 1)
-	go func() {
-		w := bufio.NewWriter(spool)
-		for in := range counts {
-			if sk.Effects != nil {
-				fmt.Fprintf(w, "%s\t%s\t%d\n", in.ID, in.Key, in.Seq)
-			}
-		}
-		spooled <- w.Flush()
-	}()
 
 	start := time.Now()
 	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
@@ -244,7 +255,7 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 			retries <- h
 			continue
 		}
-		counts <- h.in
+		counts <- doneIntent{h.in, sk.Policy.Replay(a.Status)}
 	}
 	close(retries)
 	wg.Wait()
@@ -268,7 +279,7 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	if res.Counted > 0 {
 		res.DuplicatesPerMillion = float64(res.Duplicates) * 1e6 / float64(res.Counted)
 	}
-	if err := hist.err(); err != nil {
+	if err := hist.flush(); err != nil {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	return res, ctx.Err()
@@ -282,38 +293,56 @@ func (sk *Soak) countAll(ctx context.Context, spool *os.File, res *SoakResult, h
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	intents := make(chan idemcheck.Intent, 256)
+	intents := make(chan doneIntent, 256)
 	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var countErr error
 	for range 8 {
 		wg.Go(func() {
-			for in := range intents {
-				n, err := sk.count(ctx, in)
+			for d := range intents {
+				n, err := sk.count(ctx, d.in)
 				if err != nil {
-					continue // the run's context ended
+					if ctx.Err() == nil {
+						errOnce.Do(func() { countErr = fmt.Errorf("count the effects of intent %s: %w", d.in.ID, err) })
+					}
+					continue
 				}
 				atomic.AddInt64(&res.Counted, 1)
 				switch {
 				case n > 1:
 					atomic.AddInt64(&res.Duplicates, 1)
-				case n == 0:
+				case n == 0 && d.promised:
+					// Lost only when the client was told of a success, as
+					// the checker's lost-effect.
 					atomic.AddInt64(&res.Lost, 1)
 				}
-				hist.observe(idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: sk.Effects.SQL})
+				hist.observe(idemcheck.Observation{Intent: d.in.ID, Check: d.in.Check, Effects: n, Query: sk.Effects.SQL})
 			}
 		})
 	}
 	sc := bufio.NewScanner(spool)
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 3 {
+		if len(f) != 4 {
 			continue
 		}
 		seq, _ := strconv.Atoi(f[2])
-		intents <- idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
+		in := idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
+		intents <- doneIntent{in: in, promised: f[3] == "true"}
 	}
 	close(intents)
 	wg.Wait()
+	if countErr != nil {
+		return countErr
+	}
 	return sc.Err()
+}
+
+// doneIntent is an intent whose attempts are over; promised when one of
+// them was answered with a success, so its effect must exist.
+type doneIntent struct {
+	in       idemcheck.Intent
+	promised bool
 }
 
 func (sk *Soak) count(ctx context.Context, in idemcheck.Intent) (int64, error) {
@@ -360,11 +389,6 @@ func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result) {
 	a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, int(r.Code), s.redact(r.Headers), string(r.Body)
 }
 
-func isTrueHeader(v string) bool {
-	v = strings.ToLower(strings.TrimSpace(v))
-	return v == "true" || v == "?1" || v == "1"
-}
-
 // noResend clears GetBody so that http.Transport cannot resend a request
 // by itself.
 type noResend struct{ rt http.RoundTripper }
@@ -379,7 +403,8 @@ func (n noResend) RoundTrip(r *http.Request) (*http.Response, error) {
 // attempts, from many goroutines.
 type historyStream struct {
 	mu    sync.Mutex
-	enc   *json.Encoder
+	buf   *bufio.Writer
+	enc   *json.Encoder // writes to buf
 	next  int
 	first error
 }
@@ -398,26 +423,35 @@ func (h *historyStream) write(v any) error {
 
 func (h *historyStream) intent(in idemcheck.Intent) { _ = h.write(map[string]any{"intent": in}) }
 
+// attempt numbers a and writes it, under one lock, so that IDs appear in
+// the file in order.
 func (h *historyStream) attempt(a idemcheck.Attempt) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.next++
 	a.ID = h.next
-	h.mu.Unlock()
-	_ = h.write(map[string]any{"attempt": a})
+	if h.first == nil {
+		h.first = h.enc.Encode(map[string]any{"attempt": a})
+	}
 }
 
 func (h *historyStream) observe(o idemcheck.Observation) {
 	_ = h.write(map[string]any{"observation": o})
 }
 
-func (h *historyStream) err() error {
+// flush writes out what is buffered and returns the first error of the
+// stream.
+func (h *historyStream) flush() error {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.first == nil {
+		h.first = h.buf.Flush()
+	}
 	return h.first
 }

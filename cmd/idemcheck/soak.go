@@ -121,6 +121,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
+	if base.Scheme != "http" {
+		return 0, idemcheck.Usagef("soak: --url %q: a soak sends plain http:// only (certify checks https:// targets)", rawURL)
+	}
 	if path == "" {
 		path = urlPath
 	}

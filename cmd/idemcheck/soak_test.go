@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
 	"os"
 	"path/filepath"
 	"testing"
@@ -119,6 +122,7 @@ func TestSoakBadInput(t *testing.T) {
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--intents", "-1"}, "--intents -1 is out of range"},
 		{[]string{"soak"}, "--url is required"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--junit", "x.xml"}, "use --json"},
+		{[]string{"soak", "--url", "https://127.0.0.1:1"}, "a soak sends plain http:// only"},
 		{[]string{"soak", "--url", "ftp://127.0.0.1:1"}, `--url "ftp://127.0.0.1:1" is not an absolute http:// or https:// URL`},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-arg", "{{intent}}"}, "--effect-arg needs --effect-sql"},
 	} {
@@ -161,4 +165,35 @@ func TestSoakRefusesWhatItCannotMeasure(t *testing.T) {
 			assert.Empty(t, entries, "no report, no history, no temporary file")
 		})
 	}
+}
+
+// An intent whose every answer was an error promised nothing: no effect is
+// then no lost effect, as for the checker's lost-effect. Here a proxy in
+// front of the reference API answers every third request 503 itself.
+func TestSoakErrorRepliesPromiseNothing(t *testing.T) {
+	api, dsn := ordersAPI(t, orders.Reference)
+	u, err := url.Parse(api)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%3 == 0 {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	jsonPath := filepath.Join(t.TempDir(), "soak.json")
+	code, out, errOut := cli(t, soakArgs(srv.URL, dsn, "--intents", "150", "--duration", "1m", "--json", jsonPath)...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	var rep soakReport
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.EqualValues(t, 150, rep.Soak.Counted)
+	assert.Less(t, rep.Soak.Success, 0.8, "a third of the first attempts were answered 503")
+	assert.Zero(t, rep.Soak.Lost)
+	assert.Zero(t, rep.Soak.Duplicates)
 }
