@@ -3,7 +3,10 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // Section markers: a generated section of a Markdown file sits between
@@ -34,9 +37,8 @@ func RewriteSection(path, name, content string) error {
 	b.WriteString(content)
 	b.WriteString("\n")
 	b.Write(old[j:])
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+	return idemcheck.WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b.Bytes())
 		return err
-	}
-	return os.Rename(tmp, path)
+	})
 }

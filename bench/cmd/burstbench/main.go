@@ -334,31 +334,6 @@ type renderFacts struct {
 	coldDials    []string
 }
 
-// stat is one figure over the runs.
-type stat []float64
-
-func (s stat) median() float64 {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	if len(c) == 0 {
-		return 0
-	}
-	if len(c)%2 == 1 {
-		return c[len(c)/2]
-	}
-	return (c[len(c)/2-1] + c[len(c)/2]) / 2
-}
-
-func (s stat) format(f string) string {
-	if len(s) == 0 {
-		return "n/a"
-	}
-	if len(s) == 1 {
-		return fmt.Sprintf(f, s[0])
-	}
-	return fmt.Sprintf(f+" ["+f+"–"+f+"]", s.median(), slices.Min(s), slices.Max(s))
-}
-
 func medianDur(ds []time.Duration) time.Duration {
 	c := slices.Clone(ds)
 	slices.Sort(c)
@@ -451,22 +426,22 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 			failures = append(failures, fmt.Sprintf("%s, N=%d: %d bursts failed (last: %v)", c.driver, c.n, failed, lastErr))
 		}
 		fs := per[c]
-		pick := func(get func(figures) float64) stat {
-			var s stat
+		pick := func(get func(figures) float64) bench.Stat {
+			var s bench.Stat
 			for _, f := range fs {
 				s = append(s, get(f))
 			}
 			return s
 		}
 		bursts := pick(func(f figures) float64 { return float64(f.bursts) })
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |", c.driver, c.n, bursts.format("%.0f"),
-			pick(func(f figures) float64 { return f.gapUS }).format("%.1f"),
-			pick(func(f figures) float64 { return f.spreadUS }).format("%.0f"))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |", c.driver, c.n, bursts.Format("%.0f"),
+			pick(func(f figures) float64 { return f.gapUS }).Format("%.1f"),
+			pick(func(f figures) float64 { return f.spreadUS }).Format("%.0f"))
 		for i := range windows {
-			fmt.Fprintf(&b, " %s |", pick(func(f figures) float64 { return f.share[i] }).format("%.2f"))
+			fmt.Fprintf(&b, " %s |", pick(func(f figures) float64 { return f.share[i] }).Format("%.2f"))
 		}
 		if strings.HasPrefix(c.driver, "idemcheck") {
-			fmt.Fprintf(&b, " %s |\n", pick(func(f figures) float64 { return f.releaseUS }).format("%.1f"))
+			fmt.Fprintf(&b, " %s |\n", pick(func(f figures) float64 { return f.releaseUS }).Format("%.1f"))
 		} else {
 			b.WriteString(" not measured |\n")
 		}
@@ -499,11 +474,11 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 	for _, c := range order {
 		fmt.Fprintf(&b, "| %s | %d |", c.driver, c.n)
 		for i := range windows {
-			var s stat
+			var s bench.Stat
 			for _, f := range per[c] {
 				s = append(s, f.dups[i])
 			}
-			fmt.Fprintf(&b, " %s |", s.format("%.1f"))
+			fmt.Fprintf(&b, " %s |", s.Format("%.1f"))
 		}
 		b.WriteString("\n")
 	}
@@ -513,8 +488,8 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 	b.WriteString("| target | engine | N | measured | verdict |\n|---|---|---|---|---|\n")
 	for _, n := range cfg.sizes {
 		for _, eng := range []string{nameH2, nameH1} {
-			ratio := func(get func(figures) float64) stat {
-				var s stat
+			ratio := func(get func(figures) float64) bench.Stat {
+				var s bench.Stat
 				for _, run := range runs {
 					e, ok1 := reduce(run[cell{eng, n}])
 					v, ok2 := reduce(run[cell{nameVegeta, n}])
@@ -524,17 +499,17 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 				}
 				return s
 			}
-			share := func(i int) stat {
-				var s stat
+			share := func(i int) bench.Stat {
+				var s bench.Stat
 				for _, f := range per[cell{eng, n}] {
 					s = append(s, f.share[i])
 				}
 				return s
 			}
-			row := func(target string, s stat, limit float64, atMost bool) {
+			row := func(target string, s bench.Stat, limit float64, atMost bool) {
 				verdict := "n/a"
 				if len(s) > 0 {
-					m := s.median()
+					m := s.Median()
 					switch {
 					case atMost && m <= limit, !atMost && m >= limit:
 						verdict = "met"
@@ -544,7 +519,7 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 						verdict = fmt.Sprintf("missed by %.2f", limit-m)
 					}
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", target, eng, n, s.format("%.2f"), verdict)
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", target, eng, n, s.Format("%.2f"), verdict)
 			}
 			row("first-two gap ≤ 0.3x vegeta's", ratio(func(f figures) float64 { return f.gapUS }), 0.3, true)
 			row("full burst spread ≤ 0.5x vegeta's", ratio(func(f figures) float64 { return f.spreadUS }), 0.5, true)
@@ -575,7 +550,7 @@ func runGo(args []string) (string, error) {
 func goBenchSection(out, how string) string {
 	type metric struct {
 		unit string
-		vals stat
+		vals bench.Stat
 	}
 	var names []string
 	metrics := map[string][]*metric{}
@@ -655,7 +630,7 @@ func numberFormat(v float64) string {
 
 // scaled formats a benchmark metric, times and sizes in a unit that keeps
 // the figures short (12.0 s rather than 12035550563 ns/op).
-func scaled(vals stat, unit string) string {
+func scaled(vals bench.Stat, unit string) string {
 	type step struct {
 		div  float64
 		name string
@@ -667,16 +642,16 @@ func scaled(vals stat, unit string) string {
 	case "B/op":
 		steps = []step{{1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}, {1, "B"}}
 	default:
-		return vals.format(numberFormat(vals.median()))
+		return vals.Format(numberFormat(vals.Median()))
 	}
-	m := vals.median()
+	m := vals.Median()
 	for _, st := range steps {
 		if m >= st.div || st.div == 1 {
-			var v stat
+			var v bench.Stat
 			for _, x := range vals {
 				v = append(v, x/st.div)
 			}
-			return v.format(numberFormat(m/st.div)) + " " + st.name
+			return v.Format(numberFormat(m/st.div)) + " " + st.name
 		}
 	}
 	return ""

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,11 +21,4 @@ PASS
 	assert.Contains(t, md, "| TemplateFill/literal | 3.5 ns | – | – | 0.0 B | 0.0 |")
 	assert.Contains(t, md, "| HistoryWriteJSONL/attempts=10000 | 37.7 ms | 3781 | 214 | 4.7 MB | 130713 |")
 	assert.Contains(t, md, "goos: linux, pkg: github.com/idemcheck/idemcheck/bench")
-}
-
-func TestStatFormat(t *testing.T) {
-	assert.Equal(t, "n/a", stat{}.format("%.1f"))
-	assert.Equal(t, "2.0", stat{2}.format("%.1f"))
-	assert.Equal(t, "2.0 [1.0–3.0]", stat{3, 1, 2}.format("%.1f"))
-	assert.True(t, strings.HasPrefix(stat{1, 2, 3, 4}.format("%.1f"), "2.5 "))
 }

@@ -27,8 +27,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -230,19 +230,20 @@ func throughput(ctx context.Context, doc *figures, runs int, d time.Duration, wo
 		pt.Close()
 	}
 	fmt.Printf("THROUGHPUT soak %s/s, raw vegeta %s/s, ratio %s (workers %d, %v runs)\n",
-		medianRange(soak, "%.0f"), medianRange(raw, "%.0f"), medianRange(ratios, "%.2f"), workers, d)
+		bench.Stat(soak).Format("%.0f"), bench.Stat(raw).Format("%.0f"), bench.Stat(ratios).Format("%.2f"), workers, d)
 	doc.row(fmt.Sprintf("soak throughput over raw vegeta's, same run (reference orders API on PostgreSQL, %d workers, %v per run at a rate it cannot reach, 1%% of replies cut after commit and retried, every intent's effects counted)", workers, d),
-		fmt.Sprintf("%sx (soak %s intents/s, raw vegeta %s requests/s)", medianRange(ratios, "%.2f"), medianRange(soak, "%.0f"), medianRange(raw, "%.0f")),
-		"≥ 0.9x", median(ratios) >= 0.9, fmt.Sprintf("%.2f", 0.9-median(ratios)))
+		fmt.Sprintf("%sx (soak %s intents/s, raw vegeta %s requests/s)", bench.Stat(ratios).Format("%.2f"), bench.Stat(soak).Format("%.0f"), bench.Stat(raw).Format("%.0f")),
+		"≥ 0.9x", bench.Stat(ratios).Median() >= 0.9, fmt.Sprintf("%.2f", 0.9-bench.Stat(ratios).Median()))
 	return nil
 }
 
 // rawVegeta attacks the same endpoint with fresh bodies and keys, the way a
 // load test with vegeta alone would: nothing recorded, nothing counted.
 func rawVegeta(host string, rate int, d time.Duration, workers int) (float64, int, time.Duration) {
-	seq := 0
+	// vegeta calls the targeter from every worker at once.
+	var next atomic.Int64
 	targeter := func(t *vegeta.Target) error {
-		seq++
+		seq := next.Add(1)
 		t.Method, t.URL = "POST", "http://"+host+"/orders"
 		t.Body = []byte(fmt.Sprintf(`{"customerId":"raw-%d-%d","totalCents":4000}`, time.Now().UnixNano(), seq))
 		t.Header = http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {fmt.Sprintf("raw-%d-%d", time.Now().UnixNano(), seq)}}
@@ -288,10 +289,10 @@ func memory(doc *figures, runs, attempts, workers int) error {
 		done = append(done, float64(r.Attempts))
 		doc.run("memory run %d: %d attempts in %.0f s, peak RSS %.1f MB, history %.0f MB on disk", i+1, r.Attempts, r.Seconds, r.PeakMB, r.HistMB)
 	}
-	fmt.Printf("MEMORY peak RSS %s MB for a soak of %d attempts\n", medianRange(peaks, "%.1f"), attempts)
+	fmt.Printf("MEMORY peak RSS %s MB for a soak of %d attempts\n", bench.Stat(peaks).Format("%.1f"), attempts)
 	doc.row(fmt.Sprintf("peak memory (RSS) of a soak of %d attempts, its history streamed to disk (a loopback target that answers at once, 12,000 intents/s, 1%% cut)", attempts),
-		fmt.Sprintf("%s MB over runs of %s attempts", medianRange(peaks, "%.1f"), medianRange(done, "%.0f")),
-		"< 150 MB", median(peaks) < 150, fmt.Sprintf("%.1f MB", median(peaks)-150))
+		fmt.Sprintf("%s MB over runs of %s attempts", bench.Stat(peaks).Format("%.1f"), bench.Stat(done).Format("%.0f")),
+		"< 150 MB", bench.Stat(peaks).Median() < 150, fmt.Sprintf("%.1f MB", bench.Stat(peaks).Median()-150))
 	return nil
 }
 
@@ -320,7 +321,7 @@ func memoryChild(ctx context.Context, attempts, workers int) error {
 	// with the rate.
 	intents := int64(math.Ceil(float64(attempts) / (1 + cutShare)))
 	d := time.Duration(float64(attempts) / rate * 3 * float64(time.Second))
-	base, _ := urlOf("http://" + ln.Addr().String())
+	base := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 	e := scenarios.Endpoint{Base: base, Method: "POST", Path: idemcheck.MustTemplate("/orders"), Body: idemcheck.MustTemplate(body)}
 	sk := &scenarios.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, Intents: intents, CutShare: cutShare, Seed: 1, Workers: workers, History: hist}
 	start := time.Now()
@@ -330,8 +331,10 @@ func memoryChild(ctx context.Context, attempts, workers int) error {
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	fi, _ := hist.Stat()
-	runtime.KeepAlive(res)
+	fi, err := hist.Stat()
+	if err != nil {
+		return err
+	}
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{
 		"attempts": res.Attempts, "seconds": time.Since(start).Seconds(),
 		"peak_mb": float64(ru.Maxrss) / 1024, "history_mb": float64(fi.Size()) / (1 << 20),
@@ -368,10 +371,10 @@ func certification(ctx context.Context, doc *figures, runs int) error {
 			i+1, res.Report.Stats.Attempts, len(res.Report.Anomalies), wall.Seconds(), waits.Seconds())
 	}
 	fmt.Printf("CERTIFY default certification of the reference: %s s wall, %s s without lease waits\n",
-		medianRange(walls, "%.1f"), medianRange(nets, "%.1f"))
+		bench.Stat(walls).Format("%.1f"), bench.Stat(nets).Format("%.1f"))
 	doc.row("wall time of a full default certification of the reference (every check, fault checks included, started as a process, 1 s lease), lease waits excluded",
-		fmt.Sprintf("%s s (%s s with the lease waits)", medianRange(nets, "%.1f"), medianRange(walls, "%.1f")),
-		"< 15 s", median(nets) < 15, fmt.Sprintf("%.1f s", median(nets)-15))
+		fmt.Sprintf("%s s (%s s with the lease waits)", bench.Stat(nets).Format("%.1f"), bench.Stat(walls).Format("%.1f")),
+		"< 15 s", bench.Stat(nets).Median() < 15, fmt.Sprintf("%.1f s", bench.Stat(nets).Median()-15))
 	return nil
 }
 
@@ -388,17 +391,3 @@ func leaseWaits(h *idemcheck.History) time.Duration {
 	}
 	return total
 }
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func medianRange(v []float64, f string) string {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return fmt.Sprintf(f+" ["+f+"–"+f+"]", median(s), s[0], s[len(s)-1])
-}
-
-func urlOf(s string) (*url.URL, error) { return url.Parse(s) }
