@@ -247,14 +247,15 @@ func (a *attempt) dial(addr string) bool {
 		a.fail(err, classify(err))
 		return false
 	}
-	// A cancelled context must stop a blocked read or write too, not only
-	// the dial: moving the deadline into the past wakes them.
-	a.stop = context.AfterFunc(a.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	if err := conn.SetDeadline(a.deadline); err != nil {
 		conn.Close()
 		a.fail(err, classify(err))
 		return false
 	}
+	// A cancelled context must stop a blocked read or write too, not only
+	// the dial: moving the deadline into the past wakes them. The hook is
+	// set after the deadline, which would otherwise undo it.
+	a.stop = context.AfterFunc(a.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	if a.c.TLS != nil {
 		tc := tls.Client(conn, a.c.http1TLS())
 		if err := tc.HandshakeContext(ctx); err != nil {
