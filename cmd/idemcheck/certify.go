@@ -191,40 +191,19 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	// A target idemcheck starts (--cmd, --image) is started before the rest
 	// of the checks below so that its URL is known; every error path after
 	// this closes it, an interrupted run (ctx cancelled) included.
-	var (
-		powers   scenarios.Powers
-		ownedDB  *targets.Database
-		replicas int
-	)
-	switch {
-	case command != "":
-		started, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: instances, DSN: db})
-		if err != nil {
-			return 0, err
-		}
-		defer started.Close()
-		rawURL, powers, ownedDB = started.URL.String(), started.Powers(), started.DB
-		replicas = started.Replicas()
-	case image != "":
+	var started *startedTarget
+	if command != "" || image != "" {
 		vars, err := certify.ParseEnv(env)
 		if err != nil {
 			return 0, idemcheck.Usagef("--env %v", err)
 		}
-		started, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{
-			Image: image, DBImage: dbImage, DSN: db, Env: vars, Ready: ready, Log: stderr,
-		})
-		if err != nil {
+		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready}
+		if started, err = startTarget(ctx, spec, db, stderr); err != nil {
 			return 0, err
 		}
-		defer func() {
-			// Said, not swallowed: a container left behind is the user's to
-			// remove until the next run's sweep does it.
-			if err := started.Close(); err != nil {
-				fmt.Fprintf(stderr, "idemcheck: %v\n", err)
-			}
-		}()
-		rawURL, powers, ownedDB = started.URL.String(), started.Powers(), started.DB
-		if name == "" {
+		defer started.close()
+		rawURL = started.url.String()
+		if name == "" && image != "" {
 			// The port is picked anew each run; the image is what a
 			// pipeline certifies.
 			name = image
@@ -323,10 +302,10 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, err
 	}
 	switch {
-	case powers != nil:
-		cfg.Powers, cfg.Replicas = powers, replicas
+	case started != nil:
+		cfg.Powers, cfg.Replicas = started.powers, started.replicas
 		if effectSQL != "" {
-			cfg.DB, cfg.DBName = ownedDB.Pool, targets.RedactDSN(ownedDB.DSN)
+			cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 		}
 	case effectSQL != "":
 		database, err := openEffectDB(ctx, db)

@@ -70,7 +70,12 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				break
 			}
 		}
-		if started, err = startSuiteTarget(ctx, s, dsn, stderr); err != nil {
+		env, err := certify.ParseEnv(s.Env)
+		if err != nil {
+			return 0, idemcheck.Usagef("%s: target: env: %v", file, err)
+		}
+		spec := targetSpec{command: s.Command, instances: s.Instances, image: s.Image, dbImage: s.DBImage, env: env}
+		if started, err = startTarget(ctx, spec, dsn, stderr); err != nil {
 			return 0, fmt.Errorf("%s: target: %w", file, err)
 		}
 		defer started.close()
@@ -115,8 +120,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	return exitFor(failed), nil
 }
 
-// startedTarget is a suite's target that idemcheck started: a command or a
-// container image.
+// startedTarget is a target that idemcheck started: a command or a
+// container image, with the database it was given.
 type startedTarget struct {
 	url      *url.URL
 	replicas int
@@ -125,19 +130,35 @@ type startedTarget struct {
 	close    func()
 }
 
-func startSuiteTarget(ctx context.Context, s *suite.Suite, dsn string, stderr io.Writer) (*startedTarget, error) {
-	if s.Image != "" {
-		env, err := certify.ParseEnv(s.Env)
-		if err != nil {
-			return nil, idemcheck.Usagef("env: %v", err)
-		}
-		ct, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{Image: s.Image, DBImage: s.DBImage, DSN: dsn, Env: env, Log: stderr})
+// targetSpec is a target for idemcheck to start: a command run as
+// instances behind a balancer, or a container image.
+type targetSpec struct {
+	command   string
+	instances int
+	image     string
+	dbImage   string
+	env       map[string]string
+	ready     string
+}
+
+// startTarget starts spec on the database dsn (a throwaway one when
+// empty). Its close says, rather than swallows, a container it could not
+// remove: that one is the user's to remove until the next run's sweep.
+func startTarget(ctx context.Context, spec targetSpec, dsn string, stderr io.Writer) (*startedTarget, error) {
+	if spec.image != "" {
+		ct, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{
+			Image: spec.image, DBImage: spec.dbImage, DSN: dsn, Env: spec.env, Ready: spec.ready, Log: stderr,
+		})
 		if err != nil {
 			return nil, err
 		}
-		return &startedTarget{url: ct.URL, powers: ct.Powers(), db: ct.DB, close: func() { _ = ct.Close() }}, nil
+		return &startedTarget{url: ct.URL, replicas: 1, powers: ct.Powers(), db: ct.DB, close: func() {
+			if err := ct.Close(); err != nil {
+				fmt.Fprintf(stderr, "idemcheck: %v\n", err)
+			}
+		}}, nil
 	}
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: s.Command, Instances: s.Instances, DSN: dsn})
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn})
 	if err != nil {
 		return nil, err
 	}
