@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -140,7 +141,11 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 			if err != nil {
 				return err
 			}
-			d.env = append(d.env, v.Content[i].Value+"="+val)
+			kv := v.Content[i].Value + "=" + val
+			if _, err := certify.ParseEnv([]string{kv}); err != nil {
+				return p.errf(v.Content[i], join(field, "env."+v.Content[i].Value), "%v", err)
+			}
+			d.env = append(d.env, kv)
 		}
 	}
 	d.instances = 1

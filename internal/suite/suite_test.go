@@ -90,6 +90,7 @@ func TestErrors(t *testing.T) {
 		{"bad duration", "options: {timeout: soon}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n", `s.yaml:1: options.timeout: expected a positive duration such as 10s or 5m, got "soon"`},
 		{"bad pointer", "policy: {ignore_fields: [servedAt]}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n", `s.yaml:1: policy.ignore_fields: JSON pointer "servedAt" must start with /`},
 		{"duplicate name", "endpoints:\n  - {url: 'http://127.0.0.1', path: /a, name: x}\n  - {url: 'http://127.0.0.1', path: /b, name: x}\n", `s.yaml:3: endpoints[1].name: "x" is used by an earlier endpoint`},
+		{"reserved env", "target:\n  image: orders:local\n  env:\n    PORT: '9'\nendpoints: [{path: /a}]\n", "s.yaml:4: target.env.PORT: PORT: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
 		{"endpoints not a list", "endpoints: {path: /a}\n", "s.yaml:1: endpoints: expected a non-empty list of endpoints, got a mapping"},
 	}
 	for _, c := range cases {
