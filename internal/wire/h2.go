@@ -112,14 +112,12 @@ func (c *Client) burstH2(ctx context.Context, addr string, reqs []Request, auto 
 	}
 
 	hc, err := c.dialH2(ctx, addr, deadline)
-	if errors.Is(err, errNotH2) {
-		if auto {
-			res, spread := c.burstHTTP1(ctx, addr, reqs)
-			return BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
-		}
-	}
-	if err != nil {
-		kind := classify(err)
+	switch {
+	case errors.Is(err, errNotH2) && auto:
+		res, spread := c.burstHTTP1(ctx, addr, reqs)
+		return BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+	case err != nil:
+		kind := h2Kind(err)
 		if errors.Is(err, errNotH2) {
 			kind = KindOther
 		}
@@ -766,10 +764,7 @@ func (hc *h2conn) fail(s *h2stream, err error, kind string) {
 // HTTP/1.1, a stream cut before its status is "eof", after it "malformed",
 // and a transport error (reset, timeout) wins over both.
 func (hc *h2conn) endAll(err error) {
-	kind := classify(err)
-	if errors.Is(err, errH2Protocol) {
-		kind = KindMalformed
-	}
+	kind := h2Kind(err)
 	for _, s := range hc.streams {
 		k := kind
 		if k == KindEOF && s.a.res.Status != 0 {
@@ -777,6 +772,15 @@ func (hc *h2conn) endAll(err error) {
 		}
 		hc.fail(s, err, k)
 	}
+}
+
+// h2Kind classifies an error of an HTTP/2 connection: a server that broke
+// the protocol sent a malformed reply, at the dial as after it.
+func h2Kind(err error) string {
+	if errors.Is(err, errH2Protocol) {
+		return KindMalformed
+	}
+	return classify(err)
 }
 
 // close says goodbye and closes the connection. Nothing is waited for: the
