@@ -497,6 +497,13 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 func (s *session) record(a idemcheck.Attempt, res wire.Result) {
 	s.sent++
 	a.ID = len(s.h.Attempts) + 1
+	s.fill(&a, res)
+	s.h.Attempts = append(s.h.Attempts, a)
+}
+
+// fill records a harness send on a: its times, its outcome and, when it
+// was answered, the reply (headers redacted).
+func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 	a.Start, a.FirstByte, a.End = res.Start, res.FirstByte, res.End
 	switch {
 	case res.Err == nil:
@@ -514,7 +521,6 @@ func (s *session) record(a idemcheck.Attempt, res wire.Result) {
 		a.RespHeader = s.redact(res.Header)
 		a.RespBody = string(res.Body)
 	}
-	s.h.Attempts = append(s.h.Attempts, a)
 }
 
 // observe counts the intent's effects in the database.
@@ -522,20 +528,27 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if s.Effects == nil {
 		return nil
 	}
-	args := make([]any, len(s.Effects.Args))
-	strs := make([]string, len(s.Effects.Args))
-	for i, t := range s.Effects.Args {
+	o, err := s.Effects.Count(ctx, in)
+	if err != nil {
+		return err
+	}
+	s.h.Observations = append(s.h.Observations, o)
+	return nil
+}
+
+// Count runs the effect query for one intent.
+func (e *Effects) Count(ctx context.Context, in idemcheck.Intent) (idemcheck.Observation, error) {
+	args := make([]any, len(e.Args))
+	strs := make([]string, len(e.Args))
+	for i, t := range e.Args {
 		strs[i] = t.Fill(in)
 		args[i] = strs[i]
 	}
 	var n int64
-	if err := s.Effects.Pool.QueryRow(ctx, s.Effects.SQL, args...).Scan(&n); err != nil {
-		return fmt.Errorf("effect query %q: %w", s.Effects.SQL, err)
+	if err := e.Pool.QueryRow(ctx, e.SQL, args...).Scan(&n); err != nil {
+		return idemcheck.Observation{}, fmt.Errorf("effect query %q: %w", e.SQL, err)
 	}
-	s.h.Observations = append(s.h.Observations, idemcheck.Observation{
-		Intent: in.ID, Check: in.Check, Effects: n, Query: s.Effects.SQL, Args: strs,
-	})
-	return nil
+	return idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: e.SQL, Args: strs}, nil
 }
 
 // secretHeaders are redacted in every history and report.

@@ -89,6 +89,7 @@ type soakHit struct {
 	in  idemcheck.Intent
 	req wire.Request
 	cut bool
+	fp  string // the request's fingerprint, once an attempt record needed it
 }
 
 // Run sends the soak and returns its figures.
@@ -213,12 +214,10 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	for range 4 {
 		wg.Go(func() {
 			for h := range retries {
-				a := s.attempt(h, 2, "")
 				r := client.Do(ctx, clean, h.req)
-				s.fill(&a, r)
-				succeeded := a.Outcome == idemcheck.Replied && sk.Policy.Replay(a.Status)
+				succeeded := r.Err == nil && sk.Policy.Replay(r.Status)
 				switch {
-				case a.Outcome != idemcheck.Replied:
+				case r.Err != nil:
 					if ctx.Err() == nil {
 						atomic.AddInt64(&res.Unresolved, 1)
 					}
@@ -226,7 +225,11 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 					replayed.Add(1)
 				}
 				atomic.AddInt64(&res.Attempts, 1)
-				hist.attempt(a)
+				if hist != nil {
+					a := s.attempt(h, 2, "")
+					s.fill(&a, r)
+					hist.attempt(a)
+				}
 				counts <- doneIntent{h.in, succeeded}
 			}
 		})
@@ -246,16 +249,24 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		atomic.AddInt64(&res.Intents, 1)
 		atomic.AddInt64(&res.Attempts, 1)
 		metrics.Add(r)
-		a := s.attempt(h, 1, map[bool]string{true: faults.CutReply.String()}[h.cut])
-		s.fillVegeta(&a, r)
-		hist.intent(h.in)
-		hist.attempt(a)
-		if a.Outcome != idemcheck.Replied {
+		// The attempt record is built only for a history: it costs a
+		// fingerprint and copies of headers and bodies per hit.
+		if hist != nil {
+			fault := ""
+			if h.cut {
+				fault = faults.CutReply.String()
+			}
+			a := s.attempt(h, 1, fault)
+			s.fillVegeta(&a, r)
+			hist.intent(h.in)
+			hist.attempt(a)
+		}
+		if r.Code == 0 { // no reply: fillVegeta's Unknown
 			atomic.AddInt64(&res.Cut, 1)
 			retries <- h
 			continue
 		}
-		counts <- doneIntent{h.in, sk.Policy.Replay(a.Status)}
+		counts <- doneIntent{h.in, sk.Policy.Replay(int(r.Code))}
 	}
 	close(retries)
 	wg.Wait()
@@ -300,13 +311,14 @@ func (sk *Soak) countAll(ctx context.Context, spool *os.File, res *SoakResult, h
 	for range 8 {
 		wg.Go(func() {
 			for d := range intents {
-				n, err := sk.count(ctx, d.in)
+				o, err := sk.Effects.Count(ctx, d.in)
 				if err != nil {
 					if ctx.Err() == nil {
 						errOnce.Do(func() { countErr = fmt.Errorf("count the effects of intent %s: %w", d.in.ID, err) })
 					}
 					continue
 				}
+				n := o.Effects
 				atomic.AddInt64(&res.Counted, 1)
 				switch {
 				case n > 1:
@@ -316,7 +328,7 @@ func (sk *Soak) countAll(ctx context.Context, spool *os.File, res *SoakResult, h
 					// the checker's lost-effect.
 					atomic.AddInt64(&res.Lost, 1)
 				}
-				hist.observe(idemcheck.Observation{Intent: d.in.ID, Check: d.in.Check, Effects: n, Query: sk.Effects.SQL})
+				hist.observe(o)
 			}
 		})
 	}
@@ -345,37 +357,23 @@ type doneIntent struct {
 	promised bool
 }
 
-func (sk *Soak) count(ctx context.Context, in idemcheck.Intent) (int64, error) {
-	args := make([]any, len(sk.Effects.Args))
-	for i, t := range sk.Effects.Args {
-		args[i] = t.Fill(in)
-	}
-	var n int64
-	err := sk.Effects.Pool.QueryRow(ctx, sk.Effects.SQL, args...).Scan(&n)
-	return n, err
-}
-
 // attempt starts an Attempt record for a soak hit; IDs are filled by the
 // history stream in the order attempts finish.
 func (s *session) attempt(h *soakHit, step int, fault string) idemcheck.Attempt {
 	return idemcheck.Attempt{
 		Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step,
 		Method: h.req.Method, Path: h.req.Path, Header: s.redact(h.req.Header), Body: string(h.req.Body),
-		Fingerprint: Fingerprint(h.req), Fault: fault,
+		Fingerprint: h.fingerprint(), Fault: fault,
 	}
 }
 
-// fill records a harness send on a.
-func (s *session) fill(a *idemcheck.Attempt, r wire.Result) {
-	a.Start, a.FirstByte, a.End = r.Start, r.FirstByte, r.End
-	switch {
-	case r.Err == nil:
-		a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, r.Status, s.redact(r.Header), string(r.Body)
-	case !r.Written || r.ErrKind == wire.KindRefused:
-		a.Outcome, a.Error = idemcheck.NotSent, r.Err.Error()
-	default:
-		a.Outcome, a.Error = idemcheck.Unknown, r.Err.Error()
+// fingerprint is computed once per hit: a retry sends the same request.
+// The first attempt's record is made before the hit goes to a retrier.
+func (h *soakHit) fingerprint() string {
+	if h.fp == "" {
+		h.fp = Fingerprint(h.req)
 	}
+	return h.fp
 }
 
 // fillVegeta records one of vegeta's results on a: a status code means a
