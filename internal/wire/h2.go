@@ -126,17 +126,24 @@ func (c *Client) burstH2(ctx context.Context, addr string, reqs []Request, auto 
 		}
 		return BurstResult{Results: results(), Protocol: ProtocolH2}
 	}
-	if n := len(live); uint64(n) > uint64(hc.maxStreams) {
-		hc.close()
+	// The streams are shared over one connection per lane, so the server's
+	// limit on concurrent streams applies to each connection's share.
+	n := len(live)
+	perConn := func(conns int) uint64 { return uint64((n + conns - 1) / conns) }
+	conns := []*h2conn{hc}
+	if lanes := c.laneCount(n); lanes > 1 && perConn(lanes) <= uint64(hc.maxStreams) {
+		conns = append(conns, c.dialMoreH2(ctx, addr, deadline, lanes-1)...)
+	}
+	if share := perConn(len(conns)); share > uint64(hc.maxStreams) {
+		for _, hc := range conns {
+			hc.close()
+		}
 		res, spread := c.burstHTTP1(ctx, addr, reqs)
 		return BurstResult{
 			Results: res, Spread: spread, Protocol: ProtocolHTTP1, MaxStreams: hc.maxStreams,
-			Fallback: fmt.Sprintf("the server allows %d concurrent HTTP/2 streams and the burst has %d, so it went out over HTTP/1.1", hc.maxStreams, n),
+			Fallback: fmt.Sprintf("the server allows %d concurrent HTTP/2 streams and the burst has %d (%d on each of %d connections), so it went out over HTTP/1.1",
+				hc.maxStreams, n, share, len(conns)),
 		}
-	}
-	conns := []*h2conn{hc}
-	if lanes := c.laneCount(len(live)); lanes > 1 {
-		conns = append(conns, c.dialMoreH2(ctx, addr, deadline, lanes-1)...)
 	}
 	shares := make([][]*h2stream, len(conns))
 	for i, s := range live {

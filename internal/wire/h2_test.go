@@ -234,6 +234,18 @@ func TestBurstH2MaxConcurrentStreams(t *testing.T) {
 	assert.Equal(t, ProtocolH2, r.Protocol)
 	assert.Empty(t, r.Fallback)
 	checkEcho(t, r, 8, c.laneCount(8))
+
+	// The limit is per connection: 16 streams fit over two lanes' two
+	// connections of 8, not over one lane's one.
+	two := &Client{Protocol: ProtocolH2, Lanes: 2}
+	if two.laneCount(16) == 2 {
+		r = two.SendBurst(context.Background(), addr, burstOf(16, "POST", orderBody))
+		assert.Equal(t, ProtocolH2, r.Protocol, r.Fallback)
+		checkEcho(t, r, 16, 2)
+	}
+	r = (&Client{Protocol: ProtocolH2, Lanes: 1}).SendBurst(context.Background(), addr, burstOf(16, "POST", orderBody))
+	assert.Equal(t, ProtocolHTTP1, r.Protocol)
+	assert.Contains(t, r.Fallback, "allows 8 concurrent HTTP/2 streams and the burst has 16 (16 on each of 1 connections)")
 }
 
 func TestProbe(t *testing.T) {
