@@ -257,9 +257,16 @@ func RedeliveryAfterFailingBody(rounds int) Scenario {
 
 // check is one check's scenario and the reason it may not apply.
 type check struct {
-	build func(Options) Scenario
+	// build returns the check's scenarios for a target it applies to:
+	// some checks have a half for each thing the harness may do to it.
+	build func(o Options, e Endpoint, t Target) []Scenario
 	// skip returns why the check does not apply to this target, or "".
 	skip func(p idemcheck.Policy, e Endpoint, t Target) string
+}
+
+// one is the build of a check with one scenario.
+func one(f func(Options) Scenario) func(Options, Endpoint, Target) []Scenario {
+	return func(o Options, _ Endpoint, _ Target) []Scenario { return []Scenario{f(o)} }
 }
 
 func always(idemcheck.Policy, Endpoint, Target) string { return "" }
@@ -284,49 +291,74 @@ func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t Target) string {
 }
 
 var checks = map[string]check{
-	idemcheck.CheckConcurrentBurst:  {func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }, always},
-	idemcheck.CheckSequentialReplay: {func(o Options) Scenario { return SequentialReplay(o.Rounds) }, always},
-	idemcheck.CheckLostReply:        {func(o Options) Scenario { return LostReply(o.Rounds) }, always},
-	idemcheck.CheckPayloadMismatch: {func(o Options) Scenario { return PayloadMismatch(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+	idemcheck.CheckConcurrentBurst: {one(func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }), always},
+	idemcheck.CheckSequentialReplay: {func(o Options, _ Endpoint, _ Target) []Scenario {
+		if o.RetryWindow > 0 {
+			return []Scenario{SequentialReplay(o.Rounds), LateReplay(1, o.RetryWindow)}
+		}
+		return []Scenario{SequentialReplay(o.Rounds)}
+	}, always},
+	idemcheck.CheckLostReply: {one(func(o Options) Scenario { return LostReply(o.Rounds) }), always},
+	idemcheck.CheckPayloadMismatch: {one(func(o Options) Scenario { return PayloadMismatch(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ Target) string {
 		if p.MismatchStatus == 0 {
 			return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
 		}
 		return ""
 	}},
-	idemcheck.CheckReorderedBody: {func(o Options) Scenario { return ReorderedBody(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+	idemcheck.CheckReorderedBody: {one(func(o Options) Scenario { return ReorderedBody(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
 		if !e.JSONBody() {
 			return "the request body is not a JSON object, so it has no members to reorder"
 		}
 		return ""
 	}},
-	idemcheck.CheckCrossEndpoint: {func(o Options) Scenario { return CrossEndpoint(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+	idemcheck.CheckCrossEndpoint: {one(func(o Options) Scenario { return CrossEndpoint(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
 		if e.Other == nil {
 			return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
 		}
 		return ""
 	}},
-	idemcheck.CheckDistinctKeys: {func(o Options) Scenario { return DistinctKeys(o.Rounds) }, always},
-	idemcheck.CheckMissingKey: {func(o Options) Scenario { return MissingKey(o.Rounds) }, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+	idemcheck.CheckDistinctKeys: {one(func(o Options) Scenario { return DistinctKeys(o.Rounds) }), always},
+	idemcheck.CheckMissingKey: {one(func(o Options) Scenario { return MissingKey(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ Target) string {
 		if p.MissingKeyStatus == 0 {
 			return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
 		}
 		return ""
 	}},
-	idemcheck.CheckFailedAttempt: {func(o Options) Scenario { return FailedAttempt(o.FaultRounds) }, func(p idemcheck.Policy, e Endpoint, t Target) string {
+	idemcheck.CheckFailedAttempt: {func(o Options, e Endpoint, t Target) []Scenario {
+		// Two halves: a failure the harness causes (needs the database
+		// link) and a failure the target answers (needs a failing body).
+		var scs []Scenario
+		if t.Powers {
+			scs = append(scs, FailedAttempt(o.FaultRounds))
+		}
+		if e.FailingBody != nil {
+			scs = append(scs, SavedError(o.FaultRounds))
+		}
+		return scs
+	}, func(p idemcheck.Policy, e Endpoint, t Target) string {
 		if e.FailingBody != nil {
 			return ""
 		}
 		return needsPowers(p, e, t)
 	}},
-	idemcheck.CheckCrashLease:   {func(o Options) Scenario { return CrashLease(o.FaultRounds) }, needsPowersAndLease},
-	idemcheck.CheckLeaseFencing: {func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }, needsPowersAndLease},
-	idemcheck.CheckCrossTenant: {func(o Options) Scenario { return CrossTenant(o.Rounds) }, func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+	idemcheck.CheckCrashLease:   {one(func(o Options) Scenario { return CrashLease(o.FaultRounds) }), needsPowersAndLease},
+	idemcheck.CheckLeaseFencing: {one(func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }), needsPowersAndLease},
+	idemcheck.CheckCrossTenant: {one(func(o Options) Scenario { return CrossTenant(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
 		if len(e.Tenants) != 2 {
 			return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"
 		}
 		return ""
 	}},
-	idemcheck.CheckWebhookRedeliver: {func(o Options) Scenario { return WebhookRedelivery(o.Rounds, o.Redeliveries) }, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+	idemcheck.CheckWebhookRedeliver: {func(o Options, e Endpoint, t Target) []Scenario {
+		scs := []Scenario{WebhookRedelivery(o.Rounds, o.Redeliveries)}
+		if t.Powers {
+			scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
+		}
+		if e.FailingBody != nil {
+			scs = append(scs, RedeliveryAfterFailingBody(o.FaultRounds))
+		}
+		return scs
+	}, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
 		if p.KeyPointer == "" {
 			return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
 		}
@@ -360,29 +392,8 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) (
 			return nil, nil, UnknownCheckError(n)
 		}
 		pc := idemcheck.PlannedCheck{Name: n, Skip: c.skip(p, e, t)}
-		switch {
-		case pc.Skip != "":
-		case n == idemcheck.CheckFailedAttempt:
-			// Two halves: a failure the harness causes (needs the database
-			// link) and a failure the target answers (needs a failing body).
-			if t.Powers {
-				scs = append(scs, c.build(o))
-			}
-			if e.FailingBody != nil {
-				scs = append(scs, SavedError(o.FaultRounds))
-			}
-		case n == idemcheck.CheckWebhookRedeliver:
-			scs = append(scs, c.build(o))
-			if t.Powers {
-				scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
-			}
-			if e.FailingBody != nil {
-				scs = append(scs, RedeliveryAfterFailingBody(o.FaultRounds))
-			}
-		case n == idemcheck.CheckSequentialReplay && o.RetryWindow > 0:
-			scs = append(scs, c.build(o), LateReplay(1, o.RetryWindow))
-		default:
-			scs = append(scs, c.build(o))
+		if pc.Skip == "" {
+			scs = append(scs, c.build(o, e, t)...)
 		}
 		plan = append(plan, pc)
 	}
