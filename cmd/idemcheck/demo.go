@@ -14,21 +14,19 @@ import (
 	"github.com/idemcheck/idemcheck/targets"
 )
 
-// demoTarget is one example API the demo certifies, and what it expects.
+// demoTarget is one zoo entry the demo certifies, with its label; the
+// entry says what must be found (nothing, for a reference).
 type demoTarget struct {
 	app, variant, label string
-	// want is the anomaly that must be found; empty for a reference,
-	// which must pass.
-	want idemcheck.Kind
 }
 
 // demoTargets are a short, telling subset of the zoo (make zoo shows it
 // all): the reference, a race, a crash, and a webhook consumer.
 var demoTargets = []demoTarget{
-	{"orders", "reference", "orders (reference)", ""},
-	{"orders", "check-then-insert", "orders (check-then-insert: read the key, do the work, write the key)", idemcheck.DuplicateEffect},
-	{"orders", "no-lease", "orders (no lease: a key claimed by a crashed process)", idemcheck.StuckKey},
-	{"webhooks", "dedupe-apart", "webhooks (event id recorded apart from the work)", idemcheck.LostEffect},
+	{"orders", "reference", "orders (reference)"},
+	{"orders", "check-then-insert", "orders (check-then-insert: read the key, do the work, write the key)"},
+	{"orders", "no-lease", "orders (no lease: a key claimed by a crashed process)"},
+	{"webhooks", "dedupe-apart", "webhooks (event id recorded apart from the work)"},
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -59,22 +57,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	asExpected := true
 	var verdicts []string
 	for i, dt := range demoTargets {
-		rep, err := demoOne(ctx, self, dsns[i], dt, seed, out, stdout, stderr)
+		e, found := zoo.Lookup(dt.app, dt.variant)
+		if !found {
+			return 0, fmt.Errorf("demo: %s/%s is not in the zoo", dt.app, dt.variant)
+		}
+		rep, err := demoOne(ctx, self, dsns[i], e, dt.label, seed, out, stdout, stderr)
 		if err != nil {
 			return 0, err
 		}
 		fmt.Fprintln(stdout)
-		ok := !rep.Failed()
-		if dt.want != "" {
-			ok = false
-			for _, a := range rep.Anomalies {
-				ok = ok || a.Kind == dt.want
-			}
-		}
+		ok := zoo.NewRow(e, rep).Caught()
 		asExpected = asExpected && ok
 		verdict := fmt.Sprintf("%s: %s", dt.label, rep.Verdict)
-		if dt.want != "" {
-			verdict += ", " + string(dt.want)
+		if !e.Reference() {
+			verdict += ", " + e.Anomaly
 		}
 		verdicts = append(verdicts, verdict+map[bool]string{true: " (as expected)", false: " (NOT as expected)"}[ok])
 	}
@@ -87,18 +83,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 
 // demoOne starts one example as a process target (idemcheck itself, serving
 // it) with its database link through the fault proxy, and certifies it.
-func demoOne(ctx context.Context, self, dsn string, dt demoTarget, seed int64, out outputs, stdout, stderr io.Writer) (idemcheck.Report, error) {
-	command := fmt.Sprintf("%q %s %s -variant %s", self, exampleServerCommand, dt.app, dt.variant)
-	if dt.app == "orders" {
-		command += " -lease " + zoo.Lease.String()
-	}
+func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, seed int64, out outputs, stdout, stderr io.Writer) (idemcheck.Report, error) {
+	command := fmt.Sprintf("%q %s %s %s", self, exampleServerCommand, e.App, e.Args())
 	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: dsn})
 	if err != nil {
 		return idemcheck.Report{}, err
 	}
 	defer pt.Close()
-	cfg := zoo.EndpointConfig(dt.app, pt)
-	cfg.Name, cfg.Seed = dt.label, seed
+	cfg := zoo.EndpointConfig(e.App, pt)
+	cfg.Name, cfg.Seed = label, seed
 	cfg.Options = zoo.Options()
 	cfg.Options.BurstRounds, cfg.Options.Rounds, cfg.Options.FaultRounds, cfg.Options.RetryWindow = 5, 2, 1, 0
 	res, err := certifyOne(ctx, cfg, out, stdout, stderr)

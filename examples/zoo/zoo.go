@@ -35,6 +35,26 @@ type Entry struct {
 // Name is "app/variant".
 func (e Entry) Name() string { return e.App + "/" + e.Variant }
 
+// Args are the flags that start the entry's binary: its variant and, for
+// orders, the zoo's short lease.
+func (e Entry) Args() string {
+	args := "-variant " + e.Variant
+	if e.App == "orders" {
+		args += " -lease " + Lease.String()
+	}
+	return args
+}
+
+// Lookup returns the entry of app's variant.
+func Lookup(app, variant string) (Entry, bool) {
+	for _, e := range Entries() {
+		if e.App == app && e.Variant == variant {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
 // Reference reports whether the entry carries no bug.
 func (e Entry) Reference() bool { return e.Check == "" }
 
@@ -87,10 +107,7 @@ type Config struct {
 // round-robin balancer, as a deployment with replicas) on its own
 // database and certifies it.
 func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result, error) {
-	command := fmt.Sprintf("%s -variant %s", filepath.Join(b.Dir, e.App), e.Variant)
-	if e.App == "orders" {
-		command += " -lease " + Lease.String()
-	}
+	command := filepath.Join(b.Dir, e.App) + " " + e.Args()
 	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: 2, DSN: c.DSN, Logs: c.Logs})
 	if err != nil {
 		return nil, err
