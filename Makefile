@@ -85,5 +85,4 @@ bench-soak: postgres
 	$(GO) run ./bench/cmd/soakbench -runs 3 -write BENCHMARKS.md
 
 bench-bursts:
-	@echo "bench: load average $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 	$(GO) run ./bench/cmd/burstbench -bursts 200 -runs 3 -n 8,32 -gotest ./bench/ -write BENCHMARKS.md

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/idemcheck/idemcheck"
 )
@@ -41,4 +42,18 @@ func RewriteSection(path, name, content string) error {
 		_, err := w.Write(b.Bytes())
 		return err
 	})
+}
+
+// LoadAverage is the machine's load average over 1, 5 and 15 minutes, as
+// "0.35, 1.33, 1.90", or "unknown": figures are read against it.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
 }

@@ -96,7 +96,7 @@ func main() {
 			os.Exit(1)
 		}
 		md += goBenchSection(out, fmt.Sprintf("`go test -run '^$' -bench . -benchmem -count %d %s`, run after the bursts; load average %s when it ended",
-			*runs, *gotest, loadAverage()))
+			*runs, *gotest, bench.LoadAverage()))
 	}
 	fmt.Print(md)
 	if *write != "" {
@@ -196,7 +196,7 @@ type tally struct {
 }
 
 func measure(cfg config) (string, error) {
-	load0 := loadAverage()
+	load0 := bench.LoadAverage()
 	began := time.Now()
 	addr, stop, err := startTarget(cfg.hold)
 	if err != nil {
@@ -323,7 +323,7 @@ func measure(cfg config) (string, error) {
 		}
 	}
 	return render(cfg, runs, order, renderFacts{
-		load0: load0, load1: loadAverage(), took: time.Since(began), truncated: truncated, coldDials: cold,
+		load0: load0, load1: bench.LoadAverage(), took: time.Since(began), truncated: truncated, coldDials: cold,
 	}), nil
 }
 
@@ -499,7 +499,8 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 				}
 				return s
 			}
-			share := func(i int) bench.Stat {
+			share := func(w time.Duration) bench.Stat {
+				i := slices.Index(windows, w)
 				var s bench.Stat
 				for _, f := range per[cell{eng, n}] {
 					s = append(s, f.share[i])
@@ -523,8 +524,8 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 			}
 			row("first-two gap ≤ 0.3x vegeta's", ratio(func(f figures) float64 { return f.gapUS }), 0.3, true)
 			row("full burst spread ≤ 0.5x vegeta's", ratio(func(f figures) float64 { return f.spreadUS }), 0.5, true)
-			row("duplicate share at W=20 us ≥ 0.5", share(1), 0.5, false)
-			row("duplicate share at W=50 us ≥ 0.9", share(2), 0.9, false)
+			row("duplicate share at W=20 us ≥ 0.5", share(20*time.Microsecond), 0.5, false)
+			row("duplicate share at W=50 us ≥ 0.9", share(50*time.Microsecond), 0.9, false)
 		}
 	}
 	return b.String()
@@ -663,16 +664,4 @@ func microseconds(ns []int64) []int64 {
 		out[i] = v / 1000
 	}
 	return out
-}
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], ", ")
 }

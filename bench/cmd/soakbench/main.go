@@ -60,7 +60,7 @@ func main() {
 		}
 		return
 	}
-	began, loadBefore := time.Now(), loadavg()
+	began, loadBefore := time.Now(), bench.LoadAverage()
 	fmt.Printf("soakbench: %d runs, load average %s\n", *runs, loadBefore)
 	var doc figures
 	if strings.Contains(*what, "throughput") {
@@ -72,13 +72,13 @@ func main() {
 	if strings.Contains(*what, "certify") {
 		must(certification(ctx, &doc, *runs))
 	}
-	loadAfter := loadavg()
+	loadAfter := bench.LoadAverage()
 	fmt.Printf("soakbench: done, load average %s\n", loadAfter)
 	if *write != "" {
 		head := fmt.Sprintf("Measured %s UTC with %s %s/%s, %d CPUs; load average (1, 5, 15 min) %s before and %s after; %d runs of each measurement, %s in all.\n"+
 			"Each figure is the median of the runs, with their range in brackets.",
 			began.UTC().Format("2006-01-02 15:04"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(),
-			strings.ReplaceAll(loadBefore, " ", ", "), strings.ReplaceAll(loadAfter, " ", ", "), *runs, time.Since(began).Round(time.Second))
+			loadBefore, loadAfter, *runs, time.Since(began).Round(time.Second))
 		must(bench.RewriteSection(*write, "soak", doc.markdown(head)))
 		fmt.Printf("soakbench: figures written to %s\n", *write)
 	}
@@ -125,15 +125,6 @@ func must(err error) {
 		fmt.Fprintln(os.Stderr, "soakbench:", err)
 		os.Exit(1)
 	}
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // ordersTarget builds and starts the reference orders API as a process on a
@@ -262,7 +253,7 @@ func rawVegeta(host string, rate int, d time.Duration, workers int) (float64, in
 }
 
 // memory runs each memory soak in a child process, so that its peak RSS is
-// the soak's alone.
+// the soak's and its small in-process target's, not this program's.
 func memory(doc *figures, runs, attempts, workers int) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -379,8 +370,9 @@ func certification(ctx context.Context, doc *figures, runs int) error {
 }
 
 // leaseWaits sums the time the fault checks spent waiting on purpose: from
-// the end of each intent's first attempt to the start of its last, in
-// crash-lease and lease-fencing (the stall and the retries past the lease).
+// the start of each intent's first attempt to the start of its last, in
+// crash-lease and lease-fencing (the first attempt's stall and the
+// retries past the lease).
 func leaseWaits(h *idemcheck.History) time.Duration {
 	var total time.Duration
 	for _, atts := range h.ByIntent() {
