@@ -28,6 +28,16 @@ func soakArgs(url, dsn string, extra ...string) []string {
 		"--rate", "200", "--duration", "2s", "--cut-share", "0.1"}, extra...)
 }
 
+// readSoakReport reads the JSON report a soak wrote with --json.
+func readSoakReport(t *testing.T, path string) soakReport {
+	t.Helper()
+	var rep soakReport
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	return rep
+}
+
 func TestSoakReference(t *testing.T) {
 	url, dsn := ordersAPI(t, orders.Reference)
 	dir := t.TempDir()
@@ -37,10 +47,7 @@ func TestSoakReference(t *testing.T) {
 	code, out, errOut := cli(t, soakArgs(url, dsn, "--replay-header", "Idempotent-Replayed", "--json", jsonPath, "--history", hist,
 		"--intents", "400", "--duration", "1m")...)
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	var rep soakReport
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readSoakReport(t, jsonPath)
 	r := rep.Soak
 	assert.EqualValues(t, 400, r.Intents, "the 400 intents asked for")
 	assert.Positive(t, r.Cut, "some replies were cut")
@@ -63,10 +70,7 @@ func TestSoakIntentsLimit(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "soak.json")
 	code, out, errOut := cli(t, append(soakArgs(url, dsn, "--json", jsonPath), "--intents", "50", "--duration", "1m")...)
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	var rep soakReport
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readSoakReport(t, jsonPath)
 	assert.EqualValues(t, 50, rep.Soak.Intents)
 	assert.EqualValues(t, 50, rep.Soak.Counted)
 	assert.Equal(t, rep.Soak.Intents+rep.Soak.Cut, rep.Soak.Attempts)
@@ -103,10 +107,7 @@ func TestSoakCountsDuplicates(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "soak.json")
 	code, out, _ := cli(t, soakArgs(srv.URL, dsn, "--json", jsonPath)...)
 	require.Equal(t, idemcheck.ExitAnomalies, code, out)
-	var rep soakReport
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readSoakReport(t, jsonPath)
 	assert.Positive(t, rep.Soak.Cut)
 	assert.Equal(t, rep.Soak.Cut, rep.Soak.Duplicates, "every retried intent was executed twice")
 	assert.Positive(t, rep.Soak.DuplicatesPerMillion)
@@ -188,10 +189,7 @@ func TestSoakErrorRepliesPromiseNothing(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "soak.json")
 	code, out, errOut := cli(t, soakArgs(srv.URL, dsn, "--intents", "150", "--duration", "1m", "--json", jsonPath)...)
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	var rep soakReport
-	b, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &rep))
+	rep := readSoakReport(t, jsonPath)
 	assert.EqualValues(t, 150, rep.Soak.Counted)
 	assert.Less(t, rep.Soak.Success, 0.8, "a third of the first attempts were answered 503")
 	assert.Zero(t, rep.Soak.Lost)
