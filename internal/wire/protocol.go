@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,11 +21,12 @@ const (
 	// ProtocolHTTP1 sends a burst as last-byte synchronised HTTP/1.1
 	// requests, one connection each.
 	ProtocolHTTP1 Protocol = "http1"
-	// ProtocolH2 sends a burst as streams of one HTTP/2 connection whose
-	// final frames leave in one write. A target that does not speak HTTP/2
-	// fails every attempt of the burst instead of being sent HTTP/1.1; a
-	// burst larger than the server's concurrent-stream limit still goes out
-	// over HTTP/1.1, and BurstResult.Fallback says so.
+	// ProtocolH2 sends a burst as the streams of HTTP/2 connections, one
+	// per release lane, each connection's final frames in one write. A
+	// target that does not speak HTTP/2 fails every attempt of the burst
+	// instead of being sent HTTP/1.1; a burst whose share per connection is
+	// over the server's concurrent-stream limit still goes out over
+	// HTTP/1.1, and BurstResult.Fallback says so.
 	ProtocolH2 Protocol = "h2"
 )
 
@@ -38,7 +40,11 @@ func ParseProtocol(s string) (Protocol, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown protocol %q (known: auto, http1, h2)", s)
+	known := make([]string, len(Protocols))
+	for i, p := range Protocols {
+		known[i] = string(p)
+	}
+	return "", fmt.Errorf("unknown protocol %q (known: %s)", s, strings.Join(known, ", "))
 }
 
 // probeTimeout bounds the wait for an answer to the h2c preface. A server
