@@ -173,7 +173,7 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		// Go's Transport resends a request that carries an idempotency key
 		// when a kept-alive connection dies before the reply: without
 		// GetBody it cannot, so every send stays one recorded attempt.
-		Transport: noResend{&http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: workers, DisableCompression: true}},
+		Transport: soakTransport{ctx, &http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: workers, DisableCompression: true}},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -235,11 +235,11 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		})
 	}
 
+	// A cancelled run stops sending at once, even while no result comes in.
+	stopOnCancel := context.AfterFunc(ctx, func() { attacker.Stop() })
+	defer stopOnCancel()
 	start := time.Now()
 	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
-		if ctx.Err() != nil {
-			attacker.Stop()
-		}
 		_, frag, _ := strings.Cut(r.URL, "#")
 		v, ok := pending.LoadAndDelete(frag)
 		if !ok {
@@ -387,14 +387,19 @@ func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result) {
 	a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, int(r.Code), s.redact(r.Headers), string(r.Body)
 }
 
-// noResend clears GetBody so that http.Transport cannot resend a request
-// by itself.
-type noResend struct{ rt http.RoundTripper }
+// soakTransport sends vegeta's requests on the run's context, so that a
+// cancelled run ends the requests in flight (vegeta's Stop only stops new
+// ones), and clears GetBody, so that http.Transport cannot resend a
+// request by itself.
+type soakTransport struct {
+	ctx context.Context
+	rt  http.RoundTripper
+}
 
-func (n noResend) RoundTrip(r *http.Request) (*http.Response, error) {
-	r2 := r.Clone(r.Context())
+func (t soakTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r2 := r.Clone(t.ctx)
 	r2.GetBody = nil
-	return n.rt.RoundTrip(r2)
+	return t.rt.RoundTrip(r2)
 }
 
 // historyStream writes history records as they happen, numbering
