@@ -14,8 +14,13 @@ const (
 	// ExitUsage: bad usage or configuration; nothing was sent, or what was
 	// sent is discarded.
 	ExitUsage = 2
-	// ExitUnavailable: the harness or the target could not run.
+	// ExitUnavailable: the harness or the target could not run, or the
+	// target answered none of the attempts.
 	ExitUnavailable = 3
+	// ExitInconclusive: the run proved nothing either way: some check's
+	// scenario did not happen (inconclusive), every check was skipped, or
+	// the history was empty. No anomaly was found.
+	ExitInconclusive = 4
 )
 
 // Error is an error with the exit code it maps to and a one-line message

@@ -122,6 +122,9 @@ type History struct {
 	Attempts     []Attempt     `json:"attempts"`
 	Observations []Observation `json:"observations"`
 	Bursts       []Burst       `json:"bursts,omitempty"`
+	// Events are what happened to the target and its links: faults that
+	// landed or missed, kills, restarts and exits.
+	Events []Event `json:"events,omitempty"`
 }
 
 // ByIntent returns the attempts of each intent, in start order, keyed by intent ID.

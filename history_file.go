@@ -16,6 +16,7 @@ type historyLine struct {
 	Attempt     *Attempt     `json:"attempt,omitempty"`
 	Burst       *Burst       `json:"burst,omitempty"`
 	Observation *Observation `json:"observation,omitempty"`
+	Event       *Event       `json:"event,omitempty"`
 }
 
 // WriteJSONL writes h as JSON lines, one record a line, so a history can be
@@ -43,6 +44,11 @@ func (h *History) WriteJSONL(w io.Writer) error {
 	}
 	for i := range h.Observations {
 		if err := enc.Encode(historyLine{Observation: &h.Observations[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range h.Events {
+		if err := enc.Encode(historyLine{Event: &h.Events[i]}); err != nil {
 			return err
 		}
 	}
@@ -84,8 +90,10 @@ func ReadHistories(r io.Reader, name string) ([]*History, error) {
 			h.Bursts = append(h.Bursts, *l.Burst)
 		case l.Observation != nil:
 			h.Observations = append(h.Observations, *l.Observation)
+		case l.Event != nil:
+			h.Events = append(h.Events, *l.Event)
 		default:
-			return nil, fmt.Errorf("%s:%d: a record needs one of run, intent, attempt, burst, observation", name, n)
+			return nil, fmt.Errorf("%s:%d: a record needs one of run, intent, attempt, burst, observation, event", name, n)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -20,7 +20,58 @@ const (
 	// Skip: the check could not apply (the target lacks a power it needs);
 	// Reason says why. A skipped check is never counted as held.
 	Skip Status = "skip"
+	// Inconclusive: the check applied, but its scenario did not happen as
+	// meant: its fault never landed, the target was dead, no attempt it
+	// rests on was answered, or its bursts arrived too loosely. Reason says
+	// which. Unknown is not ok: an inconclusive check is never counted as
+	// held.
+	Inconclusive Status = "inconclusive"
 )
+
+// Verdicts of a whole run with nothing to judge. Each has its own name, so
+// that a pipeline never reads "nothing was tested" as a pass.
+const (
+	// NoAnswers: attempts were sent, and the target answered none of them.
+	NoAnswers Status = "no-answers"
+	// AllSkipped: every planned check was skipped; none applied to the target.
+	AllSkipped Status = "all-skipped"
+	// Empty: the history holds no attempt at all.
+	Empty Status = "empty"
+)
+
+// VerdictExit maps a run's verdict to its exit code: 0 pass, 1 fail, 3 when
+// the target answered nothing, 4 when the run proved nothing either way
+// (inconclusive, every check skipped, or an empty history). allowInconclusive
+// turns an inconclusive verdict, and only that one, into 0.
+func VerdictExit(v Status, allowInconclusive bool) int {
+	switch v {
+	case Pass:
+		return ExitHeld
+	case Fail:
+		return ExitAnomalies
+	case NoAnswers:
+		return ExitUnavailable
+	case Inconclusive:
+		if allowInconclusive {
+			return ExitHeld
+		}
+	}
+	return ExitInconclusive
+}
+
+// WorstVerdict joins the verdicts of several reports (a suite's endpoints):
+// a failure wins, then a target that answered nothing, then a run that
+// proved nothing, then a pass.
+func WorstVerdict(vs ...Status) Status {
+	rank := map[Status]int{Pass: 0, Empty: 1, AllSkipped: 2, Inconclusive: 3, NoAnswers: 4, Fail: 5}
+	out := Pass
+	for _, v := range vs {
+		if rank[v] > rank[out] {
+			out = v
+		}
+	}
+	return out
+}
 
 // CheckResult is one check's outcome.
 type CheckResult struct {
@@ -33,6 +84,11 @@ type CheckResult struct {
 	Anomalies []int `json:"anomalies"`
 	Intents   int   `json:"intents"`
 	Attempts  int   `json:"attempts"`
+	// Answered counts the check's attempts that got a complete reply.
+	Answered int `json:"answered"`
+	// Proof says what shows the check's scenario happened: where its fault
+	// landed, the kills and restarts, how tightly its bursts arrived.
+	Proof string `json:"proof,omitempty"`
 }
 
 // Target says what was certified; the database DSN is redacted.
@@ -69,7 +125,12 @@ type Report struct {
 	// Contract lists every rule idemcheck knows, as held, broken or not
 	// checked (and why), so the report can stand on its own in a review.
 	Contract []RuleResult `json:"contract"`
-	Stats    Stats        `json:"stats"`
+	// TargetExits are the times the target died on its own during the
+	// run, with how it ended and what it said last: a robustness finding
+	// apart from the idempotency verdict (a service that exits when its
+	// database connection drops, say).
+	TargetExits []Event `json:"target_exits,omitempty"`
+	Stats       Stats   `json:"stats"`
 }
 
 // Rule statuses in Report.Contract.
@@ -77,6 +138,8 @@ const (
 	RuleHeld       = "held"
 	RuleBroken     = "broken"
 	RuleNotChecked = "not-checked"
+	// RuleInconclusive: the check applied but its scenario did not happen.
+	RuleInconclusive = "inconclusive"
 )
 
 // RuleResult is one contract rule and what the run showed of it.
@@ -103,9 +166,7 @@ type SuiteReport struct {
 func NewSuiteReport(seed int64, reports []Report) SuiteReport {
 	s := SuiteReport{Version: ReportVersion, Verdict: Pass, Seed: seed, Reports: reports}
 	for _, r := range reports {
-		if r.Failed() {
-			s.Verdict = Fail
-		}
+		s.Verdict = WorstVerdict(s.Verdict, r.Verdict)
 	}
 	return s
 }

@@ -1,0 +1,66 @@
+package idemcheck
+
+import "time"
+
+// EventKind names something that happened to the target or to one of its
+// links during a run, beside the attempts themselves. Events are how a
+// check proves its scenario took place: the fault landed where it was
+// meant to, the target was killed and came back, or the target died on its
+// own. Kinds are stable: they appear in histories and reports.
+type EventKind string
+
+const (
+	// FaultLanded: a fault acted where it was meant to. Fault names it;
+	// on the database link, SQL is the statement it acted on and Landing
+	// says what that statement was ("commit", "autocommit-write").
+	FaultLanded EventKind = "fault-landed"
+	// FaultMissed: a step's fault was armed and the step ended without it
+	// acting: the target never sent what the fault waits for.
+	FaultMissed EventKind = "fault-missed"
+	// TargetKilled: the harness killed the target on purpose.
+	TargetKilled EventKind = "target-killed"
+	// TargetExited: the target (an instance of it) ended without the
+	// harness asking. ExitStatus and LogTail say how.
+	TargetExited EventKind = "target-exited"
+	// TargetRestarted: the harness started the target again and it was
+	// ready.
+	TargetRestarted EventKind = "target-restarted"
+)
+
+// Landings of a database-link fault: the kind of statement it acted on.
+const (
+	// LandedCommit: a transaction's COMMIT (or END).
+	LandedCommit = "commit"
+	// LandedAutocommitWrite: an INSERT, UPDATE, DELETE or MERGE sent outside
+	// any transaction block, so it commits on its own.
+	LandedAutocommitWrite = "autocommit-write"
+	// LandedReply: the target's reply on the client link (cut-reply).
+	LandedReply = "reply"
+)
+
+// Event is one thing that happened to the target or its links. Check,
+// Intent, Round and Step place it in the scenario that caused it or in
+// whose time it happened.
+type Event struct {
+	Kind   EventKind `json:"kind"`
+	Time   time.Time `json:"time"`
+	Check  string    `json:"check,omitempty"`
+	Intent string    `json:"intent,omitempty"`
+	Round  int       `json:"round,omitempty"`
+	Step   int       `json:"step,omitempty"`
+	// Fault is the fault's name with its parameters.
+	Fault string `json:"fault,omitempty"`
+	// Landing is what a fault acted on (LandedCommit, ...).
+	Landing string `json:"landing,omitempty"`
+	// SQL is the statement a database-link fault acted on.
+	SQL string `json:"sql,omitempty"`
+	// Instance numbers the target instance, from 0, for target events.
+	Instance int `json:"instance,omitempty"`
+	// ExitStatus is how a target process ended ("exit status 1",
+	// "signal: killed").
+	ExitStatus string `json:"exit_status,omitempty"`
+	// LogTail is the last lines the target wrote before it ended.
+	LogTail string `json:"log_tail,omitempty"`
+	// Detail says in a sentence what happened, for the reader.
+	Detail string `json:"detail,omitempty"`
+}
