@@ -71,42 +71,41 @@ func Report(h *idemcheck.History) idemcheck.Report {
 			BurstProtocol:       burstProtocol(h.Bursts),
 		},
 	}
-	intents := map[string]int{}
-	attempts := map[string]int{}
-	for _, in := range h.Intents {
-		intents[in.Check]++
-	}
-	for _, a := range h.Attempts {
-		attempts[a.Check]++
-	}
+	byIntent := h.ByIntent()
+	events := eventsByIntent(h)
 	for _, pc := range h.Run.Checks {
+		ev := gatherEvidence(h, pc.Name, byIntent, events)
 		cr := idemcheck.CheckResult{
 			Name: pc.Name, Status: idemcheck.Pass, Rule: Rules[pc.Name], Anomalies: []int{},
-			Intents: intents[pc.Name], Attempts: attempts[pc.Name],
-		}
-		if pc.Skip != "" {
-			cr.Status, cr.Reason = idemcheck.Skip, pc.Skip
+			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
 		}
 		for i, a := range anomalies {
 			if a.Check == pc.Name {
 				cr.Anomalies = append(cr.Anomalies, i)
-				cr.Status = idemcheck.Fail
 			}
 		}
-		if cr.Status == idemcheck.Pass && cr.Attempts == 0 {
+		switch {
+		case pc.Skip != "":
+			cr.Status, cr.Reason = idemcheck.Skip, pc.Skip
+		case len(cr.Anomalies) > 0:
+			// An anomaly is witnessed by attempts: whatever else went
+			// wrong, the contract was broken where it shows.
+			cr.Status = idemcheck.Fail
+		case cr.Attempts == 0:
 			// A check that sent nothing has shown nothing: never a pass.
 			cr.Status, cr.Reason = idemcheck.Skip, "no attempts were sent"
-		}
-		if cr.Status == idemcheck.Fail {
-			r.Verdict = idemcheck.Fail
+		default:
+			cr.Status, cr.Proof, cr.Reason = ev.verdict()
 		}
 		r.Checks = append(r.Checks, cr)
 	}
-	r.Contract = contract(h, r.Checks)
-	// Anomalies of a check that was not planned still fail the run.
-	if len(anomalies) > 0 {
-		r.Verdict = idemcheck.Fail
+	for _, e := range h.Events {
+		if e.Kind == idemcheck.TargetExited {
+			r.TargetExits = append(r.TargetExits, e)
+		}
 	}
+	r.Contract = contract(h, r.Checks)
+	r.Verdict = runVerdict(h, r.Checks, len(anomalies))
 	return r
 }
 
@@ -131,6 +130,8 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 			rr.Status, rr.Reason = idemcheck.RuleNotChecked, c.Reason
 		case c.Status == idemcheck.Fail:
 			rr.Status = idemcheck.RuleBroken
+		case c.Status == idemcheck.Inconclusive:
+			rr.Status, rr.Reason = idemcheck.RuleInconclusive, c.Reason
 		default:
 			rr.Status = idemcheck.RuleHeld
 		}

@@ -22,8 +22,11 @@ func TestRecordedHistories(t *testing.T) {
 	}{
 		// Two bursts of 16 against the check-then-insert variant: both raced.
 		{"check-then-insert.jsonl", idemcheck.Fail, map[idemcheck.Kind]int{idemcheck.DuplicateEffect: 2, idemcheck.MultipleCreated: 2}},
-		// Every check once against the reference: nothing to report.
-		{"reference.jsonl", idemcheck.Pass, map[idemcheck.Kind]int{}},
+		// Every check once against the reference, recorded before histories
+		// held events: nothing to report, but nothing shows that the faults
+		// of lost-reply, failed-attempt, crash-lease and lease-fencing
+		// landed, so those checks prove nothing.
+		{"reference.jsonl", idemcheck.Inconclusive, map[idemcheck.Kind]int{}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

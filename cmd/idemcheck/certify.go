@@ -36,6 +36,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type outputs struct {
 	json, junit, history string
 	noColour             bool
+	// allowInconclusive exits 0 on an inconclusive verdict.
+	allowInconclusive bool
 }
 
 func (o *outputs) register(fs *flag.FlagSet) {
@@ -43,6 +45,8 @@ func (o *outputs) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to `FILE`, one test case per endpoint and check")
 	fs.StringVar(&o.history, "history", "", "write every attempt as JSON lines to `FILE`, for idemcheck check")
 	fs.BoolVar(&o.noColour, "no-color", false, "no colour, even on a terminal")
+	fs.BoolVar(&o.allowInconclusive, "allow-inconclusive", false,
+		"exit 0, not 4, when no anomaly was found but some check's scenario did not happen (inconclusive); it is still reported")
 }
 
 // runFlags are the flags every command that sends traffic shares.
@@ -347,7 +351,7 @@ func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdo
 	if err := writeOutputs([]*certify.Result{res}, out, false); err != nil {
 		return 0, err
 	}
-	return exitFor(res.Report.Failed()), nil
+	return exitFor(out, res.Report.Verdict), nil
 }
 
 // certifyOne runs one certification with a progress line and prints its report.
@@ -367,11 +371,9 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 	return res, nil
 }
 
-func exitFor(failed bool) int {
-	if failed {
-		return idemcheck.ExitAnomalies
-	}
-	return idemcheck.ExitHeld
+// exitFor maps a verdict to the exit code (see idemcheck.VerdictExit).
+func exitFor(out outputs, v idemcheck.Status) int {
+	return idemcheck.VerdictExit(v, out.allowInconclusive)
 }
 
 // writeOutputs writes the files a run asked for, each whole or not at all,
@@ -544,18 +546,18 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, idemcheck.Usagef("check: %v", err)
 	}
 	var results []*certify.Result
-	failed := false
+	verdict := idemcheck.Pass
 	for i, h := range hs {
 		rep := assert.Report(h)
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
 		textreport.Write(stdout, rep, !out.noColour && isTerminal(stdout))
-		failed = failed || rep.Failed()
+		verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
 		results = append(results, &certify.Result{History: h, Report: rep})
 	}
 	if err := writeOutputs(results, out, len(results) > 1); err != nil {
 		return 0, err
 	}
-	return exitFor(failed), nil
+	return exitFor(out, verdict), nil
 }

@@ -81,7 +81,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		defer started.close()
 	}
 	var results []*certify.Result
-	failed := false
+	verdict := idemcheck.Pass
 	for i, e := range s.Endpoints {
 		cfg := certify.Config{
 			Name: e.Name, Endpoint: e.Endpoint, Policy: e.Policy, Checks: e.Checks, Options: o.Scenarios,
@@ -111,13 +111,13 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if err != nil {
 			return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
 		}
-		failed = failed || res.Report.Failed()
+		verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
 		results = append(results, res)
 	}
 	if err := writeOutputs(results, rf.outputs, true); err != nil {
 		return 0, err
 	}
-	return exitFor(failed), nil
+	return exitFor(rf.outputs, verdict), nil
 }
 
 // startedTarget is a target that idemcheck started: a command or a

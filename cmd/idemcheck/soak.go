@@ -194,7 +194,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, idemcheck.Usagef("--json: %v", err)
 		}
 	}
-	return exitFor(rep.Verdict == idemcheck.Fail), nil
+	return exitFor(out, rep.Verdict), nil
 }
 
 func writeSoak(w io.Writer, rep soakReport, counted bool) {

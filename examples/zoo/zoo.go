@@ -173,14 +173,19 @@ type Row struct {
 	Found map[string][]idemcheck.Kind
 	// Skipped are the checks that did not apply, with why.
 	Skipped map[string]string
+	// Inconclusive are the checks whose scenario did not happen, with why.
+	Inconclusive map[string]string
 }
 
 // NewRow reads a report.
 func NewRow(e Entry, r idemcheck.Report) Row {
-	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}}
+	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}, Inconclusive: map[string]string{}}
 	for _, c := range r.Checks {
 		if c.Status == idemcheck.Skip {
 			row.Skipped[c.Name] = c.Reason
+		}
+		if c.Status == idemcheck.Inconclusive {
+			row.Inconclusive[c.Name] = c.Reason
 		}
 		for _, i := range c.Anomalies {
 			k := r.Anomalies[i].Kind
@@ -193,10 +198,11 @@ func NewRow(e Entry, r idemcheck.Report) Row {
 }
 
 // Caught reports whether the expected check found the expected anomaly
-// (for a reference: whether nothing was found at all).
+// (for a reference: whether nothing was found at all and every check that
+// applied proved its scenario happened).
 func (r Row) Caught() bool {
 	if r.Entry.Reference() {
-		return len(r.Found) == 0
+		return len(r.Found) == 0 && len(r.Inconclusive) == 0
 	}
 	return slices.Contains(r.Found[r.Entry.Check], idemcheck.Kind(r.Entry.Anomaly))
 }
@@ -228,6 +234,9 @@ func WriteMatrix(w io.Writer, rows []Row) {
 			if _, ok := r.Skipped[c]; ok {
 				cell = "skip"
 			}
+			if _, ok := r.Inconclusive[c]; ok {
+				cell = "inconcl"
+			}
 			if ks := r.Found[c]; len(ks) > 0 {
 				var names []string
 				for _, k := range ks {
@@ -245,6 +254,8 @@ func WriteMatrix(w io.Writer, rows []Row) {
 		switch {
 		case r.Entry.Reference() && r.Caught():
 			verdict = "clean"
+		case r.Entry.Reference() && len(r.Found) == 0:
+			verdict = "INCONCLUSIVE"
 		case r.Entry.Reference():
 			verdict = "FALSE ALARM"
 		case !r.Caught():

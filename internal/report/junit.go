@@ -49,6 +49,9 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Skipped   *junitSkipped `xml:"skipped"`
+	// Error marks an inconclusive check: it ran, but its scenario did not
+	// happen, so it neither held nor failed.
+	Error     *junitFailure `xml:"error"`
 	Failure   *junitFailure `xml:"failure"`
 	SystemOut *junitText    `xml:"system-out"`
 }
@@ -73,7 +76,9 @@ type junitText struct {
 // A failed check carries a failure whose message counts its anomalies by
 // kind and whose type is "idemcheck.<kind>" of the first, so a CI rule can
 // match on it; its text holds every anomaly with its explanation and
-// evidence. A skipped check carries its reason.
+// evidence. A skipped check carries its reason. An inconclusive check (its
+// scenario did not happen) is an error of type "idemcheck.inconclusive"
+// with the reason, so CI shows it as neither passed nor failed.
 //
 // The Report records one duration for the whole run, so a suite's time is
 // that duration and each testcase's time is its share by attempts; a
@@ -94,6 +99,7 @@ func WriteJUnit(w io.Writer, reports []idemcheck.Report) error {
 		root.Suites = append(root.Suites, s)
 		root.Tests += s.Tests
 		root.Failures += s.Failures
+		root.Errors += s.Errors
 		rootMS += max(r.Stats.DurationMS, 0)
 	}
 	root.Time = seconds(float64(rootMS))
@@ -155,6 +161,10 @@ func junitSuiteOf(r idemcheck.Report) (junitSuite, error) {
 		case idemcheck.Fail:
 			s.Failures++
 			c.Failure = junitFailureOf(ch, as)
+		case idemcheck.Inconclusive:
+			s.Errors++
+			msg := oneLine("inconclusive: "+ch.Reason, 1024)
+			c.Error = &junitFailure{Message: msg, Type: "idemcheck.inconclusive", Text: msg}
 		}
 		s.Cases = append(s.Cases, c)
 	}

@@ -30,25 +30,32 @@ const (
 // of range, an unknown status).
 func WriteMarkdown(w io.Writer, reports []idemcheck.Report) error {
 	var b strings.Builder
-	failed, anomalies, attempts := 0, 0, 0
+	failed, passed, anomalies, attempts := 0, 0, 0, 0
+	worst := idemcheck.Pass
 	for _, r := range reports {
-		if r.Failed() {
+		switch r.Verdict {
+		case idemcheck.Fail:
 			failed++
+		case idemcheck.Pass:
+			passed++
 		}
+		worst = idemcheck.WorstVerdict(worst, r.Verdict)
 		anomalies += len(r.Anomalies)
 		attempts += r.Stats.Attempts
 	}
-	switch {
-	case len(reports) == 0:
+	if len(reports) == 0 {
 		b.WriteString("## idemcheck: nothing certified\n")
-	case failed > 0:
-		b.WriteString("## ❌ idemcheck: FAIL\n")
-	default:
-		b.WriteString("## ✅ idemcheck: PASS\n")
+	} else {
+		icon, words := verdictMark(worst)
+		fmt.Fprintf(&b, "## %s idemcheck: %s\n", icon, words)
 	}
 	if len(reports) > 0 {
-		fmt.Fprintf(&b, "\n%s: %d failed, %d passed; %s in %s.\n",
-			plural(len(reports), "certification", "certifications"), failed, len(reports)-failed,
+		nothing := ""
+		if n := len(reports) - failed - passed; n > 0 {
+			nothing = fmt.Sprintf(", %d proved nothing either way", n)
+		}
+		fmt.Fprintf(&b, "\n%s: %d failed, %d passed%s; %s in %s.\n",
+			plural(len(reports), "certification", "certifications"), failed, passed, nothing,
 			plural(anomalies, "anomaly", "anomalies"), plural(attempts, "attempt", "attempts"))
 	}
 	for _, r := range reports {
@@ -60,11 +67,27 @@ func WriteMarkdown(w io.Writer, reports []idemcheck.Report) error {
 	return err
 }
 
-func markdownReport(b *strings.Builder, r idemcheck.Report) error {
-	icon, verdict := "✅", "PASS"
-	if r.Failed() {
-		icon, verdict = "❌", "FAIL"
+// verdictMark is a verdict's icon and words in a heading.
+func verdictMark(v idemcheck.Status) (string, string) {
+	switch v {
+	case idemcheck.Pass:
+		return "✅", "PASS"
+	case idemcheck.Fail:
+		return "❌", "FAIL"
+	case idemcheck.Inconclusive:
+		return "⚠️", "INCONCLUSIVE"
+	case idemcheck.NoAnswers:
+		return "⚠️", "NO ANSWERS"
+	case idemcheck.AllSkipped:
+		return "⚠️", "ALL SKIPPED"
+	case idemcheck.Empty:
+		return "⚠️", "EMPTY"
 	}
+	return "⚠️", strings.ToUpper(string(v))
+}
+
+func markdownReport(b *strings.Builder, r idemcheck.Report) error {
+	icon, verdict := verdictMark(r.Verdict)
 	fmt.Fprintf(b, "\n### %s %s: %s\n\n", icon, escapeInline(oneLine(suiteName(r), 200)), verdict)
 	var facts []string
 	if r.Target.Name != "" {
@@ -100,6 +123,8 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 			failures = append(failures, failure{ch.Name, as})
 		case idemcheck.Skip:
 			status = "⏭️ skip"
+		case idemcheck.Inconclusive:
+			status = "⚠️ inconclusive"
 		}
 		if ch.Reason != "" {
 			status += ": " + escapeInline(oneLine(ch.Reason, 300))

@@ -44,10 +44,10 @@ func checkAnomalies(r idemcheck.Report, ch idemcheck.CheckResult) ([]idemcheck.A
 
 func checkStatus(r idemcheck.Report, ch idemcheck.CheckResult) error {
 	switch ch.Status {
-	case idemcheck.Pass, idemcheck.Fail, idemcheck.Skip:
+	case idemcheck.Pass, idemcheck.Fail, idemcheck.Skip, idemcheck.Inconclusive:
 		return nil
 	}
-	return fmt.Errorf("report %q, check %s: unknown status %q (want pass, fail or skip)", suiteName(r), ch.Name, ch.Status)
+	return fmt.Errorf("report %q, check %s: unknown status %q (want pass, fail, skip or inconclusive)", suiteName(r), ch.Name, ch.Status)
 }
 
 // kindSummary counts anomalies by kind, in the order the kinds first

@@ -55,17 +55,36 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 		switch ch.Status {
 		case idemcheck.Fail:
 			col = c.red
-		case idemcheck.Skip:
+		case idemcheck.Skip, idemcheck.Inconclusive:
 			col = c.yellow
+		}
+		if ch.Status == idemcheck.Inconclusive {
+			status = "INCONCL"
 		}
 		detail := fmt.Sprintf("%d intents, %d attempts", ch.Intents, ch.Attempts)
 		if len(ch.Anomalies) > 0 {
 			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindSummary(r, ch.Anomalies))
 		}
-		if ch.Status == idemcheck.Skip {
+		if ch.Status == idemcheck.Skip || ch.Status == idemcheck.Inconclusive {
 			detail = ch.Reason
 		}
-		fmt.Fprintf(w, "  %s%-4s%s  %-18s %s\n", col, status, c.reset, ch.Name, detail)
+		fmt.Fprintf(w, "  %s%-7s%s  %-18s %s\n", col, status, c.reset, ch.Name, detail)
+		if ch.Status == idemcheck.Pass && ch.Proof != "" {
+			fmt.Fprintf(w, "  %s%s%s\n", c.dim, indent(wrap(ch.Proof, 90), "           "), c.reset)
+		}
+	}
+	for _, e := range r.TargetExits {
+		fmt.Fprintf(w, "\n  %starget exited%s (%s) during %s, round %d, step %d", c.red, c.reset, orUnknown(e.ExitStatus), e.Check, e.Round, e.Step)
+		if e.Fault != "" {
+			fmt.Fprintf(w, ", after %s", e.Fault)
+		}
+		fmt.Fprintln(w)
+		if e.Detail != "" {
+			fmt.Fprintf(w, "%s\n", indent(wrap(e.Detail, 96), "    "))
+		}
+		if tail := strings.TrimRight(e.LogTail, "\n"); tail != "" {
+			fmt.Fprintf(w, "    %slast output:%s\n%s\n", c.dim, c.reset, indent(tail, "      | "))
+		}
 	}
 	// One anomaly of each kind and check in full; the others of that
 	// kind are named by intent, so a run with many bursts stays readable.
@@ -114,8 +133,12 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 		fmt.Fprintf(w, "\n")
 	}
 	verdict := c.green + "PASS" + c.reset
-	if r.Verdict == idemcheck.Fail {
+	switch r.Verdict {
+	case idemcheck.Fail:
 		verdict = c.red + "FAIL" + c.reset
+	case idemcheck.Pass:
+	default:
+		verdict = c.yellow + VerdictWords(r.Verdict) + c.reset
 	}
 	spread := ""
 	if r.Stats.BurstSpreadMedianUS > 0 {
@@ -127,6 +150,33 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	}
 	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies, %d attempts in %.1fs%s, seed %d\n",
 		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread, r.Seed)
+}
+
+// VerdictWords names a verdict for a person: PASS, FAIL, and for a run
+// that proved nothing, what happened instead.
+func VerdictWords(v idemcheck.Status) string {
+	switch v {
+	case idemcheck.Pass:
+		return "PASS"
+	case idemcheck.Fail:
+		return "FAIL"
+	case idemcheck.Inconclusive:
+		return "INCONCLUSIVE (some check's scenario did not happen)"
+	case idemcheck.NoAnswers:
+		return "NO ANSWERS (the target answered none of the attempts)"
+	case idemcheck.AllSkipped:
+		return "ALL SKIPPED (no check applied to this target)"
+	case idemcheck.Empty:
+		return "EMPTY (nothing was sent)"
+	}
+	return strings.ToUpper(string(v))
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "status unknown"
+	}
+	return s
 }
 
 func kindSummary(r idemcheck.Report, idx []int) string {

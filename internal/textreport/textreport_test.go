@@ -38,8 +38,8 @@ func TestWriteGroupsAnomaliesAndCapsEvidence(t *testing.T) {
 	Write(&b, report(), false)
 	out := b.String()
 	assert.NotContains(t, out, "\033[", "no colour when asked for none")
-	assert.Contains(t, out, "FAIL  concurrent-burst   5 intents, 160 attempts, 2 anomalies (duplicate-effect x2)")
-	assert.Contains(t, out, "SKIP  cross-endpoint     no second endpoint")
+	assert.Contains(t, out, "FAIL     concurrent-burst   5 intents, 160 attempts, 2 anomalies (duplicate-effect x2)")
+	assert.Contains(t, out, "SKIP     cross-endpoint     no second endpoint")
 	assert.Equal(t, 1, strings.Count(out, "duplicate-effect in concurrent-burst"), "one anomaly of a kind in full")
 	assert.Contains(t, out, "and in 1 more intents of concurrent-burst: ic-2")
 	assert.Contains(t, out, "… 2 more witnesses: attempts 5, 6", "evidence capped at MaxEvidence")
@@ -58,4 +58,25 @@ func TestProgressOffTerminalPrintsALinePerCheck(t *testing.T) {
 	}
 	p.Done()
 	assert.Equal(t, "orders: concurrent-burst ...\norders: lost-reply ...\n", b.String())
+}
+
+func TestWriteInconclusiveAndTargetExits(t *testing.T) {
+	r := idemcheck.Report{
+		Verdict: idemcheck.Inconclusive,
+		Target:  idemcheck.Target{URL: "http://127.0.0.1:1", Method: "POST", Path: "/orders"},
+		Checks: []idemcheck.CheckResult{
+			{Name: "failed-attempt", Status: idemcheck.Inconclusive, Reason: "its fault never landed"},
+			{Name: "sequential-replay", Status: idemcheck.Pass, Proof: "3 of 3 rounds happened as meant"},
+		},
+		TargetExits: []idemcheck.Event{{Kind: idemcheck.TargetExited, Check: "failed-attempt", Round: 1, Step: 1,
+			ExitStatus: "exit status 1", Fault: "db-cut", LogTail: "Error: Connection terminated unexpectedly\n"}},
+	}
+	var b bytes.Buffer
+	Write(&b, r, false)
+	out := b.String()
+	assert.Contains(t, out, "INCONCL  failed-attempt     its fault never landed")
+	assert.Contains(t, out, "3 of 3 rounds happened as meant")
+	assert.Contains(t, out, "target exited (exit status 1) during failed-attempt, round 1, step 1, after db-cut")
+	assert.Contains(t, out, "| Error: Connection terminated unexpectedly")
+	assert.Contains(t, out, "verdict INCONCLUSIVE (some check's scenario did not happen)")
 }

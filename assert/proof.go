@@ -1,0 +1,254 @@
+package assert
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// A verdict must rest on what happened. proof decides, for one check that
+// found no anomaly, whether its scenario took place, from the history
+// alone so that `idemcheck check` reaches the same outcome offline:
+//
+//   - a round (one intent) counts only when the fault its attempts went
+//     through landed (a FaultLanded or TargetKilled event for the intent),
+//     and when at least one attempt that went through no fault of its own
+//     was answered: the retry the verdict rests on;
+//   - a check during which the target exited on its own is inconclusive;
+//   - a check none of whose rounds counts is inconclusive, with the reason
+//     of the rounds that did not count.
+//
+// It returns the status (Pass or Inconclusive), the proof of a pass (what
+// shows the scenario happened) and the reason of an inconclusive result.
+
+// checkEvidence is what the history shows of one check's scenario.
+type checkEvidence struct {
+	name     string
+	rounds   int // intents the check made
+	counted  int // rounds whose scenario happened and were answered
+	faulted  int // rounds with a faulted attempt
+	landed   int // of those, rounds whose fault landed
+	answered int // attempts with a complete reply
+	attempts int
+	refused  int // attempts the target never took (connection refused)
+	// why the rounds that did not count did not, most frequent first
+	missed   map[string]int
+	landings map[string]int // where faults landed: "commit", "autocommit-write", ...
+	kills    int
+	exits    []idemcheck.Event
+}
+
+// gatherEvidence reads the check's intents, attempts and events.
+func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event) *checkEvidence {
+	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}}
+	for _, e := range h.Events {
+		if e.Check == name && e.Kind == idemcheck.TargetExited {
+			ev.exits = append(ev.exits, e)
+		}
+	}
+	for _, in := range h.Intents {
+		if in.Check != name {
+			continue
+		}
+		atts := byIntent[in.ID]
+		if len(atts) == 0 {
+			continue
+		}
+		ev.rounds++
+		faulted, retryAnswered, anyAnswered := false, false, false
+		for _, a := range atts {
+			ev.attempts++
+			if a.Outcome == idemcheck.Replied {
+				ev.answered++
+				anyAnswered = true
+				if a.Fault == "" {
+					retryAnswered = true
+				}
+			}
+			if a.Outcome == idemcheck.NotSent {
+				ev.refused++
+			}
+			if a.Fault != "" {
+				faulted = true
+			}
+		}
+		landed, missedWhy := false, ""
+		for _, e := range events[in.ID] {
+			switch e.Kind {
+			case idemcheck.FaultLanded:
+				landed = true
+				if e.Landing != "" {
+					ev.landings[e.Landing]++
+				}
+			case idemcheck.TargetKilled:
+				landed = true
+				ev.kills++
+			case idemcheck.FaultMissed:
+				if missedWhy == "" {
+					missedWhy = e.Detail
+				}
+			}
+		}
+		if faulted {
+			ev.faulted++
+			if landed {
+				ev.landed++
+			}
+		}
+		switch {
+		case faulted && !landed:
+			if missedWhy == "" {
+				missedWhy = fmt.Sprintf("its fault (%s) never landed", faultOf(atts))
+			}
+			ev.missed[missedWhy]++
+		case !anyAnswered:
+			ev.missed["none of its attempts was answered"]++
+		case faulted && !retryAnswered:
+			ev.missed["the fault landed, but no retry after it was answered"]++
+		default:
+			ev.counted++
+		}
+	}
+	return ev
+}
+
+func faultOf(atts []idemcheck.Attempt) string {
+	for _, a := range atts {
+		if a.Fault != "" {
+			return a.Fault
+		}
+	}
+	return ""
+}
+
+// verdict turns the evidence into a status, a proof and a reason.
+func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason string) {
+	if len(ev.exits) > 0 {
+		e := ev.exits[0]
+		return idemcheck.Inconclusive, "", fmt.Sprintf("the target exited on its own (%s) during round %d, step %d%s: what followed tested a restarted target, not the scenario",
+			orUnknown(e.ExitStatus), e.Round, e.Step, after(e))
+	}
+	if ev.answered == 0 {
+		why := fmt.Sprintf("none of its %d attempts was answered", ev.attempts)
+		if ev.refused > 0 {
+			why += fmt.Sprintf(" (%d refused)", ev.refused)
+		}
+		return idemcheck.Inconclusive, "", why + ": there was no live target to judge"
+	}
+	if ev.counted == 0 {
+		return idemcheck.Inconclusive, "", fmt.Sprintf("its scenario happened in none of its %d rounds: %s", ev.rounds, ev.missedSummary())
+	}
+	parts := []string{fmt.Sprintf("%d of %d rounds happened as meant", ev.counted, ev.rounds)}
+	if ev.faulted > 0 {
+		parts = append(parts, fmt.Sprintf("fault landed in %d of %d%s", ev.landed, ev.faulted, ev.landingSummary()))
+	}
+	if ev.kills > 0 {
+		parts = append(parts, fmt.Sprintf("target killed and restarted %d times", ev.kills))
+	}
+	parts = append(parts, fmt.Sprintf("%d of %d attempts answered", ev.answered, ev.attempts))
+	proof = strings.Join(parts, "; ")
+	if ev.counted < ev.rounds {
+		proof += "; the others did not count: " + ev.missedSummary()
+	}
+	return idemcheck.Pass, proof, ""
+}
+
+func (ev *checkEvidence) missedSummary() string {
+	type kv struct {
+		why string
+		n   int
+	}
+	var l []kv
+	for k, v := range ev.missed {
+		l = append(l, kv{k, v})
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].n > l[j].n || l[i].n == l[j].n && l[i].why < l[j].why })
+	var s []string
+	for _, x := range l {
+		s = append(s, fmt.Sprintf("%s (%s)", x.why, plural(x.n, "round")))
+	}
+	return strings.Join(s, "; ")
+}
+
+func (ev *checkEvidence) landingSummary() string {
+	if len(ev.landings) == 0 {
+		return ""
+	}
+	var s []string
+	for k, v := range ev.landings {
+		s = append(s, fmt.Sprintf("%s x%d", k, v))
+	}
+	sort.Strings(s)
+	return " (on " + strings.Join(s, ", ") + ")"
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "status unknown"
+	}
+	return s
+}
+
+func after(e idemcheck.Event) string {
+	if e.Fault != "" {
+		return ", after " + e.Fault
+	}
+	return ""
+}
+
+// eventsByIntent groups events by the intent in whose time they happened.
+func eventsByIntent(h *idemcheck.History) map[string][]idemcheck.Event {
+	m := map[string][]idemcheck.Event{}
+	for _, e := range h.Events {
+		if e.Intent != "" {
+			m[e.Intent] = append(m[e.Intent], e)
+		}
+	}
+	return m
+}
+
+// runVerdict is the verdict of a whole run: anomalies fail it; then a run
+// with nothing to judge gets its own name (every check skipped, no
+// attempt at all, nothing answered); then any inconclusive check makes it
+// inconclusive.
+func runVerdict(h *idemcheck.History, checks []idemcheck.CheckResult, anomalies int) idemcheck.Status {
+	if anomalies > 0 {
+		return idemcheck.Fail
+	}
+	allSkipped := len(h.Run.Checks) > 0
+	for _, pc := range h.Run.Checks {
+		if pc.Skip == "" {
+			allSkipped = false
+		}
+	}
+	if allSkipped {
+		return idemcheck.AllSkipped
+	}
+	if len(h.Attempts) == 0 {
+		return idemcheck.Empty
+	}
+	answered := 0
+	for _, a := range h.Attempts {
+		if a.Outcome == idemcheck.Replied {
+			answered++
+		}
+	}
+	if answered == 0 {
+		return idemcheck.NoAnswers
+	}
+	for _, c := range checks {
+		if c.Status == idemcheck.Inconclusive {
+			return idemcheck.Inconclusive
+		}
+	}
+	return idemcheck.Pass
+}

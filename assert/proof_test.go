@@ -1,0 +1,162 @@
+package assert
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+const (
+	failed = idemcheck.CheckFailedAttempt
+	seq    = idemcheck.CheckSequentialReplay
+)
+
+// status returns the named check's result.
+func status(t *testing.T, r idemcheck.Report, name string) idemcheck.CheckResult {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	require.Failf(t, "no such check", "%s", name)
+	return idemcheck.CheckResult{}
+}
+
+// fault marks the attempts of step 1 of intent as sent through f.
+func (b *histBuilder) fault(intent, f string) {
+	for i := range b.h.Attempts {
+		if a := &b.h.Attempts[i]; a.Intent == intent && a.Step == 1 {
+			a.Fault = f
+		}
+	}
+}
+
+func (b *histBuilder) event(e idemcheck.Event) { b.h.Events = append(b.h.Events, e) }
+
+// A dead target passed: "2 intents, 4 attempts" without one reply.
+func TestNothingAnsweredIsNeverAPass(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed, seq)
+	in := b.intent(failed, 0, `1 0-1 unknown`, `2 2-3 not-sent`)
+	b.fault(in, "db-cut")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed, Landing: idemcheck.LandedCommit})
+	b.intent(seq, 0, `1 4-5 not-sent`, `2 6-7 not-sent`)
+	r := Report(&b.h)
+	assert.Equal(t, idemcheck.Inconclusive, status(t, r, failed).Status)
+	assert.Contains(t, status(t, r, failed).Reason, "none of its 2 attempts was answered")
+	assert.Equal(t, idemcheck.Inconclusive, status(t, r, seq).Status)
+	assert.Equal(t, idemcheck.NoAnswers, r.Verdict)
+	assert.Equal(t, idemcheck.ExitUnavailable, idemcheck.VerdictExit(r.Verdict, true), "no opt-out for a target that answered nothing")
+}
+
+// A fault that never fired passed: an autocommitting handler never sent
+// the COMMIT that failed-attempt waits for.
+func TestFaultThatNeverLandedIsInconclusive(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed, seq)
+	for range 2 {
+		in := b.intent(failed, 1, `1 0-1 201 {"orderId":"A"}`, `2 2-3 201 {"orderId":"A"} replayed`)
+		b.fault(in, "db-cut")
+		b.event(idemcheck.Event{Kind: idemcheck.FaultMissed, Intent: in, Check: failed,
+			Detail: "the target sent no COMMIT and no autocommitted write while the attempt ran"})
+	}
+	b.intent(seq, 1, `1 4-5 201 {"orderId":"B"}`, `2 6-7 201 {"orderId":"B"} replayed`)
+	r := Report(&b.h)
+	c := status(t, r, failed)
+	assert.Equal(t, idemcheck.Inconclusive, c.Status)
+	assert.Contains(t, c.Reason, "in none of its 2 rounds: the target sent no COMMIT and no autocommitted write while the attempt ran (2 rounds)")
+	assert.Equal(t, idemcheck.Pass, status(t, r, seq).Status)
+	assert.Equal(t, idemcheck.Inconclusive, r.Verdict)
+	assert.Equal(t, idemcheck.ExitInconclusive, idemcheck.VerdictExit(r.Verdict, false))
+	assert.Equal(t, idemcheck.ExitHeld, idemcheck.VerdictExit(r.Verdict, true), "--allow-inconclusive")
+	var rule idemcheck.RuleResult
+	for _, rr := range r.Contract {
+		if rr.Check == failed {
+			rule = rr
+		}
+	}
+	assert.Equal(t, idemcheck.RuleInconclusive, rule.Status)
+
+	// A history without any event for the faulted intent proves nothing
+	// either: the fault's landing is what shows it happened.
+	b.h.Events = nil
+	c = status(t, Report(&b.h), failed)
+	assert.Equal(t, idemcheck.Inconclusive, c.Status)
+	assert.Contains(t, c.Reason, "its fault (db-cut) never landed")
+}
+
+func TestLandedFaultWithAnsweredRetryPasses(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed)
+	in := b.intent(failed, 1, `1 0-1 unknown`, `2 2-3 201 {"orderId":"A"}`)
+	b.fault(in, "db-cut")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed, Landing: idemcheck.LandedAutocommitWrite})
+	// The second round's fault missed: it does not count, and says why.
+	in2 := b.intent(failed, 1, `1 4-5 201 {"orderId":"B"}`, `2 6-7 201 {"orderId":"B"}`)
+	b.fault(in2, "db-cut")
+	// The third round's fault landed, but its retry was never answered.
+	in3 := b.intent(failed, 0, `1 8-9 500 {"error":"connection lost"}`, `2 10-11 unknown`)
+	b.fault(in3, "db-cut")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in3, Check: failed, Landing: idemcheck.LandedCommit})
+	r := Report(&b.h)
+	c := status(t, r, failed)
+	require.Equal(t, idemcheck.Pass, c.Status, c.Reason)
+	assert.Contains(t, c.Proof, "1 of 3 rounds happened as meant")
+	assert.Contains(t, c.Proof, "fault landed in 2 of 3 (on autocommit-write x1, commit x1)")
+	assert.Contains(t, c.Proof, "its fault (db-cut) never landed (1 round)")
+	assert.Contains(t, c.Proof, "the fault landed, but no retry after it was answered (1 round)")
+	assert.Equal(t, 4, c.Answered, "answered counts complete replies")
+	assert.Equal(t, idemcheck.Pass, r.Verdict)
+}
+
+func TestTargetExitMakesTheCheckInconclusive(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed)
+	in := b.intent(failed, 1, `1 0-1 unknown`, `2 2-3 201 {"orderId":"A"}`)
+	b.fault(in, "db-cut")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed, Landing: idemcheck.LandedCommit})
+	b.event(idemcheck.Event{Kind: idemcheck.TargetExited, Intent: in, Check: failed, Round: 1, Step: 1,
+		ExitStatus: "exit status 1", Fault: "db-cut", LogTail: "Connection terminated unexpectedly"})
+	r := Report(&b.h)
+	c := status(t, r, failed)
+	assert.Equal(t, idemcheck.Inconclusive, c.Status)
+	assert.Contains(t, c.Reason, "the target exited on its own (exit status 1) during round 1, step 1, after db-cut")
+	require.Len(t, r.TargetExits, 1)
+	assert.Equal(t, "Connection terminated unexpectedly", r.TargetExits[0].LogTail)
+	assert.Equal(t, idemcheck.Inconclusive, r.Verdict)
+}
+
+// An anomaly witnessed on the wire fails the check, whatever else
+// happened: the contract was broken where it shows.
+func TestAnomalyWinsOverInconclusive(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), burst, failed)
+	b.intent(burst, 2, `1 0-5 201 {"orderId":"A"}`, `1 0-5 201 {"orderId":"B"}`)
+	in := b.intent(failed, 0, `1 6-7 unknown`, `2 8-9 unknown`)
+	b.fault(in, "db-cut")
+	r := Report(&b.h)
+	assert.Equal(t, idemcheck.Fail, status(t, r, burst).Status)
+	assert.Equal(t, idemcheck.Inconclusive, status(t, r, failed).Status)
+	assert.Equal(t, idemcheck.Fail, r.Verdict)
+}
+
+func TestRunsWithNothingToJudge(t *testing.T) {
+	// Every check skipped: a URL target asked only for the fault checks.
+	b := newHist(t, idemcheck.IETF())
+	for _, c := range []string{failed, idemcheck.CheckCrashLease} {
+		b.h.Run.Checks = append(b.h.Run.Checks, idemcheck.PlannedCheck{Name: c, Skip: "needs control of the target"})
+	}
+	assert.Equal(t, idemcheck.AllSkipped, Report(&b.h).Verdict)
+
+	// A history holding only its run record.
+	e := newHist(t, idemcheck.IETF(), burst, seq)
+	r := Report(&e.h)
+	assert.Equal(t, idemcheck.Empty, r.Verdict)
+	assert.Equal(t, idemcheck.Skip, status(t, r, burst).Status)
+	assert.Equal(t, idemcheck.ExitInconclusive, idemcheck.VerdictExit(r.Verdict, true), "no opt-out for an empty run")
+}
+
+func TestWorstVerdict(t *testing.T) {
+	assert.Equal(t, idemcheck.Pass, idemcheck.WorstVerdict())
+	assert.Equal(t, idemcheck.Inconclusive, idemcheck.WorstVerdict(idemcheck.Pass, idemcheck.Inconclusive, idemcheck.Empty))
+	assert.Equal(t, idemcheck.Fail, idemcheck.WorstVerdict(idemcheck.NoAnswers, idemcheck.Fail, idemcheck.Pass))
+}
