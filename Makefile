@@ -66,8 +66,10 @@ test: postgres fmt-check vet $(TEST_IMAGES)
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 ## zoo: certify every example API (references and the bug zoo) and print the detection matrix.
+## ZOO_FLAGS passes flags on: `make zoo ZOO_FLAGS="-runs 20 -expected-only"` certifies each entry 20 times.
+ZOO_FLAGS ?=
 zoo: postgres
-	$(GO) run ./examples/zoo/cmd/zoo
+	$(GO) run ./examples/zoo/cmd/zoo $(ZOO_FLAGS)
 
 clean:
 	rm -rf bin
