@@ -70,6 +70,10 @@ type xCase struct {
 		Extra   []xml.Attr `xml:",any,attr"`
 		Text    string     `xml:",chardata"`
 	} `xml:"failure"`
+	Errors []struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+	} `xml:"error"`
 	SystemOut []string `xml:"system-out"`
 	Other     []xAny   `xml:",any"`
 	Text      string   `xml:",chardata"`
@@ -202,4 +206,27 @@ func TestJUnitFailedCheckWithoutAnomalies(t *testing.T) {
 	require.Len(t, f, 1)
 	assert.Equal(t, "idemcheck.failure", f[0].Type)
 	assert.Equal(t, "failed without a recorded anomaly: the checker gave up", f[0].Message)
+}
+
+// An inconclusive check is an error of its own type: neither a pass nor a
+// failure of the target.
+func TestJUnitInconclusiveCheckIsAnError(t *testing.T) {
+	r := fixtures()[0]
+	r.Verdict = idemcheck.Inconclusive
+	r.Checks[1].Status = idemcheck.Inconclusive
+	r.Checks[1].Reason = "its fault never landed"
+	var b bytes.Buffer
+	require.NoError(t, WriteJUnit(&b, []idemcheck.Report{r}))
+	root := decodeJUnit(t, b.Bytes())
+	assert.Equal(t, 1, count(t, root.Errors))
+	assert.Equal(t, 1, count(t, root.Suites[0].Errors))
+	e := root.Suites[0].Cases[1].Errors
+	require.Len(t, e, 1)
+	assert.Equal(t, "idemcheck.inconclusive", e[0].Type)
+	assert.Equal(t, "inconclusive: its fault never landed", e[0].Message)
+
+	var md bytes.Buffer
+	require.NoError(t, WriteMarkdown(&md, []idemcheck.Report{r}))
+	assert.Contains(t, md.String(), "## ⚠️ idemcheck: INCONCLUSIVE")
+	assert.Contains(t, md.String(), "⚠️ inconclusive: its fault never landed")
 }

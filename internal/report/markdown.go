@@ -67,6 +67,20 @@ func WriteMarkdown(w io.Writer, reports []idemcheck.Report) error {
 	return err
 }
 
+func orUnknown(s string) string {
+	if s == "" {
+		return "status unknown"
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
 // verdictMark is a verdict's icon and words in a heading.
 func verdictMark(v idemcheck.Status) (string, string) {
 	switch v {
@@ -130,6 +144,22 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 			status += ": " + escapeInline(oneLine(ch.Reason, 300))
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %d |\n", escapeInline(oneLine(ch.Name, 100)), status, ch.Intents, ch.Attempts, len(as))
+	}
+
+	for _, e := range r.TargetExits {
+		fmt.Fprintf(b, "\n**target exited** (%s) during %s, round %d, step %d", escapeInline(oneLine(orUnknown(e.ExitStatus), 100)),
+			escapeInline(oneLine(e.Check, 100)), e.Round, e.Step)
+		if e.Fault != "" {
+			fmt.Fprintf(b, ", after %s", codeSpan(oneLine(e.Fault, 200)))
+		}
+		b.WriteString("\n")
+		if tail := strings.TrimRight(e.LogTail, "\n"); tail != "" {
+			fence := "```"
+			for strings.Contains(tail, fence) {
+				fence += "`"
+			}
+			fmt.Fprintf(b, "\n%stext\n%s\n%s\n", fence, clip(tail, 2048), fence)
+		}
 	}
 
 	for _, f := range failures {
