@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
@@ -65,14 +64,6 @@ func (e Endpoint) JSONBody() bool {
 type Header struct {
 	Name  string
 	Value idemcheck.Template
-}
-
-// Effects counts what one intent left in the database: SQL returning one
-// number, with arguments filled per intent and bound, never spliced.
-type Effects struct {
-	Pool *pgxpool.Pool
-	SQL  string
-	Args []idemcheck.Template
 }
 
 // Progress is reported after every step of every round.
@@ -534,21 +525,6 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	}
 	s.h.Observations = append(s.h.Observations, o)
 	return nil
-}
-
-// Count runs the effect query for one intent.
-func (e *Effects) Count(ctx context.Context, in idemcheck.Intent) (idemcheck.Observation, error) {
-	args := make([]any, len(e.Args))
-	strs := make([]string, len(e.Args))
-	for i, t := range e.Args {
-		strs[i] = t.Fill(in)
-		args[i] = strs[i]
-	}
-	var n int64
-	if err := e.Pool.QueryRow(ctx, e.SQL, args...).Scan(&n); err != nil {
-		return idemcheck.Observation{}, fmt.Errorf("effect query %q: %w", e.SQL, err)
-	}
-	return idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: e.SQL, Args: strs}, nil
 }
 
 // secretHeaders are redacted in every history and report.

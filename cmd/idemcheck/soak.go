@@ -134,7 +134,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, err
 	}
 	if sk.Effects != nil {
-		if err := certify.CheckEffectSQL(ctx, sk.Effects.Pool, effectSQL, len(argTemplates)); err != nil {
+		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
 		}
 	}

@@ -95,10 +95,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.DB == nil {
 			return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 		}
-		if err := CheckEffectSQL(ctx, cfg.DB, cfg.EffectSQL, len(cfg.EffectArgs)); err != nil {
+		effects = &scenarios.Effects{Pool: cfg.DB, SQL: cfg.EffectSQL, Args: cfg.EffectArgs}
+		if err := CheckEffectSQL(ctx, effects); err != nil {
 			return nil, err
 		}
-		effects = &scenarios.Effects{Pool: cfg.DB, SQL: cfg.EffectSQL, Args: cfg.EffectArgs}
 	}
 
 	h := &idemcheck.History{Run: idemcheck.Run{
@@ -185,29 +185,46 @@ func RequireLoopback(ctx context.Context, host string) error {
 }
 
 // CheckEffectSQL prepares the effect query, so a typo or a missing table is
-// reported with PostgreSQL's own message before any traffic is sent, and
-// checks it takes nargs parameters and returns one column.
-func CheckEffectSQL(ctx context.Context, pool *pgxpool.Pool, sql string, nargs int) error {
-	conn, err := pool.Acquire(ctx)
+// reported with PostgreSQL's own message before any traffic is sent, checks
+// it takes as many parameters as there are arguments and returns one
+// column, and runs it once, read-only, so a query that tries to write (a
+// DELETE, an UPDATE ... RETURNING, a data-modifying WITH) or runs past the
+// statement timeout is refused before anything is sent. It changes nothing.
+func CheckEffectSQL(ctx context.Context, e *scenarios.Effects) error {
+	conn, err := e.Pool.Acquire(ctx)
 	if err != nil {
 		return idemcheck.Unavailablef("database: %v", err)
 	}
-	defer conn.Release()
-	sd, err := conn.Conn().Prepare(ctx, "", sql)
+	sd, err := conn.Conn().Prepare(ctx, "", e.SQL)
+	conn.Release()
 	if err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			return idemcheck.Usagef("--effect-sql: PostgreSQL says: %s (SQLSTATE %s)", pe.Message, pe.Code)
-		}
-		return idemcheck.Usagef("--effect-sql: %v", err)
+		return effectSQLError(err)
 	}
-	if len(sd.ParamOIDs) != nargs {
-		return idemcheck.Usagef("--effect-sql takes %d parameters ($1..$%d) but %d --effect-arg were given", len(sd.ParamOIDs), len(sd.ParamOIDs), nargs)
+	if len(sd.ParamOIDs) != len(e.Args) {
+		return idemcheck.Usagef("--effect-sql takes %d parameters ($1..$%d) but %d --effect-arg were given", len(sd.ParamOIDs), len(sd.ParamOIDs), len(e.Args))
 	}
 	if len(sd.Fields) != 1 {
 		return idemcheck.Usagef("--effect-sql must return one number (such as SELECT count(*) ...), it returns %d columns", len(sd.Fields))
 	}
+	if err := e.Try(ctx); err != nil {
+		return effectSQLError(err)
+	}
 	return nil
+}
+
+// effectSQLError names --effect-sql and says what PostgreSQL said.
+func effectSQLError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "25006": // read_only_sql_transaction
+			return idemcheck.Usagef("--effect-sql must only read, and this query writes (PostgreSQL refused it in a read-only transaction: %s): count with SELECT", pe.Message)
+		case "57014": // query_canceled: the statement timeout
+			return idemcheck.Usagef("--effect-sql took longer than %v for one intent: count over an indexed column", scenarios.EffectTimeout)
+		}
+		return idemcheck.Usagef("--effect-sql: PostgreSQL says: %s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	return idemcheck.Usagef("--effect-sql: %v", err)
 }
 
 func refused(h *idemcheck.History) int {
