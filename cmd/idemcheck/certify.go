@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,12 +44,51 @@ type outputs struct {
 
 func (o *outputs) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.json, "json", "", "write the JSON report (version 1) to `FILE`")
-	fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to `FILE`, one test case per endpoint and check")
+	if fs.Name() != "soak" {
+		fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to `FILE`, one test case per endpoint and check")
+	}
 	fs.StringVar(&o.history, "history", "", "write every attempt as JSON lines to `FILE`, for idemcheck check")
 	fs.BoolVar(&o.noColour, "no-color", false, "no colour, even on a terminal")
 	fs.BoolVar(&o.allowInconclusive, "allow-inconclusive", false,
 		"exit 0, not 4, when no anomaly was found but some check's scenario did not happen (inconclusive); it is still reported")
 }
+
+// check makes sure every output file can be written, before anything is
+// sent: a run must not print its verdict and then fail on a path.
+func (o *outputs) check() error {
+	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--junit", o.junit}, {"--history", o.history}} {
+		if f.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
+			return idemcheck.Usagef("%s %s is a folder: name a file", f.flag, f.path)
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".*")
+		if err != nil {
+			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, unwrapPath(err))
+		}
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}
+	return nil
+}
+
+// unwrapPath drops the temporary file's name from an error about its folder.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// MinTimeout is the shortest per-attempt timeout: below it no reply can
+// arrive, and every attempt would be blamed on the target.
+const MinTimeout = 10 * time.Millisecond
+
+// MinRate is the lowest request-rate cap: below it the cap stops meaning
+// anything a run could reach.
+const MinRate = 0.1
 
 // runFlags are the flags every command that sends traffic shares.
 type runFlags struct {
@@ -72,12 +113,15 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 
 func (r *runFlags) validate() error {
 	switch {
-	case r.rate <= 0:
-		return idemcheck.Usagef("--rate %v must be a positive number of requests per second", r.rate)
+	case math.IsNaN(r.rate) || math.IsInf(r.rate, 0) || r.rate < MinRate:
+		return idemcheck.Usagef("--rate %v must be a number of requests per second of at least %v, such as 1000", r.rate, MinRate)
 	case r.maxDuration <= 0:
 		return idemcheck.Usagef("--max-duration %v must be positive, such as 10m", r.maxDuration)
-	case r.timeout <= 0:
-		return idemcheck.Usagef("--timeout %v must be positive, such as 10s", r.timeout)
+	case r.timeout < MinTimeout:
+		return idemcheck.Usagef("--timeout %v is too short for any reply to arrive: use %v or more, such as 10s", r.timeout, MinTimeout)
+	}
+	if err := r.outputs.check(); err != nil {
+		return err
 	}
 	if _, err := wire.ParseProtocol(r.protocol); err != nil {
 		return idemcheck.Usagef("--protocol %q: use auto, http1 or h2", r.protocol)
@@ -425,7 +469,15 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) erro
 func targetURL(raw string) (*url.URL, string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, "", idemcheck.Usagef("--url %q is not an absolute http:// or https:// URL, such as http://127.0.0.1:8080", raw)
+		return nil, "", idemcheck.Usagef("--url %q is not an absolute http:// or https:// URL, such as http://127.0.0.1:8080", redactURL(raw))
+	}
+	switch {
+	case u.User != nil:
+		return nil, "", idemcheck.Usagef("--url carries credentials (user:password@), which idemcheck would not send: pass --header 'Authorization: Basic …' instead")
+	case u.RawQuery != "" || u.ForceQuery:
+		return nil, "", idemcheck.Usagef("--url carries a query string, which idemcheck would not send: put it in --path, such as --path '/orders?%s'", u.RawQuery)
+	case u.Fragment != "":
+		return nil, "", idemcheck.Usagef("--url carries a fragment (#%s), which is never sent: leave it out", u.Fragment)
 	}
 	path := u.Path
 	if path == "" {
@@ -466,11 +518,14 @@ func openEffectDB(ctx context.Context, dsn string) (*targets.Database, error) {
 
 func endpoint(base *url.URL, method, path, body string, headers []string) (scenarios.Endpoint, error) {
 	e := scenarios.Endpoint{Base: base, Method: strings.ToUpper(method)}
-	if e.Method == "" || strings.ContainsAny(e.Method, " \t/") {
-		return e, idemcheck.Usagef("--method %q is not an HTTP method", method)
+	if !isToken(e.Method) {
+		return e, idemcheck.Usagef("--method %q is not an HTTP method, such as POST", method)
 	}
 	if !strings.HasPrefix(path, "/") {
 		return e, idemcheck.Usagef("--path %q must start with /", path)
+	}
+	if i := strings.IndexFunc(path, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return e, idemcheck.Usagef("--path %q holds a space or control character at byte %d, which would split the request line: percent-encode it (a space is %%20)", path, i)
 	}
 	var err error
 	if e.Path, err = idemcheck.ParseTemplate(path); err != nil {
@@ -498,6 +553,28 @@ func endpoint(base *url.URL, method, path, body string, headers []string) (scena
 		}
 	}
 	return e, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), as
+// a method must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// redactURL hides a URL's password, for messages.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
 }
 
 func checkRange(flagName string, v, lo, hi int) error {
@@ -535,6 +612,9 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if out.history != "" {
 		return 0, idemcheck.Usagef("check: --history is for runs that send traffic; check reads one")
+	}
+	if err := out.check(); err != nil {
+		return 0, err
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {

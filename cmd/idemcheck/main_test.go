@@ -170,6 +170,20 @@ func TestBadInput(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, idemcheck.ExitUsage, `unknown command "frobnicate"`},
 		{"check without file", []string{"check"}, idemcheck.ExitUsage, "name one history file"},
 		{"check missing file", []string{"check", "/nonexistent/h.jsonl"}, idemcheck.ExitUsage, "/nonexistent/h.jsonl"},
+		// Input errors used to be blamed on the target ("refused every
+		// connection: is it still running?") or to pass silently.
+		{"line break in header", append(certifyArgs(url, dsn), "--header", "X-A: b\r\nX-Evil: 1"), idemcheck.ExitUsage, "--header X-A: the value holds a line break"},
+		{"line break in path", append(certifyArgs(url, dsn), "--path", "/orders\r\nX: y"), idemcheck.ExitUsage, "--path"},
+		{"space in path", append(certifyArgs(url, dsn), "--path", "/my orders"), idemcheck.ExitUsage, "percent-encode it"},
+		{"newline in method", append(certifyArgs(url, dsn), "--method", "PO\nST"), idemcheck.ExitUsage, "is not an HTTP method"},
+		{"timeout too short", append(certifyArgs(url, dsn), "--timeout", "1ns"), idemcheck.ExitUsage, "--timeout 1ns is too short"},
+		{"rate NaN", append(certifyArgs(url, dsn), "--rate", "NaN"), idemcheck.ExitUsage, "--rate NaN"},
+		{"rate tiny", append(certifyArgs(url, dsn), "--rate", "1e-300"), idemcheck.ExitUsage, "--rate 1e-300"},
+		{"junit in a missing folder", append(certifyArgs(url, dsn), "--junit", "/nonexistent/r.xml"), idemcheck.ExitUsage, "--junit /nonexistent/r.xml cannot be written"},
+		{"query string in url", certifyArgs(url+"/?token=abc", dsn), idemcheck.ExitUsage, "--url carries a query string"},
+		{"credentials in url", certifyArgs(strings.Replace(url, "http://", "http://user:hunter2@", 1), dsn), idemcheck.ExitUsage, "--url carries credentials"},
+		{"header without colon", append(certifyArgs(url, dsn), "--header", "Authorization Bearer hunter2"), idemcheck.ExitUsage, "is not a header"},
+		{"soak timeout too short", []string{"soak", "--url", url, "--timeout", "1ns"}, idemcheck.ExitUsage, "--timeout 1ns is too short"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

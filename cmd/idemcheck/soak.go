@@ -80,8 +80,11 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Usagef("soak: --url is required (or --cmd)")
 	case rawURL != "" && command != "":
 		return 0, idemcheck.Usagef("soak: give --url or --cmd, not both")
-	case out.junit != "":
-		return 0, idemcheck.Usagef("soak: --junit is for certifications; use --json")
+	case timeout < MinTimeout:
+		return 0, idemcheck.Usagef("--timeout %v is too short for any reply to arrive: use %v or more, such as 10s", timeout, MinTimeout)
+	}
+	if err := out.check(); err != nil {
+		return 0, err
 	}
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")

@@ -181,15 +181,21 @@ func (p *parser) tenants(n *yaml.Node, field string) ([]scenarios.Header, error)
 }
 
 // ParseHeader parses "Name: value", the value a template.
+//
+// Its errors never quote the value, nor a text without a colon, which may
+// be a credential typed without its separator.
 func ParseHeader(s string) (scenarios.Header, error) {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
-	if !ok || name == "" || strings.ContainsAny(name, " \t") {
-		return scenarios.Header{}, fmt.Errorf("%q is not a header: write it as 'Name: value'", s)
+	if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
+		return scenarios.Header{}, fmt.Errorf("is not a header: write it as 'Name: value' (the text is not shown: it may hold a credential)")
+	}
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return scenarios.Header{}, fmt.Errorf("%s: the value holds a line break or NUL, which would split the request", name)
 	}
 	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
 	if err != nil {
-		return scenarios.Header{}, fmt.Errorf("%q: %v", s, err)
+		return scenarios.Header{}, fmt.Errorf("%s: %v", name, err)
 	}
 	return scenarios.Header{Name: name, Value: t}, nil
 }
