@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,8 +85,12 @@ type Runner struct {
 	// Timeout bounds each attempt; zero means wire.DefaultTimeout.
 	Timeout time.Duration
 	// Redact names headers whose values never reach a history or report,
-	// beside Authorization, Cookie and Proxy-Authorization.
+	// beside Authorization, Cookie and Proxy-Authorization. Their values
+	// are hidden wherever else they appear too.
 	Redact []string
+	// Secrets are values hidden wherever they appear in a history or
+	// report (the expansions of ${NAME} in a suite, say).
+	Secrets []string
 	// Progress, when set, is called after every step.
 	Progress func(Progress)
 	// Rate caps requests per second over the run; 0 means no cap. A burst
@@ -191,6 +196,9 @@ type session struct {
 	sent   int
 	total  int
 	pace   *pacer
+
+	secretsOnce sync.Once
+	secrets     *secrets
 }
 
 func (s *session) round(ctx context.Context, sc Scenario, round int) error {
@@ -214,7 +222,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		}
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
-			Method: req.Method, Path: req.Path, Header: s.redact(req.Header), Body: string(req.Body),
+			Method: req.Method, Header: s.redact(req.Header), Path: s.scrub(req.Path), Body: s.scrub(string(req.Body)),
 			Fingerprint: Fingerprint(req), Fault: faultNames(st.Fault, st.DBFault),
 		}
 		if st.DelayBefore > 0 {
@@ -505,12 +513,12 @@ func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 		a.Outcome = idemcheck.Unknown
 	}
 	if res.Err != nil {
-		a.Error = res.Err.Error()
+		a.Error = s.scrub(res.Err.Error())
 	}
 	if a.Outcome == idemcheck.Replied {
 		a.Status = res.Status
 		a.RespHeader = s.redact(res.Header)
-		a.RespBody = string(res.Body)
+		a.RespBody = s.scrub(string(res.Body))
 	}
 }
 
@@ -527,23 +535,15 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	return nil
 }
 
-// secretHeaders are redacted in every history and report.
-var secretHeaders = []string{"Authorization", "Cookie", "Set-Cookie", "Proxy-Authorization"}
+// redact returns h with its secrets hidden (see secrets).
+func (s *session) redact(h http.Header) http.Header { return s.secret().header(h) }
 
-// Redacted replaces a secret header's value.
-const Redacted = "[redacted]"
+// scrub hides every known secret in v.
+func (s *session) scrub(v string) string { return s.secret().text(v) }
 
-func (s *session) redact(h http.Header) http.Header {
-	if h == nil {
-		return nil
-	}
-	out := h.Clone()
-	for _, name := range append(secretHeaders, s.Redact...) {
-		if _, ok := out[http.CanonicalHeaderKey(name)]; ok {
-			out[http.CanonicalHeaderKey(name)] = []string{Redacted}
-		}
-	}
-	return out
+func (s *session) secret() *secrets {
+	s.secretsOnce.Do(func() { s.secrets = newSecrets(s.Redact, s.Secrets) })
+	return s.secrets
 }
 
 // Fingerprint hashes method, path and the canonical JSON body (member order

@@ -362,7 +362,7 @@ type doneIntent struct {
 func (s *session) attempt(h *soakHit, step int, fault string) idemcheck.Attempt {
 	return idemcheck.Attempt{
 		Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step,
-		Method: h.req.Method, Path: h.req.Path, Header: s.redact(h.req.Header), Body: string(h.req.Body),
+		Method: h.req.Method, Header: s.redact(h.req.Header), Path: s.scrub(h.req.Path), Body: s.scrub(string(h.req.Body)),
 		Fingerprint: h.fingerprint(), Fault: fault,
 	}
 }
@@ -381,10 +381,10 @@ func (h *soakHit) fingerprint() string {
 func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result) {
 	a.Start, a.End = r.Timestamp, r.Timestamp.Add(r.Latency)
 	if r.Code == 0 {
-		a.Outcome, a.Error = idemcheck.Unknown, r.Error
+		a.Outcome, a.Error = idemcheck.Unknown, s.scrub(r.Error)
 		return
 	}
-	a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, int(r.Code), s.redact(r.Headers), string(r.Body)
+	a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, int(r.Code), s.redact(r.Headers), s.scrub(string(r.Body))
 }
 
 // soakTransport sends vegeta's requests on the run's context, so that a

@@ -85,7 +85,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	for i, e := range s.Endpoints {
 		cfg := certify.Config{
 			Name: e.Name, Endpoint: e.Endpoint, Policy: e.Policy, Checks: e.Checks, Options: o.Scenarios,
-			Redact: o.Redact, AllowRemote: o.AllowRemote, EffectSQL: e.EffectSQL, EffectArgs: e.EffectArgs,
+			Redact: o.Redact, Secrets: s.Secrets, AllowRemote: o.AllowRemote, EffectSQL: e.EffectSQL, EffectArgs: e.EffectArgs,
 		}
 		rf.apply(&cfg)
 		if started != nil {

@@ -36,7 +36,13 @@ type Config struct {
 	EffectArgs []idemcheck.Template
 	Seed       int64
 	Timeout    time.Duration
-	Redact     []string
+	// Redact names headers whose values never reach a report or history,
+	// beside Authorization and Cookie; the tenants' header names are
+	// always added.
+	Redact []string
+	// Secrets are values hidden wherever they appear in a report or
+	// history (a suite's ${NAME} expansions).
+	Secrets []string
 	// Powers, when set, let the harness crash the target and fault its
 	// database link: the target was started by idemcheck.
 	Powers scenarios.Powers
@@ -126,7 +132,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
-		Timeout: cfg.Timeout, Redact: cfg.Redact, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol,
+		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
 		if errors.Is(context.Cause(runCtx), errMaxDuration) && ctx.Err() == nil {
@@ -146,6 +152,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 var errMaxDuration = errors.New("the run's duration cap")
+
+// redactNames are the headers whose values are credentials: those named,
+// and the tenants' (--tenant is a client's credentials, whatever header
+// carries them).
+func redactNames(cfg Config) []string {
+	names := append([]string(nil), cfg.Redact...)
+	for _, t := range cfg.Endpoint.Tenants {
+		names = append(names, t.Name)
+	}
+	return names
+}
 
 // CheckTarget refuses a URL that is not absolute http(s) and a non-loopback
 // target unless allowed, and dials the target once, so an unreachable one

@@ -1,8 +1,11 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -249,13 +252,46 @@ func (p *parser) checks(n *yaml.Node, field string) ([]string, error) {
 	return out, nil
 }
 
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // policyFields are the keys of a policy block: a preset and its overrides.
 var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "mismatch_status",
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only"}
 
 // policy reads a policy block over base: a preset replaces base, and each
 // override then replaces one field.
+//
+// A scalar names a preset ("stripe") or a policy file, relative to the
+// suite's folder, as --policy does.
 func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idemcheck.Policy, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		v, err := p.str(n, field)
+		if err != nil {
+			return base, err
+		}
+		if pol, err := idemcheck.Preset(v); err == nil {
+			return pol, nil
+		}
+		path := v
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(filepath.Dir(p.file), path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return base, p.errf(n, field, "%q is neither a preset (%s) nor a readable policy file: %v", n.Value, strings.Join(idemcheck.PresetNames(), ", "), unwrapPathErr(err))
+		}
+		pol, err := ParsePolicy(path, b, p.lookup)
+		if err != nil {
+			return base, p.errf(n, field, "%v", err)
+		}
+		return pol, nil
+	}
 	f, err := p.fields(n, field, policyFields...)
 	if err != nil {
 		return base, err
@@ -380,7 +416,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		return Endpoint{}, err
 	}
 	e := Endpoint{Policy: d.policy, Checks: d.checks, DB: d.db}
-	rawURL, urlNode, headers := d.url, d.urlNode, d.headers
+	rawURL, urlNode, urlField, headers := d.url, d.urlNode, "target.url", d.headers
 	if v, ok := f["name"]; ok {
 		if e.Name, err = p.str(v, join(field, "name")); err != nil {
 			return e, err
@@ -390,7 +426,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		if rawURL, err = p.str(v, join(field, "url")); err != nil {
 			return e, err
 		}
-		urlNode = v
+		urlNode, urlField = v, join(field, "url")
 	}
 	if rawURL == "" && (d.cmd != "" || d.image != "") {
 		rawURL = "http://127.0.0.1:0" // replaced by the started target's address
@@ -398,9 +434,14 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 	if rawURL == "" {
 		return e, p.errf(n, join(field, "url"), "missing: give url here or under target (or cmd under target)")
 	}
+	// Errors quote the text as written, never its ${NAME} expansion,
+	// which may hold a secret.
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return e, p.errf(urlNode, join(field, "url"), "%q is not an absolute http:// or https:// URL", rawURL)
+		return e, p.errf(urlNode, urlField, "%q is not an absolute http:// or https:// URL", urlNode.Value)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return e, p.errf(urlNode, urlField, "%q carries credentials, a query or a fragment, which idemcheck would not send: give the scheme and host:port only (a query goes in path, credentials in headers)", urlNode.Value)
 	}
 	e.Endpoint.Base = &url.URL{Scheme: u.Scheme, Host: u.Host}
 	e.Endpoint.Method = "POST"

@@ -34,6 +34,9 @@ type Suite struct {
 	Image   string
 	DBImage string
 	Env     []string
+	// Secrets are the values ${NAME} expanded to: credentials, for all the
+	// suite can tell, hidden wherever they appear in a report or history.
+	Secrets []string
 }
 
 // Options apply to every endpoint of the suite.
@@ -104,6 +107,7 @@ func Parse(file string, data []byte, lookup func(string) (string, bool)) (*Suite
 		return nil, err
 	}
 	s.File = file
+	s.Secrets = p.secrets
 	return s, nil
 }
 
@@ -131,6 +135,8 @@ func yamlErrLine(err error) int {
 type parser struct {
 	file   string
 	lookup func(string) (string, bool)
+	// secrets are the values ${NAME} expanded to.
+	secrets []string
 }
 
 func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
@@ -202,6 +208,9 @@ func (p *parser) str(n *yaml.Node, field string) (string, error) {
 		v, ok := p.lookup(name)
 		if !ok && missing == "" {
 			missing = name
+		}
+		if v != "" {
+			p.secrets = append(p.secrets, v)
 		}
 		return v
 	})

@@ -78,7 +78,9 @@ func TestErrors(t *testing.T) {
 			`s.yaml:4: endpoints[0].policy.mismatch_status: expected a whole number from 0 to 599, got "many"`},
 		{"missing path", "endpoints:\n  - url: http://127.0.0.1\n", "s.yaml:2: endpoints[0].path: missing"},
 		{"missing url", "endpoints:\n  - path: /a\n", "s.yaml:2: endpoints[0].url: missing: give url here or under target"},
-		{"bad url", "target: {url: 'localhost:80'}\nendpoints:\n  - path: /a\n", `s.yaml:1: endpoints[0].url: "localhost:80" is not an absolute`},
+		{"bad url", "target: {url: 'localhost:80'}\nendpoints:\n  - path: /a\n", `s.yaml:1: target.url: "localhost:80" is not an absolute`},
+		{"secret url", "endpoints:\n  - url: 'http://${TOKEN}'\n    path: /a\n", `s.yaml:2: endpoints[0].url: "http://${TOKEN}" carries credentials`},
+		{"unknown policy", "policy: paypal\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n", `s.yaml:1: policy: "paypal" is neither a preset (gofiber, ietf, stripe, webhook) nor a readable policy file`},
 		{"unknown env", "endpoints:\n  - url: ${NOPE}\n    path: /a\n", "s.yaml:2: endpoints[0].url: environment variable NOPE is not set"},
 		{"unknown template", "endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    body: '{\"a\":\"{{uuid}}\"}'\n",
 			"s.yaml:4: endpoints[0].body: unknown template name {{uuid}}"},
@@ -95,8 +97,9 @@ func TestErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse("s.yaml", []byte(c.yaml), env(nil))
+			_, err := Parse("s.yaml", []byte(c.yaml), env(map[string]string{"TOKEN": "user:hunter2@127.0.0.1"}))
 			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "hunter2", "an expanded secret is never echoed")
 			assert.True(t, strings.HasPrefix(err.Error(), c.want), "got  %q\nwant %q…", err.Error(), c.want)
 			assert.NotContains(t, err.Error(), "\n", "one line")
 		})
@@ -116,4 +119,17 @@ func TestPolicyFile(t *testing.T) {
 	assert.Equal(t, []int{200}, p.CreatedStatuses)
 	_, err = ParsePolicy("p.yaml", []byte("preset: stripe\nfoo: 1\n"), env(nil))
 	assert.ErrorContains(t, err, "p.yaml:2: foo: unknown field")
+}
+
+// A suite's policy takes a preset name or a policy file, as --policy does.
+func TestPolicyByNameOrFile(t *testing.T) {
+	s, err := Parse("s.yaml", []byte("policy: stripe\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n"), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, idemcheck.Stripe(), s.Endpoints[0].Policy)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("preset: stripe\nmismatch_status: 417\n"), 0o644))
+	s, err = Parse(filepath.Join(dir, "s.yaml"), []byte("endpoints: [{url: 'http://127.0.0.1', path: /a, policy: p.yaml}]\n"), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 417, s.Endpoints[0].Policy.MismatchStatus)
 }

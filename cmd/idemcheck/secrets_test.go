@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// echoAPI answers every request 201 with what it was sent: its headers and
+// body, as a careless API (or an error page) would echo a credential back.
+func echoAPI(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Echo-Tenant", r.Header.Get("X-Tenant-Token"))
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": r.Header.Get("Idempotency-Key"), "headers": r.Header, "body": string(body)})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// artefacts reads every file a run wrote, and its output, into one text.
+func artefacts(t *testing.T, dir string, outputs ...string) string {
+	t.Helper()
+	var b strings.Builder
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, entries)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		b.Write(data)
+	}
+	for _, o := range outputs {
+		b.WriteString(o)
+	}
+	return b.String()
+}
+
+// Every credential idemcheck is given stays out of every artefact: tenant
+// values in any header, redacted headers' values wherever they are echoed,
+// and a suite's ${NAME} expansions; also when the target echoes them back.
+func TestPlantedSecretsReachNoArtefact(t *testing.T) {
+	url := echoAPI(t)
+
+	t.Run("certify", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Setenv("GITHUB_STEP_SUMMARY", filepath.Join(dir, "summary.md"))
+		code, out, errOut := cli(t, "certify", "--url", url, "--path", "/orders", "--no-color",
+			"--body", `{"customerId":"{{intent}}","note":"plain"}`,
+			"--checks", "sequential-replay,cross-tenant", "--rounds", "1",
+			"--tenant", "X-Tenant-Token: tenant-a-PLANTED1", "--tenant", "X-Tenant-Token: tenant-b-PLANTED2",
+			"--header", "Authorization: Bearer bearer-PLANTED3", "--header", "X-Api-Key: key-PLANTED4", "--redact-header", "X-Api-Key",
+			"--json", filepath.Join(dir, "r.json"), "--junit", filepath.Join(dir, "r.xml"), "--history", filepath.Join(dir, "h.jsonl"))
+		require.NotEqual(t, 2, code, errOut)
+		all := artefacts(t, dir, out, errOut)
+		assert.NotContains(t, all, "PLANTED")
+		assert.Contains(t, all, "[redacted]")
+	})
+
+	t.Run("suite", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Setenv("TOKEN", "tok-PLANTED5")
+		t.Setenv("CARD", "4242-PLANTED6")
+		t.Setenv("GITHUB_STEP_SUMMARY", filepath.Join(dir, "summary.md"))
+		suiteFile := filepath.Join(t.TempDir(), "s.yaml")
+		require.NoError(t, os.WriteFile(suiteFile, []byte(`endpoints:
+  - name: orders
+    url: `+url+`
+    path: /orders
+    headers: {X-Token: '${TOKEN}'}
+    body: '{"customerId":"{{intent}}","card":"${CARD}"}'
+    checks: [sequential-replay]
+`), 0o644))
+		code, out, errOut := cli(t, "run", "-f", suiteFile, "--no-color",
+			"--json", filepath.Join(dir, "r.json"), "--junit", filepath.Join(dir, "r.xml"), "--history", filepath.Join(dir, "h.jsonl"))
+		require.NotEqual(t, 2, code, errOut)
+		all := artefacts(t, dir, out, errOut)
+		assert.NotContains(t, all, "PLANTED")
+	})
+}
