@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -184,8 +185,11 @@ func (p *parser) tenants(n *yaml.Node, field string) ([]scenarios.Header, error)
 func ParseHeader(s string) (scenarios.Header, error) {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
-	if !ok || name == "" || strings.ContainsAny(name, " \t") {
+	if !ok || name == "" {
 		return scenarios.Header{}, fmt.Errorf("%q is not a header: write it as 'Name: value'", s)
+	}
+	if !idemcheck.ValidHeaderName(name) {
+		return scenarios.Header{}, fmt.Errorf("%q: %q is not an HTTP header name (a token: letters, digits and !#$%%&'*+-.^_`|~, no spaces)", s, name)
 	}
 	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
 	if err != nil {
@@ -201,8 +205,8 @@ func (p *parser) headers(n *yaml.Node, field string, base []scenarios.Header) ([
 	out := append([]scenarios.Header(nil), base...)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Value == "" || strings.ContainsAny(k.Value, " \t:") {
-			return nil, p.errf(k, field, "%q is not a header name", k.Value)
+		if !idemcheck.ValidHeaderName(k.Value) {
+			return nil, p.errf(k, field, "%q is not an HTTP header name (a token: letters, digits and !#$%%&'*+-.^_`|~, no spaces)", k.Value)
 		}
 		t, err := p.template(v, join(field, k.Value))
 		if err != nil {
@@ -244,7 +248,7 @@ func (p *parser) checks(n *yaml.Node, field string) ([]string, error) {
 }
 
 // policyFields are the keys of a policy block: a preset and its overrides.
-var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "mismatch_status",
+var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only"}
 
 // policy reads a policy block over base: a preset replaces base, and each
@@ -278,7 +282,19 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		case "replay_statuses":
 			pol.ReplayStatuses, err = p.statuses(v, fk)
 		case "in_progress_status":
-			pol.InProgressStatus, err = p.status(v, fk)
+			var st int
+			if st, err = p.status(v, fk); err == nil {
+				pol.SetInProgress(st)
+			}
+		case "in_progress_statuses":
+			// Every status that says "still in progress", the main one
+			// first: 409 for a duplicate, 423 for a lock timeout.
+			var sts []int
+			if _, both := f["in_progress_status"]; both {
+				err = p.errf(v, fk, "give in_progress_status or in_progress_statuses, not both")
+			} else if sts, err = p.statuses(v, fk); err == nil {
+				pol.SetInProgress(sts...)
+			}
 		case "mismatch_status":
 			pol.MismatchStatus, err = p.status(v, fk)
 		case "missing_key_status":
@@ -317,6 +333,13 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		}
 	}
 	if err := pol.Validate(); err != nil {
+		// Point at the field's own line when this block gave it.
+		var pe *idemcheck.PolicyError
+		if errors.As(err, &pe) {
+			if v, ok := f[pe.Field]; ok {
+				return base, p.errf(v, join(field, pe.Field), "%s", pe.Msg)
+			}
+		}
 		return base, p.errf(n, field, "%v", err)
 	}
 	return pol, nil
