@@ -219,8 +219,8 @@ func policyErrorf(field, format string, args ...any) error {
 	return &PolicyError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// tokenChars says what a header name may hold, for messages.
-const tokenChars = "a token: letters, digits and !#$%&'*+-.^_`|~, no spaces or colons"
+// HeaderNameRule says what a header name may hold, for messages.
+const HeaderNameRule = "a token: letters, digits and !#$%&'*+-.^_`|~, no spaces or colons"
 
 // Validate says what is wrong with a policy, naming the field. Errors are
 // *PolicyError.
@@ -229,9 +229,9 @@ func (p Policy) Validate() error {
 	case p.KeyHeader == "":
 		return policyErrorf("key_header", "key_header is empty")
 	case !ValidHeaderName(p.KeyHeader):
-		return policyErrorf("key_header", "key_header %q is not an HTTP header name (%s)", p.KeyHeader, tokenChars)
+		return policyErrorf("key_header", "key_header %q is not an HTTP header name (%s)", p.KeyHeader, HeaderNameRule)
 	case p.ReplayHeader != "" && !ValidHeaderName(p.ReplayHeader):
-		return policyErrorf("replay_header", "replay_header %q is not an HTTP header name (%s)", p.ReplayHeader, tokenChars)
+		return policyErrorf("replay_header", "replay_header %q is not an HTTP header name (%s)", p.ReplayHeader, HeaderNameRule)
 	case len(p.CreatedStatuses) == 0:
 		return policyErrorf("created_statuses", "created_statuses is empty")
 	}

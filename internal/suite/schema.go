@@ -189,7 +189,7 @@ func ParseHeader(s string) (scenarios.Header, error) {
 		return scenarios.Header{}, fmt.Errorf("%q is not a header: write it as 'Name: value'", s)
 	}
 	if !idemcheck.ValidHeaderName(name) {
-		return scenarios.Header{}, fmt.Errorf("%q: %q is not an HTTP header name (a token: letters, digits and !#$%%&'*+-.^_`|~, no spaces)", s, name)
+		return scenarios.Header{}, fmt.Errorf("%q: %q is not an HTTP header name (%s)", s, name, idemcheck.HeaderNameRule)
 	}
 	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
 	if err != nil {
@@ -206,7 +206,7 @@ func (p *parser) headers(n *yaml.Node, field string, base []scenarios.Header) ([
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !idemcheck.ValidHeaderName(k.Value) {
-			return nil, p.errf(k, field, "%q is not an HTTP header name (a token: letters, digits and !#$%%&'*+-.^_`|~, no spaces)", k.Value)
+			return nil, p.errf(k, field, "%q is not an HTTP header name (%s)", k.Value, idemcheck.HeaderNameRule)
 		}
 		t, err := p.template(v, join(field, k.Value))
 		if err != nil {
