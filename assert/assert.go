@@ -22,7 +22,7 @@ var Rules = map[string]string{
 	idemcheck.CheckConcurrentBurst: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
 		"concurrent duplicates leave exactly one effect and every success describes the same resource.",
 	idemcheck.CheckSequentialReplay: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
-		"(same status, same body) and leaves no second effect.",
+		"(same status, same body), never the in-progress status, and leaves no second effect.",
 	idemcheck.CheckLostReply: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
 		"and gets the original result; the effect happens once.",
 	idemcheck.CheckPayloadMismatch: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
