@@ -475,7 +475,8 @@ func (c *intentCheck) checkAfterCompletion(done *idemcheck.Attempt, busy, other 
 				"the intent had completed, so a retry must get the saved reply, and a client that honours the conflict waits and retries without ever "+
 				"learning its result. %d retries after completion were told in progress.",
 				done.ID, done.Status, short(done.RespBody), ms(done.End), a.ID, c.intent.Key, ms(a.Start), a.Status, short(a.RespBody), len(busy)),
-			map[string]any{"completed_by": done.ID, "in_progress_after_completion": len(busy), "statuses": c.statusCounts()})
+			map[string]any{"completed_by": done.ID, "in_progress_after_completion": len(busy), "sent_after_completion_ms": ms(a.Start) - ms(done.End),
+				"statuses": c.statusCounts()})
 	}
 	if len(other) > 0 {
 		a := other[0]

@@ -31,6 +31,7 @@ func TestInProgressAfterCompletionIsAReplayMismatch(t *testing.T) {
 	assert.Contains(t, a.Explanation, "2 retries after completion were told in progress")
 	assert.Equal(t, 1, a.Observed["completed_by"])
 	assert.Equal(t, 2, a.Observed["in_progress_after_completion"])
+	assert.Equal(t, 5.0, a.Observed["sent_after_completion_ms"], "how long after the reply the retry went: a narrow race or a key left in progress")
 }
 
 // The same conflict while the first attempt was still running is fine,
