@@ -69,7 +69,10 @@ const (
 	// more than one distinct created resource.
 	MultipleCreated Kind = "multiple-created"
 	// ReplayMismatch: a replay describes the same resource as the original
-	// but with another status or body.
+	// but with another status or body; or a retry sent after the original's
+	// success had arrived was answered with anything but that success (the
+	// in-progress status, or another status such as 422), when the saved
+	// reply was due.
 	ReplayMismatch Kind = "replay-mismatch"
 	// FreshResultOnReplay: a retry sent after the original had succeeded was
 	// executed again and answered with a new resource.

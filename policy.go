@@ -20,8 +20,15 @@ type Policy struct {
 	ReplayStatuses []int `json:"replay_statuses,omitempty"`
 	// InProgressStatus answers a duplicate that arrives while the first
 	// attempt still runs (409 in the IETF draft). 0 means a duplicate waits
-	// for the first attempt and is answered with its replay.
+	// for the first attempt and is answered with its replay. It is the
+	// status messages name; InProgress tells whether a status says so.
 	InProgressStatus int `json:"in_progress_status"`
+	// InProgressStatuses, when set, lists every status that says "still in
+	// progress", InProgressStatus among them: a target may answer 409 to a
+	// duplicate and 423 when it timed out waiting on the key's lock. Empty
+	// means InProgressStatus alone. Histories written before the list
+	// existed hold in_progress_status only, and read the same.
+	InProgressStatuses []int `json:"in_progress_statuses,omitempty"`
 	// MismatchStatus answers a reused key with another request (422 in the
 	// IETF draft, 400 at some providers). 0 means the target keeps no
 	// request fingerprint, so the payload-mismatch rule does not apply.
@@ -137,6 +144,60 @@ func (p Policy) Replay(status int) bool {
 	return p.Created(status) || slices.Contains(p.ReplayStatuses, status)
 }
 
+// InProgress reports whether status says the key's first attempt is still
+// running: InProgressStatus or one of InProgressStatuses. 0 never is.
+func (p Policy) InProgress(status int) bool {
+	return status != 0 && (status == p.InProgressStatus || slices.Contains(p.InProgressStatuses, status))
+}
+
+// SetInProgress makes statuses the policy's in-progress statuses, the first
+// one the status messages name; none, or a single 0, means a duplicate waits
+// for the first attempt and gets its replay.
+func (p *Policy) SetInProgress(statuses ...int) {
+	p.InProgressStatus, p.InProgressStatuses = 0, nil
+	if len(statuses) == 0 || len(statuses) == 1 && statuses[0] == 0 {
+		return
+	}
+	p.InProgressStatus = statuses[0]
+	if len(statuses) > 1 {
+		p.InProgressStatuses = slices.Clone(statuses)
+	}
+}
+
+// InProgressList returns every in-progress status, InProgressStatus first,
+// for messages; nil when a duplicate waits for the replay.
+func (p Policy) InProgressList() []int {
+	var out []int
+	if p.InProgressStatus != 0 {
+		out = append(out, p.InProgressStatus)
+	}
+	for _, s := range p.InProgressStatuses {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ValidHeaderName reports whether name can be an HTTP header's name: a
+// token of RFC 9110 section 5.6.2 (letters, digits and !#$%&'*+-.^_`|~),
+// with no space, colon or control character.
+func ValidHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // HeaderTrue reports whether a header value says yes, as a replay header
 // such as Idempotent-Replayed does: "true", "?1" (a structured boolean),
 // "1" or "yes", in any case.
@@ -145,23 +206,59 @@ func HeaderTrue(v string) bool {
 	return v == "true" || v == "?1" || v == "1" || v == "yes"
 }
 
-// Validate says what is wrong with a policy, naming the field.
+// PolicyError is a policy that cannot be right, naming the field (as a
+// policy file spells it) so a suite or policy file can point at its line.
+type PolicyError struct {
+	Field string
+	Msg   string
+}
+
+func (e *PolicyError) Error() string { return "policy: " + e.Msg }
+
+func policyErrorf(field, format string, args ...any) error {
+	return &PolicyError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// HeaderNameRule says what a header name may hold, for messages.
+const HeaderNameRule = "a token: letters, digits and !#$%&'*+-.^_`|~, no spaces or colons"
+
+// Validate says what is wrong with a policy, naming the field. Errors are
+// *PolicyError.
 func (p Policy) Validate() error {
 	switch {
 	case p.KeyHeader == "":
-		return fmt.Errorf("policy: key_header is empty")
+		return policyErrorf("key_header", "key_header is empty")
+	case !ValidHeaderName(p.KeyHeader):
+		return policyErrorf("key_header", "key_header %q is not an HTTP header name (%s)", p.KeyHeader, HeaderNameRule)
+	case p.ReplayHeader != "" && !ValidHeaderName(p.ReplayHeader):
+		return policyErrorf("replay_header", "replay_header %q is not an HTTP header name (%s)", p.ReplayHeader, HeaderNameRule)
 	case len(p.CreatedStatuses) == 0:
-		return fmt.Errorf("policy: created_statuses is empty")
+		return policyErrorf("created_statuses", "created_statuses is empty")
 	}
-	for name, s := range map[string]int{"in_progress_status": p.InProgressStatus, "mismatch_status": p.MismatchStatus, "missing_key_status": p.MissingKeyStatus} {
-		if s != 0 && (s < 100 || s > 599) {
-			return fmt.Errorf("policy: %s %d is not an HTTP status (or 0 for none)", name, s)
+	for _, f := range []struct {
+		name string
+		s    int
+	}{{"in_progress_status", p.InProgressStatus}, {"mismatch_status", p.MismatchStatus}, {"missing_key_status", p.MissingKeyStatus}} {
+		if f.s != 0 && (f.s < 100 || f.s > 599) {
+			return policyErrorf(f.name, "%s %d is not an HTTP status (or 0 for none)", f.name, f.s)
 		}
 	}
 	for _, s := range p.CreatedStatuses {
 		if s < 200 || s > 299 {
-			return fmt.Errorf("policy: created status %d is not a 2xx", s)
+			return policyErrorf("created_statuses", "created status %d is not a 2xx", s)
 		}
+	}
+	for _, s := range p.InProgressStatuses {
+		if s < 100 || s > 599 {
+			return policyErrorf("in_progress_statuses", "in_progress_statuses: %d is not an HTTP status", s)
+		}
+		if p.Replay(s) {
+			return policyErrorf("in_progress_statuses", "in_progress_statuses: %d is also a success status, and a reply cannot be both", s)
+		}
+	}
+	if len(p.InProgressStatuses) > 0 && !slices.Contains(p.InProgressStatuses, p.InProgressStatus) {
+		return policyErrorf("in_progress_statuses", "in_progress_statuses %v does not hold in_progress_status %d: list every in-progress status, the main one first",
+			p.InProgressStatuses, p.InProgressStatus)
 	}
 	return nil
 }

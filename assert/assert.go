@@ -22,7 +22,7 @@ var Rules = map[string]string{
 	idemcheck.CheckConcurrentBurst: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
 		"concurrent duplicates leave exactly one effect and every success describes the same resource.",
 	idemcheck.CheckSequentialReplay: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
-		"(same status, same body) and leaves no second effect.",
+		"(same status, same body), never the in-progress status, and leaves no second effect.",
 	idemcheck.CheckLostReply: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
 		"and gets the original result; the effect happens once.",
 	idemcheck.CheckPayloadMismatch: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
@@ -164,7 +164,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		}
 		out = append(out, ic.run()...)
 	}
-	return out
+	return hintKeyHeader(h, out)
 }
 
 // MaxEvidence bounds the attempts shown as evidence in one anomaly; its
@@ -203,12 +203,12 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 // fault check gave up: past the lease and its margin.
 func (c *intentCheck) checkStuck() {
 	p := c.policy
-	if !faultChecks[c.intent.Check] || p.InProgressStatus == 0 {
+	if !faultChecks[c.intent.Check] || len(p.InProgressList()) == 0 {
 		return
 	}
 	var conflicts []idemcheck.Attempt
 	for _, a := range c.attempts {
-		if a.Outcome == idemcheck.Replied && a.Status == p.InProgressStatus {
+		if a.Outcome == idemcheck.Replied && p.InProgress(a.Status) {
 			conflicts = append(conflicts, a)
 		}
 	}
@@ -220,22 +220,22 @@ func (c *intentCheck) checkStuck() {
 	// The first attempt answered with an error: the server knew its work
 	// had failed, so nothing held the key and a conflict is already a lie.
 	answeredFailure := c.intent.Check == idemcheck.CheckFailedAttempt && first.Outcome == idemcheck.Replied &&
-		!p.Replay(first.Status) && first.Status != p.InProgressStatus
+		!p.Replay(first.Status) && !p.InProgress(first.Status)
 	if answeredFailure {
 		c.add(idemcheck.StuckKey, ids(conflicts),
 			fmt.Sprintf("attempt %d failed inside the server and was answered %d, so nothing was working on key %s any more; yet %d retries over %.1fs "+
-				"were told it was in progress (%d): a failed attempt must release its claim, or every retry waits out the lease (%v) or for ever.",
-				first.ID, first.Status, c.intent.Key, len(conflicts), conflicts[len(conflicts)-1].End.Sub(conflicts[0].Start).Seconds(), p.InProgressStatus, p.Lease),
+				"were told it was in progress (%s): a failed attempt must release its claim, or every retry waits out the lease (%v) or for ever.",
+				first.ID, first.Status, c.intent.Key, len(conflicts), conflicts[len(conflicts)-1].End.Sub(conflicts[0].Start).Seconds(), statusesOf(conflicts), p.Lease),
 			map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
 		return
 	}
-	if last.Outcome != idemcheck.Replied || last.Status != p.InProgressStatus {
+	if last.Outcome != idemcheck.Replied || !p.InProgress(last.Status) {
 		return
 	}
 	c.add(idemcheck.StuckKey, ids(conflicts),
-		fmt.Sprintf("after the first attempt died inside the server, %d retries with key %s over %.1fs all got %d (in progress); the lease is %v: "+
+		fmt.Sprintf("after the first attempt died inside the server, %d retries with key %s over %.1fs all got %s (in progress); the lease is %v: "+
 			"a key left running by a dead attempt must become retakable, or the client can never complete its intent.",
-			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), p.InProgressStatus, p.Lease),
+			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), statusesOf(conflicts), p.Lease),
 		map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
 }
 
@@ -343,8 +343,8 @@ func (c *intentCheck) checkResources(succ []success) {
 		w := append([]success{first}, concurrent...)
 		c.add(idemcheck.MultipleCreated, witnesses(w),
 			fmt.Sprintf("%d attempts with key %s were in flight together and %d distinct resources came back as successes (%s: %s): "+
-				"each of those attempts executed. Concurrent duplicates must get %d or a replay of the one resource.",
-				c.overlapping(), c.intent.Key, len(w), field, resources(w), c.policy.InProgressStatus),
+				"each of those attempts executed. Concurrent duplicates must get %s or a replay of the one resource.",
+				c.overlapping(), c.intent.Key, len(w), field, resources(w), inProgressText(c.policy)),
 			map[string]any{"distinct_resources": len(w), "statuses": c.statusCounts()})
 	}
 	if len(fresh) > 0 {
@@ -373,7 +373,8 @@ func (c *intentCheck) checkResources(succ []success) {
 // conflict or replay was due, and anything else outside the contract.
 func (c *intentCheck) checkStatuses() {
 	p := c.policy
-	var serverErr, unexpected []idemcheck.Attempt
+	var serverErr, unexpected, busyAfterDone, otherAfterDone []idemcheck.Attempt
+	var done *idemcheck.Attempt
 	for _, a := range c.attempts {
 		if a.Outcome != idemcheck.Replied || p.Replay(a.Status) || !a.Variant.SameRequest() {
 			continue
@@ -381,10 +382,24 @@ func (c *intentCheck) checkStatuses() {
 		if strings.Contains(a.Fault, "db-") {
 			continue // the harness broke this attempt inside the server on purpose
 		}
-		if faultChecks[c.intent.Check] && a.Status == p.InProgressStatus {
+		falseMismatch := a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus
+		if d := c.completedBefore(a); d != nil && a.Status < 500 && !falseMismatch {
+			// The intent had completed before a was sent: a was due the
+			// saved reply. 5xx stays server-error-under-retry below.
+			if done == nil {
+				done = d
+			}
+			if p.InProgress(a.Status) {
+				busyAfterDone = append(busyAfterDone, a)
+			} else {
+				otherAfterDone = append(otherAfterDone, a)
+			}
+			continue
+		}
+		if faultChecks[c.intent.Check] && p.InProgress(a.Status) {
 			continue // checkStuck judges conflicts after a fault
 		}
-		if a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus {
+		if falseMismatch {
 			continue // a false mismatch: checkVariants says so
 		}
 		others := c.metAnother(a)
@@ -398,7 +413,7 @@ func (c *intentCheck) checkStatuses() {
 			} else {
 				unexpected = append(unexpected, a)
 			}
-		case a.Status == p.InProgressStatus && others:
+		case p.InProgress(a.Status) && others:
 			// A conflict while another attempt of the intent is or was in flight.
 		default:
 			if p.ReplayErrors && c.replaysSavedError(a) {
@@ -411,17 +426,94 @@ func (c *intentCheck) checkStatuses() {
 		a := serverErr[0]
 		c.add(idemcheck.ServerErrorUnderRetry, ids(serverErr),
 			fmt.Sprintf("%d of %d attempts with key %s got a server error while another attempt of the same intent was in flight or done "+
-				"(attempt %d: %d %s). A duplicate must get %d or a replay, never a 5xx the client would retry into.",
-				len(serverErr), len(c.attempts), c.intent.Key, a.ID, a.Status, short(a.RespBody), p.InProgressStatus),
+				"(attempt %d: %d %s). A duplicate must get %s or a replay, never a 5xx the client would retry into.",
+				len(serverErr), len(c.attempts), c.intent.Key, a.ID, a.Status, short(a.RespBody), inProgressText(p)),
 			map[string]any{"server_errors": len(serverErr), "statuses": c.statusCounts()})
 	}
 	if len(unexpected) > 0 {
 		a := unexpected[0]
 		c.add(idemcheck.UnexpectedStatus, ids(unexpected),
-			fmt.Sprintf("attempt %d got %d %s, which the policy allows neither as success (%v), nor as a conflict while another attempt is in flight (%d).",
-				a.ID, a.Status, short(a.RespBody), p.CreatedStatuses, p.InProgressStatus),
+			fmt.Sprintf("attempt %d got %d %s, which the policy allows neither as success (%v), nor as a conflict while another attempt is in flight (%s).",
+				a.ID, a.Status, short(a.RespBody), p.CreatedStatuses, inProgressText(p)),
 			map[string]any{"statuses": c.statusCounts()})
 	}
+	c.checkAfterCompletion(done, busyAfterDone, otherAfterDone)
+}
+
+// completedBefore returns the first success of the same request whose
+// reply had arrived before a was sent, or nil: once the client holds a
+// success, the intent is complete and every retry is due its replay.
+func (c *intentCheck) completedBefore(a idemcheck.Attempt) *idemcheck.Attempt {
+	var done *idemcheck.Attempt
+	for i := range c.attempts {
+		b := &c.attempts[i]
+		if b.ID == a.ID || b.Outcome != idemcheck.Replied || !c.policy.Replay(b.Status) || !b.Variant.SameRequest() {
+			continue
+		}
+		if b.End.Before(a.Start) && (done == nil || b.End.Before(done.End)) {
+			done = b
+		}
+	}
+	return done
+}
+
+// checkAfterCompletion reports retries sent after the intent had completed
+// (a success reply had arrived) and answered with anything but a success:
+// the in-progress status (busy), or another status (other). Both are a
+// replay that does not match the saved reply. Server errors are left to
+// server-error-under-retry.
+func (c *intentCheck) checkAfterCompletion(done *idemcheck.Attempt, busy, other []idemcheck.Attempt) {
+	if done == nil {
+		return
+	}
+	origin := c.attempts[0].Start
+	ms := func(t time.Time) float64 { return float64(t.Sub(origin).Microseconds()) / 1000 }
+	if len(busy) > 0 {
+		a := busy[0]
+		c.add(idemcheck.ReplayMismatch, append([]int{done.ID}, ids(busy)...),
+			fmt.Sprintf("attempt %d succeeded with %d %s, and its reply had arrived %.1f ms after the intent's first attempt started; attempt %d, "+
+				"the same request with key %s, was sent after that (at %.1f ms) and got %d %s, the in-progress status. Nothing was in progress: "+
+				"the intent had completed, so a retry must get the saved reply, and a client that honours the conflict waits and retries without ever "+
+				"learning its result. %d retries after completion were told in progress.",
+				done.ID, done.Status, short(done.RespBody), ms(done.End), a.ID, c.intent.Key, ms(a.Start), a.Status, short(a.RespBody), len(busy)),
+			map[string]any{"completed_by": done.ID, "in_progress_after_completion": len(busy), "sent_after_completion_ms": ms(a.Start) - ms(done.End),
+				"statuses": c.statusCounts()})
+	}
+	if len(other) > 0 {
+		a := other[0]
+		c.add(idemcheck.ReplayMismatch, append([]int{done.ID}, ids(other)...),
+			fmt.Sprintf("attempt %d succeeded with %d %s; attempt %d, the same request with key %s sent after that reply had arrived, got %d %s "+
+				"instead of the saved reply (%d of the retries after completion got another status: %s). A replay must return the saved status and body.",
+				done.ID, done.Status, short(done.RespBody), a.ID, c.intent.Key, a.Status, short(a.RespBody), len(other), statusesOf(other)),
+			map[string]any{"completed_by": done.ID, "other_status_after_completion": len(other), "statuses": c.statusCounts()})
+	}
+}
+
+// statusesOf lists the distinct statuses of atts in order: "409" or "409, 423".
+func statusesOf(atts []idemcheck.Attempt) string {
+	var seen []int
+	var out []string
+	for _, a := range atts {
+		if !slices.Contains(seen, a.Status) {
+			seen = append(seen, a.Status)
+			out = append(out, strconv.Itoa(a.Status))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// inProgressText names the policy's in-progress statuses for messages:
+// "409", "409 or 423", or what a policy without one expects.
+func inProgressText(p idemcheck.Policy) string {
+	l := p.InProgressList()
+	if len(l) == 0 {
+		return "none (the policy has duplicates wait for the replay)"
+	}
+	var out []string
+	for _, s := range l {
+		out = append(out, strconv.Itoa(s))
+	}
+	return strings.Join(out, " or ")
 }
 
 // checkEffects compares the database's count with what the wire promised.

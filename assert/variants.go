@@ -90,7 +90,7 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 			case ok2xx:
 				v.explained++
 				v.promised++
-			case a.Status == p.InProgressStatus || a.Status == p.MismatchStatus:
+			case p.InProgress(a.Status) || a.Status == p.MismatchStatus:
 				c.add(idemcheck.OverDeduplication, c.withOrig(orig, a),
 					fmt.Sprintf("attempt %d sent the same body under a new key %s and got %d %s: the server treats a new intent as a duplicate of the old one.",
 						a.ID, a.Key, a.Status, short(a.RespBody)), nil)

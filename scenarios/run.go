@@ -332,7 +332,7 @@ func (s *session) retryWhileInProgress(ctx context.Context, addr string, req wir
 	for {
 		res := s.client.Do(ctx, addr, req)
 		s.record(base, res)
-		inProgress := res.Err == nil && s.Policy.InProgressStatus != 0 && res.Status == s.Policy.InProgressStatus
+		inProgress := res.Err == nil && s.Policy.InProgress(res.Status)
 		if !inProgress || !time.Now().Before(deadline) {
 			return nil
 		}

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,6 +171,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		headers, effectArgs, ignore, redact, env, tenants       listFlag
 		keyPointer                                              string
 		rf                                                      runFlags
+		statuses                                                statusFlags
 		opts                                                    = scenarios.Defaults
 	)
 	def := idemcheck.IETF()
@@ -204,6 +207,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.Var(&tenants, "tenant", "a client's credentials 'Name: value' for cross-tenant (give two: --tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B')")
 	fs.StringVar(&keyPointer, "key-pointer", "", "JSON `pointer` of the key in the body (a webhook's /eventId) instead of the key header")
 	fs.StringVar(&policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber, webhook) or a YAML `file` with a preset and overrides")
+	statuses.register(fs)
 	fs.StringVar(&otherPath, "other-path", "", "a second endpoint's path for cross-endpoint (same method and body)")
 	rf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -232,6 +236,50 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, idemcheck.Usagef("--instances %d is out of range: use 1 to 16", instances)
 	case lease < 0:
 		return 0, idemcheck.Usagef("--lease %v must be positive, such as 2s", lease)
+	}
+	// The policy and the request headers are checked before the target is
+	// started or anything is sent: configuration that cannot be right is a
+	// usage error, not a run of false findings.
+	pol, err := loadPolicy(policyName)
+	if err != nil {
+		return 0, err
+	}
+	if set["key-header"] {
+		pol.KeyHeader = keyHeader
+	}
+	if set["replay-header"] {
+		pol.ReplayHeader = replayHeader
+	}
+	if set["resource-id"] {
+		pol.ResourceID = resourceID
+	}
+	if len(ignore) > 0 {
+		pol.IgnoreFields = ignore
+	}
+	if set["key-pointer"] {
+		if err := assert.ValidatePointer(keyPointer); err != nil || keyPointer == "" {
+			return 0, idemcheck.Usagef("--key-pointer %q must be a JSON pointer such as /eventId", keyPointer)
+		}
+		pol.KeyPointer = keyPointer
+	}
+	if set["lease"] {
+		pol.Lease = lease
+	}
+	for _, p := range append([]string{resourceID}, ignore...) {
+		if err := assert.ValidatePointer(p); err != nil {
+			return 0, idemcheck.Usagef("--resource-id/--ignore-field: %v", err)
+		}
+	}
+	if err := statuses.apply(&pol, set); err != nil {
+		return 0, err
+	}
+	if err := checkPolicy(pol, policyName, set); err != nil {
+		return 0, err
+	}
+	for _, h := range headers {
+		if _, err := suite.ParseHeader(h); err != nil {
+			return 0, idemcheck.Usagef("--header %v", err)
+		}
 	}
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
@@ -287,36 +335,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		Checks: splitList(checks), EffectSQL: effectSQL,
 	}
 	rf.apply(&cfg)
-	var err2 error
-	if cfg.Policy, err2 = loadPolicy(policyName); err2 != nil {
-		return 0, err2
-	}
-	if set["key-header"] {
-		cfg.Policy.KeyHeader = keyHeader
-	}
-	if set["replay-header"] {
-		cfg.Policy.ReplayHeader = replayHeader
-	}
-	if set["resource-id"] {
-		cfg.Policy.ResourceID = resourceID
-	}
-	if len(ignore) > 0 {
-		cfg.Policy.IgnoreFields = ignore
-	}
-	if set["key-pointer"] {
-		if err := assert.ValidatePointer(keyPointer); err != nil || keyPointer == "" {
-			return 0, idemcheck.Usagef("--key-pointer %q must be a JSON pointer such as /eventId", keyPointer)
-		}
-		cfg.Policy.KeyPointer = keyPointer
-	}
-	if set["lease"] {
-		cfg.Policy.Lease = lease
-	}
-	for _, p := range append([]string{resourceID}, ignore...) {
-		if err := assert.ValidatePointer(p); err != nil {
-			return 0, idemcheck.Usagef("--resource-id/--ignore-field: %v", err)
-		}
-	}
+	cfg.Policy = pol
 	if cfg.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
 		return 0, err
 	}
@@ -365,6 +384,97 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 
 	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr)
+}
+
+// statusFlags are the one-number policy overrides, applied on top of the
+// preset or policy file --policy names, so that one status needs no file.
+type statusFlags struct {
+	mismatch, missingKey int
+	inProgress           string
+}
+
+func (s *statusFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&s.mismatch, "mismatch-status", 0, "override the policy's `status` for a reused key with another body (0: no fingerprint kept)")
+	fs.IntVar(&s.missingKey, "missing-key-status", 0, "override the policy's `status` for a request without a key (0: the key is optional)")
+	fs.StringVar(&s.inProgress, "in-progress-status", "", "override the policy's in-progress `statuses`, comma-separated, the main one first, such as 409,423 (0: duplicates wait for the replay)")
+}
+
+// apply puts the overrides that were given (set holds the flags named on
+// the command line) on p, checking each.
+func (s *statusFlags) apply(p *idemcheck.Policy, set map[string]bool) error {
+	if set["mismatch-status"] {
+		if err := checkStatusFlag("--mismatch-status", s.mismatch); err != nil {
+			return err
+		}
+		p.MismatchStatus = s.mismatch
+	}
+	if set["missing-key-status"] {
+		if err := checkStatusFlag("--missing-key-status", s.missingKey); err != nil {
+			return err
+		}
+		p.MissingKeyStatus = s.missingKey
+	}
+	if set["in-progress-status"] {
+		sts, err := parseInProgress(s.inProgress)
+		if err != nil {
+			return err
+		}
+		p.SetInProgress(sts...)
+	}
+	return nil
+}
+
+func checkStatusFlag(name string, v int) error {
+	if v != 0 && (v < 100 || v > 599) {
+		return idemcheck.Usagef("%s %d is not an HTTP status: use 100 to 599, or 0 for none", name, v)
+	}
+	return nil
+}
+
+// parseInProgress reads --in-progress-status: "409", "409,423", or "0".
+func parseInProgress(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, idemcheck.Usagef("--in-progress-status %q: %q is not a status; give statuses separated by commas, such as 409,423, or 0 for none", v, strings.TrimSpace(f))
+		}
+		if err := checkStatusFlag("--in-progress-status", n); err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, n) {
+			return nil, idemcheck.Usagef("--in-progress-status %q names %d twice", v, n)
+		}
+		out = append(out, n)
+	}
+	if len(out) > 1 && slices.Contains(out, 0) {
+		return nil, idemcheck.Usagef("--in-progress-status %q: 0 means none and goes alone", v)
+	}
+	return out, nil
+}
+
+// policyFieldFlags are the flags that set a policy field, by the field's
+// name in a policy file.
+var policyFieldFlags = map[string]string{
+	"key_header": "key-header", "replay_header": "replay-header", "mismatch_status": "mismatch-status",
+	"missing_key_status": "missing-key-status", "in_progress_status": "in-progress-status", "in_progress_statuses": "in-progress-status",
+}
+
+// checkPolicy validates the policy the flags built, naming the flag that
+// set a wrong field, else --policy.
+func checkPolicy(p idemcheck.Policy, policyName string, set map[string]bool) error {
+	err := p.Validate()
+	if err == nil {
+		return nil
+	}
+	var pe *idemcheck.PolicyError
+	if errors.As(err, &pe) {
+		if f, ok := policyFieldFlags[pe.Field]; ok && set[f] {
+			msg := strings.TrimLeft(strings.TrimPrefix(pe.Msg, pe.Field), ": ")
+			return idemcheck.Usagef("--%s %s", f, msg)
+		}
+	}
+	return idemcheck.Usagef("--policy %s: %v", policyName, err)
 }
 
 // loadPolicy reads --policy: a preset name, or a YAML file holding a

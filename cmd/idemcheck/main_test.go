@@ -147,6 +147,8 @@ func TestCertifyRedactsSecrets(t *testing.T) {
 // and no report file left behind.
 func TestBadInput(t *testing.T) {
 	url, dsn := ordersAPI(t, orders.Reference)
+	badPolicy := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(badPolicy, []byte("preset: stripe\nreplay_header: Idempotent Replayed\n"), 0o644))
 	cases := []struct {
 		name string
 		args []string
@@ -184,6 +186,32 @@ func TestBadInput(t *testing.T) {
 		{"credentials in url", certifyArgs(strings.Replace(url, "http://", "http://user:hunter2@", 1), dsn), idemcheck.ExitUsage, "--url carries credentials"},
 		{"header without colon", append(certifyArgs(url, dsn), "--header", "Authorization Bearer hunter2"), idemcheck.ExitUsage, "is not a header"},
 		{"soak timeout too short", []string{"soak", "--url", url, "--timeout", "1ns"}, idemcheck.ExitUsage, "--timeout 1ns is too short"},
+		// Header names that are not HTTP tokens: refused before anything is sent.
+		{"replay header with a space", append(certifyArgs(url, dsn), "--replay-header", "bad header"), idemcheck.ExitUsage,
+			`--replay-header "bad header" is not an HTTP header name`},
+		{"key header with a space", append(certifyArgs(url, dsn), "--key-header", "Idempotency Key"), idemcheck.ExitUsage,
+			`--key-header "Idempotency Key" is not an HTTP header name`},
+		{"empty key header", append(certifyArgs(url, dsn), "--key-header", ""), idemcheck.ExitUsage, "--key-header is empty"},
+		{"header name with a space", append(certifyArgs(url, dsn), "--header", "X Api Key: k"), idemcheck.ExitUsage,
+			`--header "X Api Key" is not an HTTP header name`},
+		{"bad header in a policy file", append(certifyArgs(url, dsn), "--policy", badPolicy), idemcheck.ExitUsage,
+			`policy.yaml:2: replay_header: replay_header "Idempotent Replayed" is not an HTTP header name`},
+		{"bad header before the target starts", []string{"certify", "--cmd", "exit 7", "--replay-header", "bad header"}, idemcheck.ExitUsage,
+			`--replay-header "bad header"`},
+		{"soak replay header with a space", []string{"soak", "--url", url, "--replay-header", "bad header"}, idemcheck.ExitUsage,
+			`--replay-header "bad header" is not an HTTP header name`},
+		{"soak header name with a space", []string{"soak", "--url", url, "--header", "X Api: k"}, idemcheck.ExitUsage, `"X Api" is not an HTTP header name`},
+		// One-number policy overrides.
+		{"mismatch status out of range", append(certifyArgs(url, dsn), "--mismatch-status", "1000"), idemcheck.ExitUsage,
+			"--mismatch-status 1000 is not an HTTP status: use 100 to 599, or 0 for none"},
+		{"missing-key status out of range", append(certifyArgs(url, dsn), "--missing-key-status", "42"), idemcheck.ExitUsage, "--missing-key-status 42 is not an HTTP status"},
+		{"in-progress status not a number", append(certifyArgs(url, dsn), "--in-progress-status", "409,lock"), idemcheck.ExitUsage,
+			`--in-progress-status "409,lock": "lock" is not a status`},
+		{"in-progress status that is a success", append(certifyArgs(url, dsn), "--in-progress-status", "409,201"), idemcheck.ExitUsage,
+			"--in-progress-status 201 is also a success status"},
+		{"in-progress none with others", append(certifyArgs(url, dsn), "--in-progress-status", "0,409"), idemcheck.ExitUsage, "0 means none and goes alone"},
+		{"in-progress status twice", append(certifyArgs(url, dsn), "--in-progress-status", "409,409"), idemcheck.ExitUsage, "names 409 twice"},
+		{"soak mismatch status out of range", []string{"soak", "--url", url, "--mismatch-status", "7"}, idemcheck.ExitUsage, "--mismatch-status 7 is not an HTTP status"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -274,6 +302,31 @@ func TestRunSuiteErrorsNameTheFileAndLine(t *testing.T) {
 	code, _, errOut = cli(t, "run")
 	assert.Equal(t, idemcheck.ExitUsage, code)
 	assert.Contains(t, errOut, "-f SUITE.yaml is required")
+}
+
+// The one-number overrides apply on top of the preset: the reference
+// answers a reused key with another body 422.
+func TestPolicyOverrideFlags(t *testing.T) {
+	url, _ := ordersAPI(t, orders.Reference)
+	args := []string{"certify", "--url", url, "--path", "/orders", "--no-color",
+		"--body", `{"customerId":"{{intent}}","totalCents":4000}`, "--checks", "payload-mismatch", "--rounds", "1"}
+	code, out, _ := cli(t, append(args, "--mismatch-status", "400")...)
+	assert.Equal(t, idemcheck.ExitAnomalies, code, out)
+	assert.Contains(t, out, "must get 400")
+
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	code, out, _ = cli(t, append(args, "--policy", "stripe", "--mismatch-status", "422", "--missing-key-status", "400",
+		"--in-progress-status", "409,423", "--json", jsonPath)...)
+	require.NotEqual(t, idemcheck.ExitUsage, code, out)
+	var rep idemcheck.Report
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.Equal(t, 422, rep.Policy.MismatchStatus)
+	assert.Equal(t, 400, rep.Policy.MissingKeyStatus)
+	assert.Equal(t, 409, rep.Policy.InProgressStatus)
+	assert.Equal(t, []int{409, 423}, rep.Policy.InProgressStatuses)
+	assert.Equal(t, "Idempotent-Replayed", rep.Policy.ReplayHeader, "the rest of the preset stays")
 }
 
 func TestPolicyFlag(t *testing.T) {

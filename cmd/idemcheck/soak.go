@@ -12,6 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/estimate"
+	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -51,6 +52,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count")
 	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template (repeatable)")
 	fs.StringVar(&policyName, "policy", "ietf", "policy preset or YAML file")
+	var statuses statusFlags
+	statuses.register(fs)
 	fs.StringVar(&replayHeader, "replay-header", "", "header the target sets on replays (tells which cut attempts had succeeded)")
 	fs.IntVar(&rate, "rate", 100, "intents per second (1 to 100000)")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long to send")
@@ -93,8 +96,21 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	if replayHeader != "" {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["replay-header"] {
 		policy.ReplayHeader = replayHeader
+	}
+	if err := statuses.apply(&policy, set); err != nil {
+		return 0, err
+	}
+	if err := checkPolicy(policy, policyName, set); err != nil {
+		return 0, err
+	}
+	for _, h := range headers {
+		if _, err := suite.ParseHeader(h); err != nil {
+			return 0, idemcheck.Usagef("--header %v", err)
+		}
 	}
 	argTemplates, err := parseEffectArgs(effectArgs, effectSQL)
 	if err != nil {

@@ -190,11 +190,14 @@ func (p *parser) tenants(n *yaml.Node, field string) ([]scenarios.Header, error)
 func ParseHeader(s string) (scenarios.Header, error) {
 	name, value, ok := strings.Cut(s, ":")
 	name = strings.TrimSpace(name)
-	if !ok || name == "" || strings.ContainsAny(name, " \t\r\n") {
+	if !ok || name == "" {
 		return scenarios.Header{}, fmt.Errorf("is not a header: write it as 'Name: value' (the text is not shown: it may hold a credential)")
 	}
 	if strings.ContainsAny(value, "\r\n\x00") {
 		return scenarios.Header{}, fmt.Errorf("%s: the value holds a line break or NUL, which would split the request", name)
+	}
+	if !idemcheck.ValidHeaderName(name) {
+		return scenarios.Header{}, fmt.Errorf("%q is not an HTTP header name (%s)", name, idemcheck.HeaderNameRule)
 	}
 	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
 	if err != nil {
@@ -210,8 +213,8 @@ func (p *parser) headers(n *yaml.Node, field string, base []scenarios.Header) ([
 	out := append([]scenarios.Header(nil), base...)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Value == "" || strings.ContainsAny(k.Value, " \t:") {
-			return nil, p.errf(k, field, "%q is not a header name", k.Value)
+		if !idemcheck.ValidHeaderName(k.Value) {
+			return nil, p.errf(k, field, "%q is not an HTTP header name (%s)", k.Value, idemcheck.HeaderNameRule)
 		}
 		t, err := p.template(v, join(field, k.Value))
 		if err != nil {
@@ -261,7 +264,7 @@ func unwrapPathErr(err error) error {
 }
 
 // policyFields are the keys of a policy block: a preset and its overrides.
-var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "mismatch_status",
+var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only"}
 
 // policy reads a policy block over base: a preset replaces base, and each
@@ -320,7 +323,19 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		case "replay_statuses":
 			pol.ReplayStatuses, err = p.statuses(v, fk)
 		case "in_progress_status":
-			pol.InProgressStatus, err = p.status(v, fk)
+			var st int
+			if st, err = p.status(v, fk); err == nil {
+				pol.SetInProgress(st)
+			}
+		case "in_progress_statuses":
+			// Every status that says "still in progress", the main one
+			// first: 409 for a duplicate, 423 for a lock timeout.
+			var sts []int
+			if _, both := f["in_progress_status"]; both {
+				err = p.errf(v, fk, "give in_progress_status or in_progress_statuses, not both")
+			} else if sts, err = p.statuses(v, fk); err == nil {
+				pol.SetInProgress(sts...)
+			}
 		case "mismatch_status":
 			pol.MismatchStatus, err = p.status(v, fk)
 		case "missing_key_status":
@@ -359,6 +374,13 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		}
 	}
 	if err := pol.Validate(); err != nil {
+		// Point at the field's own line when this block gave it.
+		var pe *idemcheck.PolicyError
+		if errors.As(err, &pe) {
+			if v, ok := f[pe.Field]; ok {
+				return base, p.errf(v, join(field, pe.Field), "%s", pe.Msg)
+			}
+		}
 		return base, p.errf(n, field, "%v", err)
 	}
 	return pol, nil

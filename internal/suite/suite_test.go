@@ -94,6 +94,20 @@ func TestErrors(t *testing.T) {
 		{"duplicate name", "endpoints:\n  - {url: 'http://127.0.0.1', path: /a, name: x}\n  - {url: 'http://127.0.0.1', path: /b, name: x}\n", `s.yaml:3: endpoints[1].name: "x" is used by an earlier endpoint`},
 		{"reserved env", "target:\n  image: orders:local\n  env:\n    PORT: '9'\nendpoints: [{path: /a}]\n", "s.yaml:4: target.env.PORT: PORT: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
 		{"endpoints not a list", "endpoints: {path: /a}\n", "s.yaml:1: endpoints: expected a non-empty list of endpoints, got a mapping"},
+		{"replay header with a space", "policy:\n  preset: stripe\n  replay_header: 'bad header'\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n",
+			`s.yaml:3: policy.replay_header: replay_header "bad header" is not an HTTP header name`},
+		{"key header with a colon", "endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    policy:\n      key_header: 'Idempotency-Key:'\n",
+			`s.yaml:5: endpoints[0].policy.key_header: key_header "Idempotency-Key:" is not an HTTP header name`},
+		{"request header with a space", "endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    headers: {'X Tenant': t}\n",
+			`s.yaml:4: endpoints[0].headers: "X Tenant" is not an HTTP header name`},
+		{"target header not a token", "target:\n  url: http://127.0.0.1\n  headers: {'X(Tenant)': t}\nendpoints: [{path: /a}]\n",
+			`s.yaml:3: target.headers: "X(Tenant)" is not an HTTP header name`},
+		{"both in-progress fields", "policy: {in_progress_status: 409, in_progress_statuses: [409, 423]}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n",
+			"s.yaml:1: policy.in_progress_statuses: give in_progress_status or in_progress_statuses, not both"},
+		{"in-progress status that is a success", "policy: {in_progress_statuses: [409, 201]}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n",
+			"s.yaml:1: policy.in_progress_statuses: in_progress_statuses: 201 is also a success status"},
+		{"in-progress status out of range", "policy: {in_progress_statuses: [409, 42]}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n",
+			"s.yaml:1: policy.in_progress_statuses[1]: 42 is out of range: use 100 to 599"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,6 +124,47 @@ func TestDollarEscapes(t *testing.T) {
 	s, err := Parse("s.yaml", []byte("endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    headers: {X-Price: '$${NOT_ENV} costs $5'}\n"), env(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "${NOT_ENV} costs $5", s.Endpoints[0].Endpoint.Header[0].Value.Fill(in))
+}
+
+func TestInProgressStatuses(t *testing.T) {
+	p, err := ParsePolicy("p.yaml", []byte("preset: ietf\nin_progress_statuses: [409, 423]\n"), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 409, p.InProgressStatus, "the first is the one messages name")
+	assert.Equal(t, []int{409, 423}, p.InProgressStatuses)
+	assert.True(t, p.InProgress(423))
+	assert.False(t, p.InProgress(422))
+
+	// The single field still reads, and replaces a list the preset had.
+	p, err = ParsePolicy("p.yaml", []byte("preset: ietf\nin_progress_status: 423\n"), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 423, p.InProgressStatus)
+	assert.Empty(t, p.InProgressStatuses)
+	assert.False(t, p.InProgress(409))
+
+	// No in-progress status at all: duplicates wait for the replay.
+	for _, doc := range []string{"in_progress_statuses: []\n", "in_progress_status: 0\n"} {
+		p, err = ParsePolicy("p.yaml", []byte(doc), env(nil))
+		require.NoError(t, err, doc)
+		assert.Empty(t, p.InProgressList(), doc)
+		assert.False(t, p.InProgress(409), doc)
+	}
+}
+
+func TestBadHeaderNamesInAPolicyFile(t *testing.T) {
+	_, err := ParsePolicy("p.yaml", []byte("preset: stripe\nkey_header: Idempotency-Key\nreplay_header: bad header\n"), env(nil))
+	assert.EqualError(t, err, `p.yaml:3: replay_header: replay_header "bad header" is not an HTTP header name (a token: letters, digits and !#$%&'*+-.^_`+"`"+`|~, no spaces or colons)`)
+	_, err = ParsePolicy("p.yaml", []byte("key_header: ''\n"), env(nil))
+	assert.ErrorContains(t, err, "p.yaml:1: key_header: key_header is empty")
+}
+
+func TestParseHeader(t *testing.T) {
+	h, err := ParseHeader("X-Api-Key: k {{key}}")
+	require.NoError(t, err)
+	assert.Equal(t, "X-Api-Key", h.Name)
+	for _, bad := range []string{"NoColon", ": v", "X Api: v", "X\tApi: v", "X(Api): v", "Ключ: v"} {
+		_, err := ParseHeader(bad)
+		assert.Error(t, err, bad)
+	}
 }
 
 func TestPolicyFile(t *testing.T) {
