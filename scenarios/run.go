@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -169,6 +170,11 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		}
 	}
 	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID()}
+	defer func() {
+		if s.replies != nil {
+			_ = s.replies.Close()
+		}
+	}()
 	largest := 1
 	for _, sc := range scs {
 		s.total += sc.Attempts()
@@ -200,6 +206,9 @@ type session struct {
 	sent   int
 	total  int
 	pace   *pacer
+	// replies holds replies at their first byte (crash-after-commit),
+	// started on first use.
+	replies *faults.ReplyHold
 }
 
 func (s *session) round(ctx context.Context, sc Scenario, round int) error {
@@ -224,7 +233,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Method: req.Method, Path: req.Path, Header: s.redact(req.Header), Body: string(req.Body),
-			Fingerprint: Fingerprint(req), Fault: faultNames(st.Fault, st.DBFault),
+			Fingerprint: Fingerprint(req), Fault: stepFault(st),
 		}
 		if st.DelayBefore > 0 {
 			t := time.NewTimer(st.DelayBefore)
@@ -244,8 +253,13 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			}
 			next := sc.Steps[i+1]
 			retry := base
-			retry.Step, retry.Fault, retry.Variant = i+2, faultNames(next.Fault, next.DBFault), next.Variant
-			if err := s.held(ctx, st, next, addr, req, base, retry); err != nil {
+			retry.Step, retry.Fault, retry.Variant = i+2, stepFault(next), next.Variant
+			if st.OnHold == HoldKillAfterCommit {
+				err = s.killAfterCommit(ctx, in, st, addr, req, base, retry)
+			} else {
+				err = s.held(ctx, st, addr, req, base, retry)
+			}
+			if err != nil {
 				return err
 			}
 			i++
@@ -291,6 +305,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 				}
 			}
 		}
+		if st.KillAfter {
+			if err := s.killAndRestart(ctx, base); err != nil {
+				return err
+			}
+		}
 		if s.Progress != nil {
 			s.Progress(Progress{Check: sc.Check, Round: round, Rounds: sc.Rounds, Sent: s.sent, Total: s.total})
 		}
@@ -307,6 +326,106 @@ func faultNames(client, db faults.Fault) string {
 		}
 	}
 	return strings.Join(names, "+")
+}
+
+// stepFault names what a step's first attempt goes through: the kill the
+// step deals the target, if any, then its link faults.
+func stepFault(st Step) string {
+	var names []string
+	switch {
+	case st.KillAfter:
+		names = append(names, KillAfterReply)
+	case st.OnHold == HoldCrash:
+		names = append(names, KillAtCommit)
+	case st.OnHold == HoldKillAfterCommit:
+		names = append(names, KillAfterCommit, faults.HoldReply)
+	}
+	if f := faultNames(st.Fault, st.DBFault); f != "" {
+		names = append(names, f)
+	}
+	return strings.Join(names, "+")
+}
+
+// event records something that happened to the target during attempt a's
+// step.
+func (s *session) event(kind idemcheck.EventKind, a idemcheck.Attempt, fault, landing, sql, detail string) {
+	s.h.Events = append(s.h.Events, idemcheck.Event{
+		Kind: kind, Time: time.Now(), Check: a.Check, Intent: a.Intent, Round: a.Round, Step: a.Step,
+		Fault: fault, Landing: landing, SQL: sql, Detail: detail,
+	})
+}
+
+// kill crashes the target on purpose and records it.
+func (s *session) kill(a idemcheck.Attempt, landing, sql, detail string) error {
+	if err := s.Powers.Kill(); err != nil {
+		return fmt.Errorf("%s: kill the target: %w", a.Check, err)
+	}
+	s.event(idemcheck.TargetKilled, a, a.Fault, landing, sql, detail)
+	return nil
+}
+
+// restart starts the target again after a kill and records it.
+func (s *session) restart(ctx context.Context, a idemcheck.Attempt) error {
+	if err := s.Powers.Restart(ctx); err != nil {
+		return fmt.Errorf("%s: restart the target after the kill: %w", a.Check, err)
+	}
+	s.event(idemcheck.TargetRestarted, a, "", "", "", "the target was started again and answered its readiness probe")
+	return nil
+}
+
+// killAndRestart kills the target after step a's attempts were answered
+// and starts it again (restart-replay).
+func (s *session) killAndRestart(ctx context.Context, a idemcheck.Attempt) error {
+	if s.Powers == nil {
+		return fmt.Errorf("%s needs control of the target's process", a.Check)
+	}
+	last := s.h.Attempts[len(s.h.Attempts)-1]
+	what := "ended without a reply (" + string(last.Outcome) + ")"
+	if last.Outcome == idemcheck.Replied {
+		what = fmt.Sprintf("was answered %d", last.Status)
+	}
+	if err := s.kill(a, LandedAfterReply, "", fmt.Sprintf("killed after attempt %d %s, before the retry", last.ID, what)); err != nil {
+		return err
+	}
+	return s.restart(ctx, a)
+}
+
+// Landings of the harness's kills, as target-killed events record them.
+const (
+	// LandedAfterReply: the attempt had its whole reply when the target
+	// was killed.
+	LandedAfterReply = "after-reply"
+	// LandedAfterCommit: a COMMIT had gone through and the target's next
+	// statement was held on the database link.
+	LandedAfterCommit = "after-commit"
+	// LandedHeldStatement: a statement (COMMIT, by default) was held on the
+	// database link, before it reached the database.
+	LandedHeldStatement = "held-statement"
+)
+
+// landingOf says what kind of statement a database-link fault held.
+func landingOf(sql string) string {
+	switch {
+	case commitSQL.MatchString(sql):
+		return idemcheck.LandedCommit
+	case writeSQL.MatchString(sql):
+		return idemcheck.LandedAutocommitWrite
+	}
+	return LandedHeldStatement
+}
+
+var (
+	commitSQL = regexp.MustCompile(`(?i)^\s*(COMMIT|END)\b`)
+	writeSQL  = regexp.MustCompile(`(?i)^\s*(INSERT|UPDATE|DELETE|MERGE)\b`)
+)
+
+// patient is the client of an attempt that must outlive a hold: a client
+// that gave up first would close the connection and kill the work the
+// check is about.
+func (s *session) patient() *wire.Client {
+	p := *s.client
+	p.Timeout = max(s.client.Timeout, s.Policy.Lease+2*LeaseMargin+holdTimeout)
+	return &p
 }
 
 // arm puts a database-link fault on the target for one step.
@@ -366,7 +485,7 @@ const holdTimeout = 15 * time.Second
 //   - HoldStall: the held attempt stays frozen past the lease, the retry
 //     is sent then (and may take the key over), and the held attempt
 //     resumes once the retry has answered or a few seconds have passed.
-func (s *session) held(ctx context.Context, st, next Step, addr string, req wire.Request, first, retry idemcheck.Attempt) error {
+func (s *session) held(ctx context.Context, st Step, addr string, req wire.Request, first, retry idemcheck.Attempt) error {
 	if s.Powers == nil {
 		return fmt.Errorf("%s needs control of the target", first.Check)
 	}
@@ -375,10 +494,7 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 		return err
 	}
 	defer disarm()
-	// The held attempt must outlive the hold: a client that gave up first
-	// would close the connection and kill the work the check is about.
-	patient := *s.client
-	patient.Timeout = max(s.client.Timeout, s.Policy.Lease+2*LeaseMargin+holdTimeout)
+	patient := s.patient()
 	firstDone := make(chan wire.Result, 1)
 	go func() { firstDone <- patient.Do(ctx, addr, req) }()
 	var ev faults.HoldEvent
@@ -390,24 +506,45 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 		// on a clean link.
 		disarm()
 		s.record(first, res)
+		s.event(idemcheck.FaultMissed, first, st.DBFault.String(), "", "",
+			"the first attempt ended without the target sending the statement the hold waits for: nothing was held")
 		return s.retryWhileInProgress(ctx, addr, req, retry)
 	case <-time.After(holdTimeout):
 		return fmt.Errorf("%s: the target did not reach %q within %v", first.Check, st.DBFault.Params["match"], holdTimeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
+		fmt.Sprintf("the statement was held on the database link (match %d), before it reached the database", ev.Match))
 	switch st.OnHold {
 	case HoldCrash:
-		if err := s.Powers.Kill(); err != nil {
+		if err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database"); err != nil {
 			_ = ev.Cut()
-			return fmt.Errorf("crash the target: %w", err)
+			return err
 		}
 		_ = ev.Cut()
 		s.record(first, <-firstDone)
-		if err := s.Powers.Restart(ctx); err != nil {
-			return fmt.Errorf("restart the target after the crash: %w", err)
+		if err := s.restart(ctx, first); err != nil {
+			return err
 		}
 		return s.retryWhileInProgress(ctx, addr, req, retry)
+	case HoldInFlight:
+		retryDone := make(chan wire.Result, 1)
+		go func() { retryDone <- patient.Do(ctx, addr, req) }()
+		rres, err := s.awaitInFlight(ctx, retryDone)
+		if err != nil {
+			_ = ev.Cut()
+			return err
+		}
+		_ = ev.Release()
+		fres := <-firstDone
+		if rres == nil {
+			r := <-retryDone
+			rres = &r
+		}
+		s.record(first, fres)
+		s.record(retry, *rres)
+		return nil
 	case HoldStall:
 		stall := time.NewTimer(s.Policy.Lease + LeaseMargin/4)
 		select {
