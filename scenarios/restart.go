@@ -3,12 +3,114 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/wire"
 )
+
+// stepFault names what a step's first attempt goes through: the kill the
+// step deals the target, if any, then its link faults.
+func stepFault(st Step) string {
+	var names []string
+	switch {
+	case st.KillAfter:
+		names = append(names, KillAfterReply)
+	case st.OnHold == HoldCrash:
+		names = append(names, KillAtCommit)
+	case st.OnHold == HoldKillAfterCommit:
+		names = append(names, KillAfterCommit, faults.HoldReply)
+	}
+	if f := faultNames(st.Fault, st.DBFault); f != "" {
+		names = append(names, f)
+	}
+	return strings.Join(names, "+")
+}
+
+// event records something that happened to the target during attempt a's
+// step.
+func (s *session) event(kind idemcheck.EventKind, a idemcheck.Attempt, fault, landing, sql, detail string) {
+	s.h.Events = append(s.h.Events, idemcheck.Event{
+		Kind: kind, Time: time.Now(), Check: a.Check, Intent: a.Intent, Round: a.Round, Step: a.Step,
+		Fault: fault, Landing: landing, SQL: sql, Detail: detail,
+	})
+}
+
+// kill crashes the target on purpose and records it.
+func (s *session) kill(a idemcheck.Attempt, landing, sql, detail string) error {
+	if err := s.Powers.Kill(); err != nil {
+		return fmt.Errorf("%s: kill the target: %w", a.Check, err)
+	}
+	s.event(idemcheck.TargetKilled, a, a.Fault, landing, sql, detail)
+	return nil
+}
+
+// restart starts the target again after a kill and records it.
+func (s *session) restart(ctx context.Context, a idemcheck.Attempt) error {
+	if err := s.Powers.Restart(ctx); err != nil {
+		return fmt.Errorf("%s: restart the target after the kill: %w", a.Check, err)
+	}
+	s.event(idemcheck.TargetRestarted, a, "", "", "", "the target was started again and answered its readiness probe")
+	return nil
+}
+
+// killAndRestart kills the target after step a's attempts were answered
+// and starts it again (restart-replay).
+func (s *session) killAndRestart(ctx context.Context, a idemcheck.Attempt) error {
+	if s.Powers == nil {
+		return fmt.Errorf("%s needs control of the target's process", a.Check)
+	}
+	last := s.h.Attempts[len(s.h.Attempts)-1]
+	what := "ended without a reply (" + string(last.Outcome) + ")"
+	if last.Outcome == idemcheck.Replied {
+		what = fmt.Sprintf("was answered %d", last.Status)
+	}
+	if err := s.kill(a, LandedAfterReply, "", fmt.Sprintf("killed after attempt %d %s, before the retry", last.ID, what)); err != nil {
+		return err
+	}
+	return s.restart(ctx, a)
+}
+
+// Landings of the harness's kills, as target-killed events record them.
+const (
+	// LandedAfterReply: the attempt had its whole reply when the target
+	// was killed.
+	LandedAfterReply = "after-reply"
+	// LandedAfterCommit: a COMMIT had gone through and the target's next
+	// statement was held on the database link.
+	LandedAfterCommit = "after-commit"
+	// LandedHeldStatement: a statement (COMMIT, by default) was held on the
+	// database link, before it reached the database.
+	LandedHeldStatement = "held-statement"
+)
+
+// landingOf says what kind of statement a database-link fault held.
+func landingOf(sql string) string {
+	switch {
+	case commitSQL.MatchString(sql):
+		return idemcheck.LandedCommit
+	case writeSQL.MatchString(sql):
+		return idemcheck.LandedAutocommitWrite
+	}
+	return LandedHeldStatement
+}
+
+var (
+	commitSQL = regexp.MustCompile(`(?i)^\s*(COMMIT|END)\b`)
+	writeSQL  = regexp.MustCompile(`(?i)^\s*(INSERT|UPDATE|DELETE|MERGE)\b`)
+)
+
+// patient is the client of an attempt that must outlive a hold: a client
+// that gave up first would close the connection and kill the work the
+// check is about.
+func (s *session) patient() *wire.Client {
+	p := *s.client
+	p.Timeout = max(s.client.Timeout, s.Policy.Lease+2*LeaseMargin+holdTimeout)
+	return &p
+}
 
 // replyHold returns the session's reply-holding proxy, starting it on
 // first use.
