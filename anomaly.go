@@ -12,6 +12,17 @@ const (
 	CheckMissingKey       = "missing-key"
 	CheckFailedAttempt    = "failed-attempt"
 	CheckCrashLease       = "crash-lease"
+	// CheckRestartReplay: an intent completes, the target is killed and
+	// restarted, and the retry must be a replay.
+	CheckRestartReplay = "restart-replay"
+	// CheckCrashAfterCommit: the target is killed after its effect
+	// committed and before its reply reached the client, then restarted;
+	// the retry must be a replay, never a second effect.
+	CheckCrashAfterCommit = "crash-after-commit"
+	// CheckInFlightRetry: a retry is sent while the first attempt is held
+	// inside the target (at its database link); it must get the in-progress
+	// status or wait for the replay, never cause a second effect.
+	CheckInFlightRetry    = "in-flight-retry"
 	CheckLeaseFencing     = "lease-fencing"
 	CheckCrossTenant      = "cross-tenant"
 	CheckWebhookRedeliver = "webhook-redelivery"
@@ -23,7 +34,8 @@ const (
 var AllChecks = []string{
 	CheckConcurrentBurst, CheckSequentialReplay, CheckLostReply, CheckPayloadMismatch,
 	CheckReorderedBody, CheckCrossEndpoint, CheckDistinctKeys, CheckMissingKey,
-	CheckFailedAttempt, CheckCrashLease, CheckLeaseFencing, CheckCrossTenant, CheckWebhookRedeliver,
+	CheckFailedAttempt, CheckCrashLease, CheckRestartReplay, CheckCrashAfterCommit, CheckInFlightRetry,
+	CheckLeaseFencing, CheckCrossTenant, CheckWebhookRedeliver,
 }
 
 // Variant says how an attempt's request differs from its intent's

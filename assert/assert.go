@@ -39,6 +39,12 @@ var Rules = map[string]string{
 		"effect; its retry either gets the saved error (where errors are saved) or succeeds exactly once, and never finds the key stuck.",
 	idemcheck.CheckCrashLease: "IETF Idempotency-Key draft, section 2.6: a key claimed by a process that died becomes retakable within its lease; " +
 		"the retry succeeds and the effect happens once.",
+	idemcheck.CheckRestartReplay: "IETF Idempotency-Key draft, section 2.6: a retry of a completed request returns the saved result for as long as " +
+		"the key is kept, whatever happened to the server in between: a restart (a deploy, a crash) must not lose the key, and the effect happens once.",
+	idemcheck.CheckCrashAfterCommit: "IETF Idempotency-Key draft, section 2.6: the key and its result are saved with the effect, atomically; a server " +
+		"killed after its effect committed and before its reply reached the client answers the retry with a replay, never a second effect.",
+	idemcheck.CheckInFlightRetry: "IETF Idempotency-Key draft, section 2.7: a retry that arrives while the first attempt is still running gets " +
+		"409 Conflict (or waits and gets the replay); it never executes a second time.",
 	idemcheck.CheckLeaseFencing: "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
 	idemcheck.CheckCrossTenant: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
 		"never replays another client's saved response.",
@@ -50,7 +56,7 @@ var Rules = map[string]string{
 // in progress when their retries give up is stuck.
 var faultChecks = map[string]bool{
 	idemcheck.CheckFailedAttempt: true, idemcheck.CheckCrashLease: true, idemcheck.CheckLeaseFencing: true,
-	idemcheck.CheckWebhookRedeliver: true,
+	idemcheck.CheckWebhookRedeliver: true, idemcheck.CheckCrashAfterCommit: true,
 }
 
 // Report checks h against the policy and plan in its header and returns the
@@ -232,10 +238,18 @@ func (c *intentCheck) checkStuck() {
 	if last.Outcome != idemcheck.Replied || !p.InProgress(last.Status) {
 		return
 	}
+	lease := fmt.Sprintf("the lease is %v", p.Lease)
+	if p.Lease <= 0 {
+		// Without a lease the harness cannot tell a slow takeover from a
+		// key stuck for ever: it says how long it waited, and what to do
+		// if the target does have a lease.
+		lease = "the policy declares no lease, so the retries gave up after a short bounded wait; if the target does retake keys " +
+			"after a lease, give it (--lease, or lease: in the policy) and the retries wait that long"
+	}
 	c.add(idemcheck.StuckKey, ids(conflicts),
-		fmt.Sprintf("after the first attempt died inside the server, %d retries with key %s over %.1fs all got %s (in progress); the lease is %v: "+
+		fmt.Sprintf("after the first attempt died inside the server, %d retries with key %s over %.1fs all got %s (in progress); %s: "+
 			"a key left running by a dead attempt must become retakable, or the client can never complete its intent.",
-			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), statusesOf(conflicts), p.Lease),
+			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), statusesOf(conflicts), lease),
 		map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
 }
 

@@ -165,6 +165,11 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		}
 	}
 	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID()}
+	defer func() {
+		if s.replies != nil {
+			_ = s.replies.Close()
+		}
+	}()
 	largest := 1
 	for _, sc := range scs {
 		s.total += sc.Attempts()
@@ -196,6 +201,9 @@ type session struct {
 	sent   int
 	total  int
 	pace   *pacer
+	// replies holds replies at their first byte (crash-after-commit),
+	// started on first use.
+	replies *faults.ReplyHold
 
 	secretsOnce sync.Once
 	secrets     *secrets
@@ -223,7 +231,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Method: req.Method, Header: s.redact(req.Header), Path: s.scrub(req.Path), Body: s.scrub(string(req.Body)),
-			Fingerprint: Fingerprint(req), Fault: faultNames(st.Fault, st.DBFault),
+			Fingerprint: Fingerprint(req), Fault: stepFault(st),
 		}
 		if st.DelayBefore > 0 {
 			t := time.NewTimer(st.DelayBefore)
@@ -243,8 +251,13 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			}
 			next := sc.Steps[i+1]
 			retry := base
-			retry.Step, retry.Fault, retry.Variant = i+2, faultNames(next.Fault, next.DBFault), next.Variant
-			if err := s.held(ctx, st, next, addr, req, base, retry); err != nil {
+			retry.Step, retry.Fault, retry.Variant = i+2, stepFault(next), next.Variant
+			if st.OnHold == HoldKillAfterCommit {
+				err = s.killAfterCommit(ctx, in, st, addr, req, base, retry)
+			} else {
+				err = s.held(ctx, st, addr, req, base, retry)
+			}
+			if err != nil {
 				return err
 			}
 			i++
@@ -288,6 +301,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 				if err != nil {
 					return err
 				}
+			}
+		}
+		if st.KillAfter {
+			if err := s.killAndRestart(ctx, base); err != nil {
+				return err
 			}
 		}
 		if s.Progress != nil {
@@ -365,7 +383,7 @@ const holdTimeout = 15 * time.Second
 //   - HoldStall: the held attempt stays frozen past the lease, the retry
 //     is sent then (and may take the key over), and the held attempt
 //     resumes once the retry has answered or a few seconds have passed.
-func (s *session) held(ctx context.Context, st, next Step, addr string, req wire.Request, first, retry idemcheck.Attempt) error {
+func (s *session) held(ctx context.Context, st Step, addr string, req wire.Request, first, retry idemcheck.Attempt) error {
 	if s.Powers == nil {
 		return fmt.Errorf("%s needs control of the target", first.Check)
 	}
@@ -374,10 +392,7 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 		return err
 	}
 	defer disarm()
-	// The held attempt must outlive the hold: a client that gave up first
-	// would close the connection and kill the work the check is about.
-	patient := *s.client
-	patient.Timeout = max(s.client.Timeout, s.Policy.Lease+2*LeaseMargin+holdTimeout)
+	patient := s.patient()
 	firstDone := make(chan wire.Result, 1)
 	go func() { firstDone <- patient.Do(ctx, addr, req) }()
 	var ev faults.HoldEvent
@@ -389,24 +404,45 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 		// on a clean link.
 		disarm()
 		s.record(first, res)
+		s.event(idemcheck.FaultMissed, first, st.DBFault.String(), "", "",
+			"the first attempt ended without the target sending the statement the hold waits for: nothing was held")
 		return s.retryWhileInProgress(ctx, addr, req, retry)
 	case <-time.After(holdTimeout):
 		return fmt.Errorf("%s: the target did not reach %q within %v", first.Check, st.DBFault.Params["match"], holdTimeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
+		fmt.Sprintf("the statement was held on the database link (match %d), before it reached the database", ev.Match))
 	switch st.OnHold {
 	case HoldCrash:
-		if err := s.Powers.Kill(); err != nil {
+		if err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database"); err != nil {
 			_ = ev.Cut()
-			return fmt.Errorf("crash the target: %w", err)
+			return err
 		}
 		_ = ev.Cut()
 		s.record(first, <-firstDone)
-		if err := s.Powers.Restart(ctx); err != nil {
-			return fmt.Errorf("restart the target after the crash: %w", err)
+		if err := s.restart(ctx, first); err != nil {
+			return err
 		}
 		return s.retryWhileInProgress(ctx, addr, req, retry)
+	case HoldInFlight:
+		retryDone := make(chan wire.Result, 1)
+		go func() { retryDone <- patient.Do(ctx, addr, req) }()
+		rres, err := s.awaitInFlight(ctx, retryDone)
+		if err != nil {
+			_ = ev.Cut()
+			return err
+		}
+		_ = ev.Release()
+		fres := <-firstDone
+		if rres == nil {
+			r := <-retryDone
+			rres = &r
+		}
+		s.record(first, fres)
+		s.record(retry, *rres)
+		return nil
 	case HoldStall:
 		stall := time.NewTimer(s.Policy.Lease + LeaseMargin/4)
 		select {

@@ -39,6 +39,10 @@ type Step struct {
 	// then again from the 1st. A target that commits its work and its key
 	// in two transactions has two windows, and each round tries one.
 	HoldNthByRound bool
+	// KillAfter kills the target once the step's attempts have been
+	// answered, and starts it again before the next step: the retry then
+	// meets a fresh process, with nothing left in its memory.
+	KillAfter bool
 }
 
 // HoldAction is what a step does to the target while its statement is held.
@@ -50,7 +54,36 @@ const (
 	HoldCrash
 	// HoldStall freezes the attempt past the lease while a retry is sent.
 	HoldStall
+	// HoldKillAfterCommit lets the held COMMIT through and kills the target
+	// at whichever comes first: its next statement on the database link,
+	// or its reply's first byte on the client link (held there, so the
+	// client receives nothing). The effect has committed; the reply never
+	// arrives; the target restarts and the next step retries.
+	HoldKillAfterCommit
+	// HoldInFlight sends the next step's attempt while the held one waits
+	// inside the target, waits for that retry's answer (or for it to wait on
+	// a lock in the database, or a bound), then lets the held one finish.
+	HoldInFlight
 )
+
+// Names of the harness's kills, as attempts record them in Fault (joined
+// with the link faults they went through, as "kill-at-commit+db-hold:...").
+// An attempt that carries one of them counts only when the history holds
+// the matching target-killed event.
+const (
+	// KillAtCommit: killed while its COMMIT was held (crash-lease).
+	KillAtCommit = "kill-at-commit"
+	// KillAfterCommit: killed after its COMMIT went through and before its
+	// reply reached the client (crash-after-commit).
+	KillAfterCommit = "kill-after-commit"
+	// KillAfterReply: answered, then the target was killed and restarted
+	// before the retry (restart-replay).
+	KillAfterReply = "kill-after-reply"
+)
+
+// AnyStatement matches every statement: the hold that catches whatever a
+// target sends next.
+const AnyStatement = `(?s).`
 
 // Scenario is what a check sends: Rounds rounds, each with a fresh intent
 // that goes through Steps in order.
@@ -185,6 +218,44 @@ func CrashLease(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashLease, Rounds: rounds, Steps: []Step{
 		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldCrash, HoldNthByRound: true},
 		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
+// RestartReplay completes an intent, kills and restarts the target, and
+// retries: a key store that lives in the process's memory is gone, and the
+// retry runs the work a second time.
+func RestartReplay(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckRestartReplay, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, KillAfter: true},
+		{Attempts: 1},
+	}}
+}
+
+// CrashAfterCommit kills the target after the first attempt's effect
+// committed and before its reply reached the client, restarts it, and
+// retries while the key is in progress, up to the lease plus a margin. The
+// kill lands at the first of: the statement the target sends after the
+// round's COMMIT (rounds alternate between the attempt's first and second
+// COMMIT, as crash-lease does), or the reply's first byte, held on the
+// client link. A key saved apart from the effect (in memory, in a second
+// transaction, by a write after the COMMIT) is then lost or left running,
+// and the retry executes again. It runs at least two rounds, one per
+// window.
+func CrashAfterCommit(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckCrashAfterCommit, Rounds: max(rounds, 2), Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldKillAfterCommit, HoldNthByRound: true},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
+// InFlightRetry holds the first attempt at its database link (its COMMIT)
+// and sends the retry while it is held there: the retry must get the
+// in-progress status or wait for the replay, and the first must then
+// finish, with one effect in all.
+func InFlightRetry(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckInFlightRetry, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldInFlight},
+		{Attempts: 1},
 	}}
 }
 
@@ -341,8 +412,15 @@ var checks = map[string]check{
 		}
 		return needsPowers(p, e, t)
 	}},
-	idemcheck.CheckCrashLease:   {one(func(o Options) Scenario { return CrashLease(o.FaultRounds) }), needsPowersAndLease},
-	idemcheck.CheckLeaseFencing: {one(func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }), needsPowersAndLease},
+	// Without a lease the crash checks still run: a key still in progress
+	// after the restart and a bounded wait is a stuck key, and the report
+	// says the policy named no lease. Lease-fencing is about a lease that
+	// ran out, so it needs one.
+	idemcheck.CheckCrashLease:       {one(func(o Options) Scenario { return CrashLease(o.FaultRounds) }), needsPowers},
+	idemcheck.CheckRestartReplay:    {one(func(o Options) Scenario { return RestartReplay(o.FaultRounds) }), needsPowers},
+	idemcheck.CheckCrashAfterCommit: {one(func(o Options) Scenario { return CrashAfterCommit(o.FaultRounds) }), needsPowers},
+	idemcheck.CheckInFlightRetry:    {one(func(o Options) Scenario { return InFlightRetry(o.FaultRounds) }), needsPowers},
+	idemcheck.CheckLeaseFencing:     {one(func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }), needsPowersAndLease},
 	idemcheck.CheckCrossTenant: {one(func(o Options) Scenario { return CrossTenant(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
 		if len(e.Tenants) != 2 {
 			return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"

@@ -63,7 +63,10 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	assert.Contains(t, skipped[idemcheck.CheckCrashLease], "--cmd")
 	assert.Contains(t, skipped[idemcheck.CheckCrossTenant], "two clients")
 	assert.Contains(t, skipped[idemcheck.CheckWebhookRedeliver], "key_pointer")
-	assert.Len(t, scs, len(Names())-8)
+	for _, c := range []string{idemcheck.CheckRestartReplay, idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry} {
+		assert.Contains(t, skipped[c], "--cmd", c)
+	}
+	assert.Len(t, scs, len(Names())-11)
 
 	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, Target{})
 	assert.ErrorContains(t, err, `unknown check "nope"`)
@@ -97,21 +100,61 @@ func TestPacerHoldsTheRateAndKeepsBurstsWhole(t *testing.T) {
 	assert.NoError(t, newPacer(0, 1).wait(ctx, 1000), "no cap")
 }
 
-func TestPlanFaultChecksNeedPowersAndALease(t *testing.T) {
+// Crash checks run without a lease (a stuck key is then reported with what
+// the missing lease means); only lease-fencing needs one. Every check that
+// acts on the target skips, with the reason, on a URL target.
+func TestPlanFaultChecksNeedPowersAndOnlyFencingALease(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
-	names := []string{idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease, idemcheck.CheckLeaseFencing}
-	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, Target{Powers: true})
+	names := []string{idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease, idemcheck.CheckRestartReplay,
+		idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry, idemcheck.CheckLeaseFencing}
+	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, Target{Powers: true})
 	require.NoError(t, err)
-	assert.Empty(t, plan[0].Skip)
-	assert.Contains(t, plan[1].Skip, "no lease")
+	for _, pc := range plan[:5] {
+		assert.Empty(t, pc.Skip, pc.Name)
+	}
+	assert.Contains(t, plan[5].Skip, "no lease")
+	assert.Len(t, scs, 5)
 	p := idemcheck.IETF()
 	p.Lease = time.Second
-	scs, plan, err := Plan(names, Defaults, p, e, Target{Powers: true})
+	scs, plan, err = Plan(names, Defaults, p, e, Target{Powers: true})
 	require.NoError(t, err)
 	for _, pc := range plan {
 		assert.Empty(t, pc.Skip, pc.Name)
 	}
-	assert.Len(t, scs, 3)
+	assert.Len(t, scs, 6)
+	_, plan, err = Plan(names[1:], Defaults, p, e, Target{})
+	require.NoError(t, err)
+	for _, pc := range plan {
+		assert.Contains(t, pc.Skip, "--cmd", pc.Name)
+	}
+}
+
+// The restart-class scenarios: what each step does to the target, and the
+// fault names their first attempts carry.
+func TestRestartClassScenarios(t *testing.T) {
+	rr := RestartReplay(3)
+	require.Len(t, rr.Steps, 2)
+	assert.True(t, rr.Steps[0].KillAfter)
+	assert.Equal(t, KillAfterReply, stepFault(rr.Steps[0]))
+	assert.Empty(t, stepFault(rr.Steps[1]))
+
+	cac := CrashAfterCommit(1)
+	assert.Equal(t, 2, cac.Rounds, "one round per landing window at least")
+	assert.Equal(t, HoldKillAfterCommit, cac.Steps[0].OnHold)
+	assert.True(t, cac.Steps[0].HoldNthByRound)
+	assert.True(t, cac.Steps[1].RetryInProgress)
+	assert.Equal(t, "kill-after-commit+hold-reply+"+cac.Steps[0].DBFault.String(), stepFault(cac.Steps[0]))
+
+	ifr := InFlightRetry(2)
+	assert.Equal(t, HoldInFlight, ifr.Steps[0].OnHold)
+	assert.Equal(t, ifr.Steps[0].DBFault.String(), stepFault(ifr.Steps[0]))
+	assert.Equal(t, "kill-at-commit+"+CrashLease(1).Steps[0].DBFault.String(), stepFault(CrashLease(1).Steps[0]))
+
+	for _, sql := range []string{"COMMIT", " end;", "INSERT INTO t VALUES (1)", "select 1"} {
+		assert.NotEmpty(t, landingOf(sql), sql)
+	}
+	assert.Equal(t, idemcheck.LandedCommit, landingOf("commit"))
+	assert.Equal(t, idemcheck.LandedAutocommitWrite, landingOf("update t set a = 1"))
 }
 
 func TestRemoveMember(t *testing.T) {

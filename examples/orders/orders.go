@@ -112,7 +112,8 @@ type Server struct {
 	pool        *pgxpool.Pool
 	cfg         Config
 	st          steps
-	locks       keyLocks // only the InMemoryLock variant uses it
+	locks       keyLocks   // only the InMemoryLock variant uses it
+	memKeys     memoryKeys // only the InMemoryKeyStore variant uses it
 	mux         *http.ServeMux
 	commits     atomic.Int64
 	stopSweeper context.CancelFunc

@@ -105,6 +105,14 @@ var zoo = []zooEntry{
 	// The burst must reach two instances on one database (RoundRobin, or
 	// the binary's -instances 2).
 	{InMemoryLock, "concurrent-burst", "duplicate-effect", inMemoryLock},
+	// The retry must come after a restart of the target.
+	{InMemoryKeyStore, "restart-replay", "duplicate-effect", inMemoryKeyStore},
+	// The kill must fall after the order's COMMIT and before the key's
+	// autocommitted UPDATE: the statement the target sends next.
+	{KeySavedAfterCommit, "crash-after-commit", "duplicate-effect", keySavedAfterCommit},
+	// The retry must arrive while the first attempt's transaction is open:
+	// held at its COMMIT, say.
+	{CheckInTransaction, "in-flight-retry", "duplicate-effect", checkInTransaction},
 }
 
 func lookup(v Variant) (zooEntry, bool) {

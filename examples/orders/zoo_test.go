@@ -45,7 +45,7 @@ func zooCase(t *testing.T, v orders.Variant, show func(t *testing.T, v orders.Va
 
 func TestZooVariants(t *testing.T) {
 	vs := orders.Variants()
-	require.Len(t, vs, 17)
+	require.Len(t, vs, 20)
 	require.Equal(t, orders.Reference, vs[0])
 	check, anomaly := orders.Expectation(orders.Reference)
 	require.Empty(t, check)
@@ -407,4 +407,73 @@ func TestInMemoryLockOneInstanceIsCorrect(t *testing.T) {
 		require.Equal(t, 1, fresh, "round %d", round)
 		require.Equal(t, 1, f.ordersFor(key), "round %d", round)
 	}
+}
+
+func TestZooInMemoryKeyStore(t *testing.T) {
+	zooCase(t, orders.InMemoryKeyStore, func(t *testing.T, v orders.Variant) string {
+		pool := pgtest.Pool(t)
+		require.NoError(t, orders.Migrate(context.Background(), pool))
+		serve := func() *fixture {
+			api := orders.New(pool, orders.Config{Variant: v})
+			t.Cleanup(api.Close)
+			ts := httptest.NewServer(api)
+			t.Cleanup(ts.Close)
+			return &fixture{t: t, pool: pool, api: api, url: ts.URL}
+		}
+		before := serve()
+		key := newKey()
+		first := before.post(key, orderBody)
+		require.Equal(t, http.StatusCreated, first.status, string(first.body))
+		again := before.post(key, orderBody)
+		require.True(t, again.replayed(), "before the restart the key is known")
+		// A restart: a new process on the same database.
+		after := serve()
+		retry := after.post(key, orderBody)
+		require.Equal(t, http.StatusCreated, retry.status, string(retry.body))
+		if retry.orderID(t) != first.orderID(t) {
+			require.Equal(t, 2, after.ordersFor(key))
+			return "after a restart the retry created a second order " + retry.orderID(t)
+		}
+		require.True(t, retry.replayed())
+		require.Equal(t, 1, after.ordersFor(key))
+		return ""
+	})
+}
+
+func TestZooKeySavedAfterCommit(t *testing.T) {
+	zooCase(t, orders.KeySavedAfterCommit, func(t *testing.T, v orders.Variant) string {
+		f := newFixture(t, orders.Config{Variant: v, Lease: 200 * time.Millisecond, AfterEffect: crashFirst()})
+		key := newKey()
+		f.postCut(key, orderBody) // dies after writing the order
+		f.waitLeaseExpired(key)
+		retry := f.post(key, orderBody)
+		require.Equal(t, http.StatusCreated, retry.status, string(retry.body))
+		if n := f.ordersFor(key); n > 1 {
+			return fmt.Sprintf("a crash between the order's commit and the key's UPDATE left %d orders after the retry", n)
+		}
+		require.Equal(t, 1, f.ordersFor(key))
+		return ""
+	})
+}
+
+func TestZooCheckInTransaction(t *testing.T) {
+	zooCase(t, orders.CheckInTransaction, func(t *testing.T, v orders.Variant) string {
+		st := newStalls(1)
+		f := newFixture(t, orders.Config{Variant: v, AfterClaim: st.hook})
+		t.Cleanup(st.end) // before the fixture's cleanups, which wait for handlers
+		key := newKey()
+		original := f.postAsync(key, orderBody)
+		<-st.claimed[0] // the first attempt is running, its transaction open
+		retry := f.post(key, orderBody)
+		close(st.resume[0])
+		first := <-original
+		require.Equal(t, http.StatusCreated, first.status, string(first.body))
+		if n := f.ordersFor(key); n > 1 {
+			require.Equal(t, http.StatusCreated, retry.status, string(retry.body))
+			return fmt.Sprintf("a retry sent while the first attempt was running got %d and left %d orders", retry.status, n)
+		}
+		requireProblem(t, retry, http.StatusConflict)
+		require.Equal(t, 1, f.ordersFor(key))
+		return ""
+	})
 }

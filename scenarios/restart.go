@@ -1,0 +1,297 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/wire"
+)
+
+// stepFault names what a step's first attempt goes through: the kill the
+// step deals the target, if any, then its link faults.
+func stepFault(st Step) string {
+	var names []string
+	switch {
+	case st.KillAfter:
+		names = append(names, KillAfterReply)
+	case st.OnHold == HoldCrash:
+		names = append(names, KillAtCommit)
+	case st.OnHold == HoldKillAfterCommit:
+		names = append(names, KillAfterCommit, faults.HoldReply)
+	}
+	if f := faultNames(st.Fault, st.DBFault); f != "" {
+		names = append(names, f)
+	}
+	return strings.Join(names, "+")
+}
+
+// event records something that happened to the target during attempt a's
+// step.
+func (s *session) event(kind idemcheck.EventKind, a idemcheck.Attempt, fault, landing, sql, detail string) {
+	s.h.Events = append(s.h.Events, idemcheck.Event{
+		Kind: kind, Time: time.Now(), Check: a.Check, Intent: a.Intent, Round: a.Round, Step: a.Step,
+		Fault: fault, Landing: landing, SQL: sql, Detail: detail,
+	})
+}
+
+// kill crashes the target on purpose and records it.
+func (s *session) kill(a idemcheck.Attempt, landing, sql, detail string) error {
+	if err := s.Powers.Kill(); err != nil {
+		return fmt.Errorf("%s: kill the target: %w", a.Check, err)
+	}
+	s.event(idemcheck.TargetKilled, a, a.Fault, landing, sql, detail)
+	return nil
+}
+
+// restart starts the target again after a kill and records it.
+func (s *session) restart(ctx context.Context, a idemcheck.Attempt) error {
+	if err := s.Powers.Restart(ctx); err != nil {
+		return fmt.Errorf("%s: restart the target after the kill: %w", a.Check, err)
+	}
+	s.event(idemcheck.TargetRestarted, a, "", "", "", "the target was started again and answered its readiness probe")
+	return nil
+}
+
+// killAndRestart kills the target after step a's attempts were answered
+// and starts it again (restart-replay).
+func (s *session) killAndRestart(ctx context.Context, a idemcheck.Attempt) error {
+	if s.Powers == nil {
+		return fmt.Errorf("%s needs control of the target's process", a.Check)
+	}
+	last := s.h.Attempts[len(s.h.Attempts)-1]
+	what := "ended without a reply (" + string(last.Outcome) + ")"
+	if last.Outcome == idemcheck.Replied {
+		what = fmt.Sprintf("was answered %d", last.Status)
+	}
+	if err := s.kill(a, LandedAfterReply, "", fmt.Sprintf("killed after attempt %d %s, before the retry", last.ID, what)); err != nil {
+		return err
+	}
+	return s.restart(ctx, a)
+}
+
+// Landings of the harness's kills, as target-killed events record them.
+const (
+	// LandedAfterReply: the attempt had its whole reply when the target
+	// was killed.
+	LandedAfterReply = "after-reply"
+	// LandedAfterCommit: a COMMIT had gone through and the target's next
+	// statement was held on the database link.
+	LandedAfterCommit = "after-commit"
+	// LandedHeldStatement: a statement (COMMIT, by default) was held on the
+	// database link, before it reached the database.
+	LandedHeldStatement = "held-statement"
+)
+
+// landingOf says what kind of statement a database-link fault held.
+func landingOf(sql string) string {
+	switch {
+	case commitSQL.MatchString(sql):
+		return idemcheck.LandedCommit
+	case writeSQL.MatchString(sql):
+		return idemcheck.LandedAutocommitWrite
+	}
+	return LandedHeldStatement
+}
+
+var (
+	commitSQL = regexp.MustCompile(`(?i)^\s*(COMMIT|END)\b`)
+	writeSQL  = regexp.MustCompile(`(?i)^\s*(INSERT|UPDATE|DELETE|MERGE)\b`)
+)
+
+// patient is the client of an attempt that must outlive a hold: a client
+// that gave up first would close the connection and kill the work the
+// check is about.
+func (s *session) patient() *wire.Client {
+	p := *s.client
+	p.Timeout = max(s.client.Timeout, s.Policy.Lease+2*LeaseMargin+holdTimeout)
+	return &p
+}
+
+// replyHold returns the session's reply-holding proxy, starting it on
+// first use.
+func (s *session) replyHold() (*faults.ReplyHold, error) {
+	if s.replies == nil {
+		rh, err := faults.NewReplyHold(Upstream(s.Endpoint.Base))
+		if err != nil {
+			return nil, fmt.Errorf("start the reply hold: %w", err)
+		}
+		s.replies = rh
+	}
+	return s.replies, nil
+}
+
+// killAfterCommit runs a HoldKillAfterCommit step and the retry after it
+// (crash-after-commit). The first attempt goes through a proxy that holds
+// its reply at the first byte, and st.DBFault (a db-hold on the round's
+// COMMIT) is armed on the database link. When the COMMIT is held it is let
+// through, and the next statement the target sends, whatever it is, is
+// held instead. The target is killed at the first of the two holds to
+// land: its next statement (the COMMIT went through, the key store's
+// write had not yet), or its reply (the handler committed and is
+// answering, and the client has not received a byte). Then both holds are
+// cut, the target restarts, and the retry keeps trying while the key is in
+// progress, up to the lease plus a margin.
+func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st Step, addr string, req wire.Request, first, retry idemcheck.Attempt) error {
+	if s.Powers == nil {
+		return fmt.Errorf("%s needs control of the target", first.Check)
+	}
+	rh, err := s.replyHold()
+	if err != nil {
+		return err
+	}
+	disarmReply := rh.Arm()
+	defer disarmReply()
+	disarmCommit, err := s.Powers.ArmDB(st.DBFault)
+	if err != nil {
+		return err
+	}
+	disarmNext := func() {}
+	disarmDB := func() { disarmCommit(); disarmNext() }
+	defer func() { disarmDB() }()
+
+	firstDone := make(chan wire.Result, 1)
+	patient := s.patient()
+	go func() { firstDone <- patient.Do(ctx, rh.Addr(), req) }()
+	timeout := time.NewTimer(holdTimeout)
+	defer timeout.Stop()
+
+	var (
+		commit    *faults.HoldEvent // the COMMIT let through
+		stmt      *faults.HoldEvent // the statement held after it
+		reply     *faults.ReplyEvent
+		landing   string
+		sql       string
+		detailFmt string
+	)
+wait:
+	for {
+		select {
+		case ev := <-s.Powers.Held():
+			if commit == nil {
+				// Hold whatever comes next before the COMMIT goes on: the
+				// new rule replaces the COMMIT's on the link.
+				if disarmNext, err = s.Powers.ArmDB(faults.DBHold(AnyStatement, 1)); err != nil {
+					_ = ev.Cut()
+					return err
+				}
+				commit = &ev
+				s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
+					fmt.Sprintf("the statement was held on the database link (match %d) and then let through: the kill waits for what the target does next", ev.Match))
+				if err := ev.Release(); err != nil {
+					// The connection ended while held (the target died on
+					// its own): the reply hold or the attempt's end says
+					// what happened next.
+					continue
+				}
+				continue
+			}
+			stmt, landing, sql = &ev, LandedAfterCommit, ev.SQL
+			detailFmt = "killed after its statement %q went through, while the next one was held on the database link before it reached the database"
+			break wait
+		case r := <-rh.Held():
+			reply, landing = &r, idemcheck.LandedReply
+			detailFmt = "killed while its reply was held at the first byte on the client link (the handler had finished its work and was answering; the client received nothing)"
+			if commit != nil {
+				detailFmt += ", after its statement %q went through"
+			}
+			break wait
+		case res := <-firstDone:
+			// The attempt ended with no reply to hold: the target closed
+			// the connection, or died on its own. Nothing to kill.
+			disarmDB()
+			disarmReply()
+			s.record(first, res)
+			s.event(idemcheck.FaultMissed, first, first.Fault, "", "",
+				"the first attempt ended before its reply or the statement after its COMMIT could be held: the target was not killed")
+			return s.retryWhileInProgress(ctx, addr, req, retry)
+		case <-timeout.C:
+			return fmt.Errorf("%s: the target neither answered nor sent a statement after its COMMIT within %v", first.Check, holdTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	detail := detailFmt
+	if commit != nil {
+		detail = fmt.Sprintf(detailFmt, short(commit.SQL))
+	}
+	if err := s.Powers.Kill(); err != nil {
+		if stmt != nil {
+			_ = stmt.Cut()
+		}
+		if reply != nil {
+			_ = reply.Cut()
+		}
+		return fmt.Errorf("%s: kill the target: %w", first.Check, err)
+	}
+	if stmt != nil {
+		_ = stmt.Cut()
+	}
+	if reply != nil {
+		_ = reply.Cut()
+	}
+	disarmDB()
+	disarmReply()
+	if s.Effects != nil {
+		// What had committed when the target died: the kill was after the
+		// effect only if it is there.
+		if o, err := s.Effects.Count(ctx, in); err == nil {
+			detail += fmt.Sprintf("; effects counted right after the kill: %d", o.Effects)
+		}
+	}
+	s.event(idemcheck.TargetKilled, first, first.Fault, landing, sql, detail)
+	s.record(first, <-firstDone)
+	if err := s.restart(ctx, first); err != nil {
+		return err
+	}
+	return s.retryWhileInProgress(ctx, addr, req, retry)
+}
+
+// InFlightWait bounds how long an in-flight retry is given, while the
+// first attempt is held, to answer or to start waiting on a lock in the
+// database; after it the first attempt is let go in any case.
+const InFlightWait = 10 * time.Second
+
+// awaitInFlight waits, while the first attempt is held, for the retry to
+// answer (returned), or for it to wait on a lock in the database (nil: it
+// queues behind the held attempt, most likely on its rows), or for
+// InFlightWait. The lock is seen in pg_stat_activity through the effect
+// query's pool, so a retry that would race past the first attempt once it
+// is let go has already read what it read while the first was held.
+func (s *session) awaitInFlight(ctx context.Context, retryDone <-chan wire.Result) (*wire.Result, error) {
+	deadline := time.NewTimer(InFlightWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-retryDone:
+			return &r, nil
+		case <-deadline.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+			if s.Effects == nil {
+				continue
+			}
+			var waiting bool
+			err := s.Effects.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+			if err == nil && waiting {
+				return nil, nil
+			}
+		}
+	}
+}
+
+func short(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
