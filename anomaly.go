@@ -58,6 +58,15 @@ const (
 // SameRequest reports whether v asks for the same thing as the original.
 func (v Variant) SameRequest() bool { return v == Original || v == Reordered || v == TenantA }
 
+// Delivers reports whether v asks the target to process a request, rather
+// than one the target must refuse: under an ack-only policy these are the
+// deliveries a webhook sender makes again until they are acknowledged (the
+// event itself, a failing event, another event, the event from another
+// client).
+func (v Variant) Delivers() bool {
+	return v.SameRequest() || v == Failing || v == OtherKey || v == OtherTenant
+}
+
 // Kind names a class of idempotency bug. Kinds are stable: they appear in
 // JSON and JUnit reports and CI pipelines match on them.
 type Kind string
