@@ -96,6 +96,11 @@ const (
 	LostEffect Kind = "lost-effect"
 	// UnexpectedStatus: a status the policy does not allow at that point.
 	UnexpectedStatus Kind = "unexpected-status"
+	// NeverAcknowledged: under an ack-only policy (a webhook consumer), an
+	// event was delivered again and again, within the sender's bound, and
+	// no delivery was acknowledged: the sender gives up and the event is
+	// never processed.
+	NeverAcknowledged Kind = "never-acknowledged"
 )
 
 // Anomaly is one broken promise, with the evidence that witnesses it. The

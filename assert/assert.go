@@ -192,6 +192,7 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 	c.checkResources(succ)
 	c.checkStatuses()
 	c.checkStuck()
+	c.checkAcknowledged()
 	c.checkSavedError()
 	v := c.checkVariants(succ)
 	c.checkEffects(succ, v)
@@ -202,8 +203,8 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 // fault check gave up: past the lease and its margin.
 func (c *intentCheck) checkStuck() {
 	p := c.policy
-	if !faultChecks[c.intent.Check] || p.InProgressStatus == 0 {
-		return
+	if !faultChecks[c.intent.Check] || p.InProgressStatus == 0 || p.AckOnly {
+		return // under an ack-only policy checkAcknowledged judges conflicts
 	}
 	var conflicts []idemcheck.Attempt
 	for _, a := range c.attempts {
@@ -236,6 +237,110 @@ func (c *intentCheck) checkStuck() {
 			"a key left running by a dead attempt must become retakable, or the client can never complete its intent.",
 			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), p.InProgressStatus, p.Lease),
 		map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
+}
+
+// checkAcknowledged judges the events of an ack-only policy (a webhook
+// consumer). A delivery answered with a 5xx, the in-progress status or not
+// at all is not acknowledged: a consumer asks that way for another
+// delivery, and the sender makes it, a bounded number of times
+// (scenarios.MaxRedeliveries). What counts is what happens once an event is
+// acknowledged (checkEffects: exactly one effect, never none); an event
+// that no delivery got acknowledged within the bound is a finding:
+// stuck-key when every redelivery was told the event is in progress (the
+// consumer holds a claim nothing is working on), never-acknowledged
+// otherwise. Events are told apart by their key (distinct-keys sends a
+// second event); an event none of whose deliveries was answered at all
+// tells nothing about the consumer's rules and is left alone.
+func (c *intentCheck) checkAcknowledged() {
+	p := c.policy
+	if !p.AckOnly {
+		return
+	}
+	var keys []string
+	events := map[string][]idemcheck.Attempt{}
+	for _, a := range c.attempts {
+		if !a.Variant.Delivers() {
+			continue
+		}
+		if _, ok := events[a.Key]; !ok {
+			keys = append(keys, a.Key)
+		}
+		events[a.Key] = append(events[a.Key], a)
+	}
+	for _, key := range keys {
+		ds := events[key]
+		answered, acked := false, false
+		var redelivered []idemcheck.Attempt
+		for _, a := range ds {
+			answered = answered || a.Outcome == idemcheck.Replied
+			acked = acked || a.Outcome == idemcheck.Replied && p.Replay(a.Status)
+			if a.Redelivery > 0 {
+				redelivered = append(redelivered, a)
+			}
+		}
+		if acked || !answered {
+			continue
+		}
+		span := ds[len(ds)-1].End.Sub(ds[0].Start).Seconds()
+		counts := statusCounts(ds)
+		observed := map[string]any{"deliveries": len(ds), "redeliveries": len(redelivered), "statuses": counts}
+		if c.obs != nil {
+			observed["effects"] = c.obs.Effects
+		}
+		if stuck := inProgressThroughout(redelivered, p.InProgressStatus); stuck {
+			c.add(idemcheck.StuckKey, ids(ds),
+				fmt.Sprintf("event %s was delivered %d times over %.1fs and never acknowledged: after the first delivery (%s), all %d redeliveries "+
+					"were told it is in progress (%d). Nothing was working on it any more, so the consumer holds a claim it never releases: "+
+					"the sender gives up and the event is never applied.",
+					key, len(ds), span, outcome(ds[0]), len(redelivered), p.InProgressStatus),
+				observed)
+			continue
+		}
+		c.add(idemcheck.NeverAcknowledged, ids(ds),
+			fmt.Sprintf("event %s was delivered %d times over %.1fs (%d redeliveries, the sender's bound) and no delivery was acknowledged with %v "+
+				"(statuses: %s). Answering 5xx asks for another delivery, which is fine once; but a consumer must acknowledge the event "+
+				"when it comes again, or the sender gives up and the event is never processed.",
+				key, len(ds), span, len(redelivered), p.CreatedStatuses, countsText(counts)),
+			observed)
+	}
+}
+
+// inProgressThroughout reports whether there were redeliveries and every
+// one that was answered got the in-progress status.
+func inProgressThroughout(redelivered []idemcheck.Attempt, status int) bool {
+	n := 0
+	for _, a := range redelivered {
+		if a.Outcome != idemcheck.Replied {
+			continue
+		}
+		if a.Status != status {
+			return false
+		}
+		n++
+	}
+	return status != 0 && n > 0
+}
+
+// outcome says in a few words how an attempt ended: "503" or "no reply".
+func outcome(a idemcheck.Attempt) string {
+	if a.Outcome == idemcheck.Replied {
+		return strconv.Itoa(a.Status)
+	}
+	return "no reply: " + a.Error
+}
+
+// countsText writes status counts in a stable order: "409 x3, 503 x1".
+func countsText(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s x%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkSavedError: where the policy says errors are saved, the retry of a
@@ -383,6 +488,11 @@ func (c *intentCheck) checkStatuses() {
 		if faultChecks[c.intent.Check] && a.Status == p.InProgressStatus {
 			continue // checkStuck judges conflicts after a fault
 		}
+		if p.AckOnly && (a.Status >= 500 || a.Status == p.InProgressStatus) {
+			// Not acknowledged: a consumer asks for another delivery, and
+			// the sender makes it. checkAcknowledged judges the event.
+			continue
+		}
 		if a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus {
 			continue // a false mismatch: checkVariants says so
 		}
@@ -457,11 +567,35 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 		if len(succ) > 0 {
 			first = succ[0].att.ID
 		}
+		if c.policy.AckOnly {
+			if a, ok := c.firstAck(); ok {
+				c.add(idemcheck.LostEffect, []int{a.ID},
+					fmt.Sprintf("attempt %d delivered event %s and was acknowledged with %d, so the sender will not deliver it again; yet the effect query counts %d "+
+						"where %d acknowledged events must have left theirs (%s with %s): the event was skipped, and nothing will ever apply it.",
+						a.ID, a.Key, a.Status, n, promised, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+					observed)
+				return
+			}
+		}
 		c.add(idemcheck.LostEffect, []int{first},
 			fmt.Sprintf("the client was told of %d successful executions (attempt %d first), yet the effect query counts %d (%s with %s): work the client was promised is not there.",
 				promised, first, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
 			observed)
 	}
+}
+
+// firstAck returns the first acknowledged delivery of an event.
+func (c *intentCheck) firstAck() (idemcheck.Attempt, bool) {
+	var first *idemcheck.Attempt
+	for i, a := range c.attempts {
+		if a.Variant.Delivers() && a.Outcome == idemcheck.Replied && c.policy.Replay(a.Status) && (first == nil || a.End.Before(first.End)) {
+			first = &c.attempts[i]
+		}
+	}
+	if first == nil {
+		return idemcheck.Attempt{}, false
+	}
+	return *first, true
 }
 
 func (c *intentCheck) hasSameRequest() bool {
@@ -535,9 +669,12 @@ func (c *intentCheck) overlapping() int {
 }
 
 // statusCounts summarises the intent's outcomes: {"201": 1, "409": 31, "unknown": 0}.
-func (c *intentCheck) statusCounts() map[string]int {
+func (c *intentCheck) statusCounts() map[string]int { return statusCounts(c.attempts) }
+
+// statusCounts summarises attempts' outcomes.
+func statusCounts(atts []idemcheck.Attempt) map[string]int {
 	m := map[string]int{}
-	for _, a := range c.attempts {
+	for _, a := range atts {
 		if a.Outcome == idemcheck.Replied {
 			m[strconv.Itoa(a.Status)]++
 		} else {
