@@ -42,8 +42,9 @@ var Rules = map[string]string{
 	idemcheck.CheckLeaseFencing: "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
 	idemcheck.CheckCrossTenant: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
 		"never replays another client's saved response.",
-	idemcheck.CheckWebhookRedeliver: "At-least-once delivery (webhooks, queues): the consumer records the event id in the same transaction as the " +
-		"effect, so every redelivery, concurrent or after a failed first delivery, leaves the effect applied exactly once.",
+	idemcheck.CheckWebhookRedeliver: "At-least-once delivery (webhooks, queues): a consumer may refuse a delivery with 5xx (or let it time out) " +
+		"and the sender delivers it again, a bounded number of times; once the event is acknowledged (2xx) its effect is applied exactly once, " +
+		"never skipped, so the consumer records the event id in the same transaction as the effect.",
 }
 
 // faultChecks are the checks that break the target on purpose: a key still
