@@ -82,7 +82,7 @@ func TestAckOnlyNeverAcknowledged(t *testing.T) {
 	a := got[0]
 	assert.Equal(t, []int{1, 2, 3, 4, 5}, a.Attempts)
 	assert.Contains(t, a.Explanation, "delivered 5 times")
-	assert.Contains(t, a.Explanation, "4 redeliveries")
+	assert.Contains(t, a.Explanation, "4 of them redeliveries")
 	assert.Contains(t, a.Explanation, "500 x1, 503 x3, unknown x1")
 	assert.Equal(t, 4, a.Observed["redeliveries"])
 	assert.Equal(t, int64(0), a.Observed["effects"])

@@ -298,9 +298,9 @@ func (c *intentCheck) checkAcknowledged() {
 			continue
 		}
 		c.add(idemcheck.NeverAcknowledged, ids(ds),
-			fmt.Sprintf("event %s was delivered %d times over %.1fs (%d redeliveries, the sender's bound) and no delivery was acknowledged with %v "+
-				"(statuses: %s). Answering 5xx asks for another delivery, which is fine once; but a consumer must acknowledge the event "+
-				"when it comes again, or the sender gives up and the event is never processed.",
+			fmt.Sprintf("event %s was delivered %d times over %.1fs (%d of them redeliveries after no acknowledgement) and no delivery was acknowledged with %v "+
+				"(statuses: %s). Refusing a delivery (5xx, or no reply) asks the sender for another, which is fine; but the consumer must acknowledge "+
+				"the event when it comes again, or the sender gives up and the event is never processed.",
 				key, len(ds), span, len(redelivered), p.CreatedStatuses, countsText(counts)),
 			observed)
 	}
