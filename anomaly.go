@@ -70,6 +70,15 @@ const (
 // SameRequest reports whether v asks for the same thing as the original.
 func (v Variant) SameRequest() bool { return v == Original || v == Reordered || v == TenantA }
 
+// Delivers reports whether v asks the target to process a request, rather
+// than one the target must refuse: under an ack-only policy these are the
+// deliveries a webhook sender makes again until they are acknowledged (the
+// event itself, a failing event, another event, the event from another
+// client).
+func (v Variant) Delivers() bool {
+	return v.SameRequest() || v == Failing || v == OtherKey || v == OtherTenant
+}
+
 // Kind names a class of idempotency bug. Kinds are stable: they appear in
 // JSON and JUnit reports and CI pipelines match on them.
 type Kind string
@@ -102,6 +111,11 @@ const (
 	LostEffect Kind = "lost-effect"
 	// UnexpectedStatus: a status the policy does not allow at that point.
 	UnexpectedStatus Kind = "unexpected-status"
+	// NeverAcknowledged: under an ack-only policy (a webhook consumer), an
+	// event was delivered again and again, within the sender's bound, and
+	// no delivery was acknowledged: the sender gives up and the event is
+	// never processed.
+	NeverAcknowledged Kind = "never-acknowledged"
 )
 
 // Anomaly is one broken promise, with the evidence that witnesses it. The

@@ -56,6 +56,10 @@ type Attempt struct {
 	// Burst is set when the attempt was released together with others; all
 	// attempts of one burst share the number.
 	Burst int `json:"burst,omitempty"`
+	// Redelivery numbers, from 1, the deliveries a webhook sender made
+	// again because the step's earlier ones were not acknowledged (a 5xx,
+	// another status, no reply); 0 for the step's own attempts.
+	Redelivery int `json:"redelivery,omitempty"`
 
 	Method string      `json:"method"`
 	Path   string      `json:"path"`

@@ -48,8 +48,9 @@ var Rules = map[string]string{
 	idemcheck.CheckLeaseFencing: "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
 	idemcheck.CheckCrossTenant: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
 		"never replays another client's saved response.",
-	idemcheck.CheckWebhookRedeliver: "At-least-once delivery (webhooks, queues): the consumer records the event id in the same transaction as the " +
-		"effect, so every redelivery, concurrent or after a failed first delivery, leaves the effect applied exactly once.",
+	idemcheck.CheckWebhookRedeliver: "At-least-once delivery (webhooks, queues): a consumer may refuse a delivery with 5xx (or let it time out) " +
+		"and the sender delivers it again, a bounded number of times; once the event is acknowledged (2xx) its effect is applied exactly once, " +
+		"never skipped, so the consumer records the event id in the same transaction as the effect.",
 }
 
 // faultChecks are the checks that break the target on purpose: a key still
@@ -199,6 +200,7 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 	c.checkResources(succ)
 	c.checkStatuses()
 	c.checkStuck()
+	c.checkAcknowledged()
 	c.checkSavedError()
 	v := c.checkVariants(succ)
 	c.checkEffects(succ, v)
@@ -209,8 +211,8 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 // fault check gave up: past the lease and its margin.
 func (c *intentCheck) checkStuck() {
 	p := c.policy
-	if !faultChecks[c.intent.Check] || len(p.InProgressList()) == 0 {
-		return
+	if !faultChecks[c.intent.Check] || len(p.InProgressList()) == 0 || p.AckOnly {
+		return // under an ack-only policy checkAcknowledged judges conflicts
 	}
 	var conflicts []idemcheck.Attempt
 	for _, a := range c.attempts {
@@ -251,6 +253,110 @@ func (c *intentCheck) checkStuck() {
 			"a key left running by a dead attempt must become retakable, or the client can never complete its intent.",
 			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), statusesOf(conflicts), lease),
 		map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
+}
+
+// checkAcknowledged judges the events of an ack-only policy (a webhook
+// consumer). A delivery answered with a 5xx, the in-progress status or not
+// at all is not acknowledged: a consumer asks that way for another
+// delivery, and the sender makes it, a bounded number of times
+// (scenarios.MaxRedeliveries). What counts is what happens once an event is
+// acknowledged (checkEffects: exactly one effect, never none); an event
+// that no delivery got acknowledged within the bound is a finding:
+// stuck-key when every redelivery was told the event is in progress (the
+// consumer holds a claim nothing is working on), never-acknowledged
+// otherwise. Events are told apart by their key (distinct-keys sends a
+// second event); an event none of whose deliveries was answered at all
+// tells nothing about the consumer's rules and is left alone.
+func (c *intentCheck) checkAcknowledged() {
+	p := c.policy
+	if !p.AckOnly {
+		return
+	}
+	var keys []string
+	events := map[string][]idemcheck.Attempt{}
+	for _, a := range c.attempts {
+		if !a.Variant.Delivers() {
+			continue
+		}
+		if _, ok := events[a.Key]; !ok {
+			keys = append(keys, a.Key)
+		}
+		events[a.Key] = append(events[a.Key], a)
+	}
+	for _, key := range keys {
+		ds := events[key]
+		answered, acked := false, false
+		var redelivered []idemcheck.Attempt
+		for _, a := range ds {
+			answered = answered || a.Outcome == idemcheck.Replied
+			acked = acked || a.Outcome == idemcheck.Replied && p.Replay(a.Status)
+			if a.Redelivery > 0 {
+				redelivered = append(redelivered, a)
+			}
+		}
+		if acked || !answered {
+			continue
+		}
+		span := ds[len(ds)-1].End.Sub(ds[0].Start).Seconds()
+		counts := statusCounts(ds)
+		observed := map[string]any{"deliveries": len(ds), "redeliveries": len(redelivered), "statuses": counts}
+		if c.obs != nil {
+			observed["effects"] = c.obs.Effects
+		}
+		if stuck := inProgressThroughout(redelivered, p); stuck {
+			c.add(idemcheck.StuckKey, ids(ds),
+				fmt.Sprintf("event %s was delivered %d times over %.1fs and never acknowledged: after the first delivery (%s), all %d redeliveries "+
+					"were told it is in progress (%d). Nothing was working on it any more, so the consumer holds a claim it never releases: "+
+					"the sender gives up and the event is never applied.",
+					key, len(ds), span, outcome(ds[0]), len(redelivered), p.InProgressStatus),
+				observed)
+			continue
+		}
+		c.add(idemcheck.NeverAcknowledged, ids(ds),
+			fmt.Sprintf("event %s was delivered %d times over %.1fs (%d of them redeliveries after no acknowledgement) and no delivery was acknowledged with %v "+
+				"(statuses: %s). Refusing a delivery (5xx, or no reply) asks the sender for another, which is fine; but the consumer must acknowledge "+
+				"the event when it comes again, or the sender gives up and the event is never processed.",
+				key, len(ds), span, len(redelivered), p.CreatedStatuses, countsText(counts)),
+			observed)
+	}
+}
+
+// inProgressThroughout reports whether there were redeliveries and every
+// one that was answered got the in-progress status.
+func inProgressThroughout(redelivered []idemcheck.Attempt, p idemcheck.Policy) bool {
+	n := 0
+	for _, a := range redelivered {
+		if a.Outcome != idemcheck.Replied {
+			continue
+		}
+		if !p.InProgress(a.Status) {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// outcome says in a few words how an attempt ended: "503" or "no reply".
+func outcome(a idemcheck.Attempt) string {
+	if a.Outcome == idemcheck.Replied {
+		return strconv.Itoa(a.Status)
+	}
+	return "no reply: " + a.Error
+}
+
+// countsText writes status counts in a stable order: "409 x3, 503 x1".
+func countsText(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s x%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkSavedError: where the policy says errors are saved, the retry of a
@@ -413,6 +519,11 @@ func (c *intentCheck) checkStatuses() {
 		if faultChecks[c.intent.Check] && p.InProgress(a.Status) {
 			continue // checkStuck judges conflicts after a fault
 		}
+		if p.AckOnly && (a.Status >= 500 || p.InProgress(a.Status)) {
+			// Not acknowledged: a consumer asks for another delivery, and
+			// the sender makes it. checkAcknowledged judges the event.
+			continue
+		}
 		if falseMismatch {
 			continue // a false mismatch: checkVariants says so
 		}
@@ -564,11 +675,35 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 		if len(succ) > 0 {
 			first = succ[0].att.ID
 		}
+		if c.policy.AckOnly {
+			if a, ok := c.firstAck(); ok {
+				c.add(idemcheck.LostEffect, []int{a.ID},
+					fmt.Sprintf("attempt %d delivered event %s and was acknowledged with %d, so the sender will not deliver it again; yet the effect query counts %d "+
+						"where %d acknowledged events must have left theirs (%s with %s): the event was skipped, and nothing will ever apply it.",
+						a.ID, a.Key, a.Status, n, promised, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+					observed)
+				return
+			}
+		}
 		c.add(idemcheck.LostEffect, []int{first},
 			fmt.Sprintf("the client was told of %d successful executions (attempt %d first), yet the effect query counts %d (%s with %s): work the client was promised is not there.",
 				promised, first, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
 			observed)
 	}
+}
+
+// firstAck returns the first acknowledged delivery of an event.
+func (c *intentCheck) firstAck() (idemcheck.Attempt, bool) {
+	var first *idemcheck.Attempt
+	for i, a := range c.attempts {
+		if a.Variant.Delivers() && a.Outcome == idemcheck.Replied && c.policy.Replay(a.Status) && (first == nil || a.End.Before(first.End)) {
+			first = &c.attempts[i]
+		}
+	}
+	if first == nil {
+		return idemcheck.Attempt{}, false
+	}
+	return *first, true
 }
 
 func (c *intentCheck) hasSameRequest() bool {
@@ -642,9 +777,12 @@ func (c *intentCheck) overlapping() int {
 }
 
 // statusCounts summarises the intent's outcomes: {"201": 1, "409": 31, "unknown": 0}.
-func (c *intentCheck) statusCounts() map[string]int {
+func (c *intentCheck) statusCounts() map[string]int { return statusCounts(c.attempts) }
+
+// statusCounts summarises attempts' outcomes.
+func statusCounts(atts []idemcheck.Attempt) map[string]int {
 	m := map[string]int{}
-	for _, a := range c.attempts {
+	for _, a := range atts {
 		if a.Outcome == idemcheck.Replied {
 			m[strconv.Itoa(a.Status)]++
 		} else {

@@ -90,6 +90,9 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 			case ok2xx:
 				v.explained++
 				v.promised++
+			case p.AckOnly && a.Status >= 500:
+				// Another event not acknowledged yet: delivered again, and
+				// checkAcknowledged judges it.
 			case p.InProgress(a.Status) || a.Status == p.MismatchStatus:
 				c.add(idemcheck.OverDeduplication, c.withOrig(orig, a),
 					fmt.Sprintf("attempt %d sent the same body under a new key %s and got %d %s: the server treats a new intent as a duplicate of the old one.",

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,6 +234,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			Method: req.Method, Header: s.redact(req.Header), Path: s.scrub(req.Path), Body: s.scrub(string(req.Body)),
 			Fingerprint: Fingerprint(req), Fault: stepFault(st),
 		}
+		from := len(s.h.Attempts)
 		if st.DelayBefore > 0 {
 			t := time.NewTimer(st.DelayBefore)
 			select {
@@ -303,6 +305,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 				}
 			}
 		}
+		if st.RedeliverUntilAck && st.OnHold == HoldNone {
+			if err := s.redeliver(ctx, req, base, s.h.Attempts[from:]); err != nil {
+				return err
+			}
+		}
 		if st.KillAfter {
 			if err := s.killAndRestart(ctx, base); err != nil {
 				return err
@@ -367,6 +374,43 @@ func (s *session) retryWhileInProgress(ctx context.Context, addr string, req wir
 		case <-t.C:
 		}
 	}
+}
+
+// redeliver is a webhook sender's answer to a step none of whose
+// deliveries (sent) was acknowledged: it delivers the same request again,
+// through the clean link, after the backoff of Redelivery, until a
+// delivery is acknowledged or MaxRedeliveries were made. A 5xx, any other
+// status outside the policy's successes, and no reply at all (a timeout, a
+// reset) are not acknowledgements.
+func (s *session) redeliver(ctx context.Context, req wire.Request, base idemcheck.Attempt, sent []idemcheck.Attempt) error {
+	acked := func(a idemcheck.Attempt) bool { return a.Outcome == idemcheck.Replied && s.Policy.Replay(a.Status) }
+	if slices.ContainsFunc(sent, acked) {
+		return nil
+	}
+	addr, err := s.link.Addr(faults.None)
+	if err != nil {
+		return fmt.Errorf("redeliver: %w", err)
+	}
+	base.Fault, base.Burst = "", 0
+	for n := 1; n <= MaxRedeliveries; n++ {
+		t := time.NewTimer(Redelivery(s.Policy, n))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := s.pace.wait(ctx, 1); err != nil {
+			return err
+		}
+		a := base
+		a.Redelivery = n
+		s.record(a, s.client.Do(ctx, addr, req))
+		if acked(s.h.Attempts[len(s.h.Attempts)-1]) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // holdTimeout bounds the wait for a target to reach the held statement.

@@ -43,6 +43,39 @@ type Step struct {
 	// answered, and starts it again before the next step: the retry then
 	// meets a fresh process, with nothing left in its memory.
 	KillAfter bool
+	// RedeliverUntilAck makes the step behave as a webhook sender: while
+	// none of the step's attempts is acknowledged (answered with one of
+	// the policy's success statuses; a 5xx, another status or no reply at
+	// all is not an acknowledgement), the same request is delivered again,
+	// one at a time through the clean link, after a backoff that doubles
+	// (see Redelivery), at most MaxRedeliveries times. Every delivery is
+	// an attempt; redeliveries carry their number in Attempt.Redelivery.
+	// Not for a held step (OnHold).
+	RedeliverUntilAck bool
+}
+
+// MaxRedeliveries bounds the redeliveries of an unacknowledged step: a
+// failed first delivery is delivered at most MaxRedeliveries+1 times in
+// all, as a webhook sender gives up on an event after a few tries.
+const MaxRedeliveries = 4
+
+// RedeliveryBackoff is the sender's first wait before a redelivery; each
+// later wait doubles it: 50, 100, 200 and 400 ms.
+const RedeliveryBackoff = 50 * time.Millisecond
+
+// Redelivery returns the wait before the nth redelivery (from 1) under p.
+// The schedule is fixed, so a run can be replayed and reasoned about:
+// RedeliveryBackoff doubling, stretched where the policy names a lease so
+// that the last redelivery comes after the lease and LeaseMargin have
+// passed. Real senders retry for hours; a consumer that holds a dead
+// delivery's claim until its lease ends is not stuck.
+func Redelivery(p idemcheck.Policy, n int) time.Duration {
+	first := RedeliveryBackoff
+	if p.Lease > 0 {
+		// The waits sum to first * (2^MaxRedeliveries - 1).
+		first = max(first, (p.Lease+LeaseMargin)/(1<<MaxRedeliveries-1)+time.Millisecond)
+	}
+	return first << (n - 1)
 }
 
 // HoldAction is what a step does to the target while its statement is held.
@@ -301,29 +334,48 @@ func CrossTenant(rounds int) Scenario {
 		Steps: []Step{{Attempts: 1, Variant: idemcheck.TenantA}, {Attempts: 1, Variant: idemcheck.OtherTenant}}}
 }
 
-// WebhookRedelivery delivers one event n times at once.
+// WebhookRedelivery delivers one event n times at once; while no copy is
+// acknowledged, the sender delivers it again (RedeliverUntilAck).
 func WebhookRedelivery(rounds, n int) Scenario {
 	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds,
-		Steps: []Step{{Attempts: n, Together: true}}}
+		Steps: []Step{{Attempts: n, Together: true, RedeliverUntilAck: true}}}
 }
 
 // RedeliveryAfterFailure delivers an event whose first delivery fails
-// inside the consumer (its database link cut at COMMIT), then delivers it
-// again: the effect must then happen, once.
+// inside the consumer (its database link cut at COMMIT); the sender then
+// delivers it again until it is acknowledged: the effect must then have
+// happened, once.
 func RedeliveryAfterFailure(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBCut("", 1)},
-		{Attempts: 1, RetryInProgress: true},
+		{Attempts: 1, DBFault: faults.DBCut("", 1), RedeliverUntilAck: true},
 	}}
 }
 
 // RedeliveryAfterFailingBody delivers the endpoint's failing body (an event
-// whose first processing fails), then delivers it again.
+// whose first processing fails), then delivers it again until it is
+// acknowledged.
 func RedeliveryAfterFailingBody(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, Variant: idemcheck.Failing},
-		{Attempts: 1, Variant: idemcheck.Failing, RetryInProgress: true},
+		{Attempts: 1, Variant: idemcheck.Failing, RedeliverUntilAck: true},
 	}}
+}
+
+// senderRedelivers marks every step of scs that delivers a request to be
+// processed with RedeliverUntilAck: under an ack-only policy the client is
+// a webhook sender whatever the check, and a sender delivers again what
+// was not acknowledged. Held steps keep their own choreography.
+func senderRedelivers(scs []Scenario) []Scenario {
+	out := make([]Scenario, len(scs))
+	for i, sc := range scs {
+		sc.Steps = slices.Clone(sc.Steps)
+		for j := range sc.Steps {
+			if st := &sc.Steps[j]; st.OnHold == HoldNone && st.Variant.Delivers() {
+				st.RedeliverUntilAck = true
+			}
+		}
+		out[i] = sc
+	}
+	return out
 }
 
 // check is one check's scenario and the reason it may not apply.
@@ -460,7 +512,9 @@ func UnknownCheckError(name string) error {
 
 // Plan returns the scenarios of the named checks that apply to the policy
 // and endpoint, and every named check with the reason it was skipped, if
-// it was. An unknown name is an error listing the known ones.
+// it was. An unknown name is an error listing the known ones. Under an
+// ack-only policy (a webhook consumer) every step that delivers a request
+// to be processed redelivers it until acknowledged, whatever the check.
 func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) ([]Scenario, []idemcheck.PlannedCheck, error) {
 	var scs []Scenario
 	var plan []idemcheck.PlannedCheck
@@ -471,7 +525,11 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) (
 		}
 		pc := idemcheck.PlannedCheck{Name: n, Skip: c.skip(p, e, t)}
 		if pc.Skip == "" {
-			scs = append(scs, c.build(o, e, t)...)
+			built := c.build(o, e, t)
+			if p.AckOnly {
+				built = senderRedelivers(built)
+			}
+			scs = append(scs, built...)
 		}
 		plan = append(plan, pc)
 	}

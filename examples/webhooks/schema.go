@@ -16,7 +16,8 @@ import (
 // could no longer demonstrate them; the reference never relies on it.
 //
 // failed_first records the events whose first delivery was made to fail
-// (data.failFirst, see doomed).
+// (data.failFirst, see doomed); refused_first those whose first delivery
+// the flaky reference refused with 503 (see RefusesFirst).
 const schema = `
 CREATE TABLE IF NOT EXISTS processed_events (
 	event_id     text        PRIMARY KEY,
@@ -38,6 +39,11 @@ CREATE INDEX IF NOT EXISTS ledger_event_id_idx ON ledger (event_id);
 CREATE TABLE IF NOT EXISTS failed_first (
 	event_id     text        PRIMARY KEY,
 	failed_at    timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS refused_first (
+	event_id     text        PRIMARY KEY,
+	refused_at   timestamptz NOT NULL DEFAULT now()
 );
 `
 

@@ -18,7 +18,8 @@
 //
 // Each bug_*.go file holds one variant and says what its bug is, how it
 // arises in real code and which idemcheck check reports it; Expectation
-// gives the same in machine form.
+// gives the same in machine form. flaky_reference.go is a second correct
+// consumer, one that asks for redelivery of half the events with 503.
 package webhooks
 
 import (
@@ -57,6 +58,7 @@ type variant struct {
 
 var variants = []variant{
 	{Reference, "", "", (*Server).deliverReference},
+	{FlakyReference, "", "", (*Server).deliverFlakyReference},
 	{DedupeApart, "webhook-redelivery", "lost-effect", (*Server).deliverDedupeApart},
 	{CheckThenInsert, "webhook-redelivery", "duplicate-effect", (*Server).deliverCheckThenInsert},
 }
@@ -70,7 +72,8 @@ func lookup(v Variant) (variant, bool) {
 	return variant{}, false
 }
 
-// Variants lists the reference and then every buggy variant.
+// Variants lists the references (the reference and the flaky reference)
+// and then every buggy variant.
 func Variants() []Variant {
 	out := make([]Variant, len(variants))
 	for i, x := range variants {
@@ -92,8 +95,8 @@ func ParseVariant(s string) (Variant, error) {
 }
 
 // Expectation names the idemcheck check that catches v's bug and the
-// anomaly kind it reports: ("", "") for the reference, which must pass, and
-// for a name that is not a variant.
+// anomaly kind it reports: ("", "") for the references, which must pass,
+// and for a name that is not a variant.
 func Expectation(v Variant) (check, anomaly string) {
 	x, _ := lookup(v)
 	return x.check, x.anomaly
@@ -111,6 +114,8 @@ type Server struct {
 	deliver func(s *Server, ctx context.Context, ev event) (bool, error)
 	mux     *http.ServeMux
 	commits atomic.Int64
+	// refusals counts the deliveries answered 503 on purpose (FlakyReference).
+	refusals atomic.Int64
 }
 
 // New returns a Server on pool, whose tables Migrate has created. It panics
@@ -143,6 +148,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // server's own count of effects, for tests to compare with the database.
 func (s *Server) Commits() int64 { return s.commits.Load() }
 
+// Refusals is the number of deliveries this process refused with 503 to
+// ask for a redelivery (FlakyReference; 0 for the other variants).
+func (s *Server) Refusals() int64 { return s.refusals.Load() }
+
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	ev, problem := parseEvent(w, r)
 	if problem != "" {
@@ -150,6 +159,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	applied, err := s.deliver(s, r.Context(), ev)
+	if errors.Is(err, errTryLater) {
+		writeProblem(w, http.StatusServiceUnavailable, "the event cannot be processed now; deliver it again")
+		return
+	}
 	if err != nil {
 		// A 5xx makes the sender deliver again, which is what a failed
 		// delivery needs.

@@ -102,13 +102,13 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 
 func TestVariants(t *testing.T) {
 	vs := webhooks.Variants()
-	require.Equal(t, []webhooks.Variant{webhooks.Reference, webhooks.DedupeApart, webhooks.CheckThenInsert}, vs)
+	require.Equal(t, []webhooks.Variant{webhooks.Reference, webhooks.FlakyReference, webhooks.DedupeApart, webhooks.CheckThenInsert}, vs)
 	for _, v := range vs {
 		got, err := webhooks.ParseVariant(string(v))
 		require.NoError(t, err)
 		require.Equal(t, v, got)
 		check, anomaly := webhooks.Expectation(v)
-		if v == webhooks.Reference {
+		if v == webhooks.Reference || v == webhooks.FlakyReference {
 			require.Empty(t, check+anomaly)
 			continue
 		}

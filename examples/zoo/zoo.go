@@ -289,7 +289,7 @@ var abbreviations = map[idemcheck.Kind]string{
 	idemcheck.FreshResultOnReplay: "fresh", idemcheck.PayloadMismatchAccepted: "pacc", idemcheck.FalseMismatch: "fmis",
 	idemcheck.CrossEndpointReplay: "xend", idemcheck.CrossTenantReplay: "xten", idemcheck.OverDeduplication: "odup",
 	idemcheck.MissingKeyAccepted: "nokey", idemcheck.ServerErrorUnderRetry: "5xx", idemcheck.StuckKey: "stuck",
-	idemcheck.LostEffect: "lost", idemcheck.UnexpectedStatus: "status",
+	idemcheck.LostEffect: "lost", idemcheck.UnexpectedStatus: "status", idemcheck.NeverAcknowledged: "noack",
 }
 
 func abbreviate(k idemcheck.Kind) string {

@@ -1,0 +1,70 @@
+package zoo_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+// The flaky reference answers 503 to the first delivery of about half its
+// events: a consumer asking for redelivery, as senders expect. Certified
+// with every check, several times, it is clean every time, and the
+// history shows why that is no empty pass: deliveries were refused with
+// 503, and redelivered until acknowledged.
+func TestFlakyReferenceIsCleanUnderRedelivery(t *testing.T) {
+	b := bins(t)
+	e, ok := zoo.Lookup("webhooks", "flaky-reference")
+	require.True(t, ok)
+	require.True(t, e.Reference())
+	dsn := pgtest.DSN(t)
+	for run := 1; run <= 5; run++ {
+		res, err := b.Certify(context.Background(), e, zoo.Config{Options: zoo.Options(), DSN: dsn})
+		require.NoError(t, err, "run %d", run)
+		for _, a := range res.Report.Anomalies {
+			t.Errorf("run %d: %s in %s: %s", run, a.Kind, a.Check, a.Explanation)
+		}
+		refused, ackedRedeliveries := 0, 0
+		for _, a := range res.History.Attempts {
+			if a.Outcome != idemcheck.Replied {
+				continue
+			}
+			if a.Status == 503 {
+				refused++
+			}
+			if a.Redelivery > 0 && a.Status == 200 {
+				ackedRedeliveries++
+			}
+		}
+		// About half of some 25 events are refused: none at all would
+		// mean the flaky path was never taken (odds about 1 in 30 million).
+		assert.Positive(t, refused, "run %d: no delivery was refused with 503", run)
+		assert.Positive(t, ackedRedeliveries, "run %d: no redelivery was acknowledged", run)
+		t.Logf("run %d: %d attempts, %d refused with 503, %d redeliveries acknowledged", run, len(res.History.Attempts), refused, ackedRedeliveries)
+	}
+}
+
+// The buggy consumers are still caught under the sender's redelivery:
+// dedupe-apart by its failing first delivery (deterministic), and
+// check-then-insert by a race, so with enough bursts (10 of 16 copies)
+// that a loaded machine cannot hide it.
+func TestBuggyConsumersAreCaughtUnderRedelivery(t *testing.T) {
+	b := bins(t)
+	o := zoo.Options()
+	o.Rounds, o.Redeliveries = 10, 16
+	for _, name := range []string{"dedupe-apart", "check-then-insert"} {
+		t.Run(name, func(t *testing.T) {
+			e, ok := zoo.Lookup("webhooks", name)
+			require.True(t, ok)
+			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: []string{e.Check}, Options: o, DSN: pgtest.DSN(t)})
+			require.NoError(t, err)
+			row := zoo.NewRow(e, res.Report)
+			assert.True(t, row.Caught(), "%s: expected %s from %s, found %v", e.Name(), e.Anomaly, e.Check, row.Found)
+		})
+	}
+}
