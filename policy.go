@@ -52,12 +52,29 @@ type Policy struct {
 	// ending in "Id" or "_id"). Two success replies with different ids
 	// describe two resources; with the same id, one resource told twice.
 	ResourceID string `json:"resource_id,omitempty"`
+	// SaveRejected says a request rejected before execution (a validation
+	// error, 4xx) is saved under its key like an executed one, so a
+	// corrected request under the same key gets the saved rejection (or
+	// the mismatch status). False means nothing is saved for it and the
+	// correction is executed: Stripe's rule.
+	SaveRejected bool `json:"save_rejected,omitempty"`
+	// InvalidKeyStatus answers a malformed key: an empty one, one over 255
+	// characters, one that is a list (a comma). 0 means no rule.
+	InvalidKeyStatus int `json:"invalid_key_status,omitempty"`
 }
 
 // IETF is the policy of the IETF Idempotency-Key draft, idemcheck's
 // default: 409 for a concurrent duplicate, 422 for a reused key with
 // another payload, 400 for a missing key, earlier results (errors too)
 // returned to retries.
+//
+// Rejected requests are not saved: the draft returns the earlier result to
+// a retry of a completed request, and a request refused by validation
+// before any work began completed nothing; saving it would tie the key to
+// a payload the client has to correct, so the correction would be refused
+// for ever. The draft's key is a Structured Field string (section 2.1): a
+// header that is not one (empty, a list) is as good as missing, and gets
+// the missing key's 400.
 func IETF() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -66,6 +83,7 @@ func IETF() Policy {
 		MismatchStatus:   422,
 		MissingKeyStatus: 400,
 		ReplayErrors:     true,
+		InvalidKeyStatus: 400,
 	}
 }
 
@@ -73,7 +91,9 @@ func IETF() Policy {
 // optional, parameters that differ from the original's are an
 // idempotency_error (400), a concurrent duplicate gets 409, the first
 // result is saved whether it succeeded or failed (500s included), and
-// replays carry Idempotent-Replayed: true.
+// replays carry Idempotent-Replayed: true. Nothing is saved when
+// validation fails before execution, and keys are at most 255 characters
+// (a longer one is a 400).
 func Stripe() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -83,6 +103,8 @@ func Stripe() Policy {
 		ReplayErrors:     true,
 		ReplayHeader:     "Idempotent-Replayed",
 		Lease:            0,
+		SaveRejected:     false,
+		InvalidKeyStatus: 400,
 	}
 }
 
@@ -90,19 +112,27 @@ func Stripe() Policy {
 // idempotency middleware: the key is X-Idempotency-Key (a 36-character
 // UUID) and optional, no request fingerprint is kept (a reused key with
 // another body is replayed), a concurrent duplicate waits on a lock and is
-// answered with the replay, and keys live 30 minutes.
+// answered with the replay, and keys live 30 minutes. The middleware
+// wraps the handler and stores its response whatever the status, so a
+// validation error is saved under the key like any other answer; a key of
+// another length than 36 characters is refused with 400.
 func GoFiber() Policy {
 	return Policy{
-		KeyHeader:       "X-Idempotency-Key",
-		CreatedStatuses: []int{200, 201, 202},
-		ReplayErrors:    true,
+		KeyHeader:        "X-Idempotency-Key",
+		CreatedStatuses:  []int{200, 201, 202},
+		ReplayErrors:     true,
+		SaveRejected:     true,
+		InvalidKeyStatus: 400,
 	}
 }
 
 // Webhook is the contract of a webhook or queue consumer: the event id in
 // the body is the key, any 2xx acknowledges, a failed delivery is
 // delivered again and must then be applied (errors are not saved), and the
-// effect must happen exactly once.
+// effect must happen exactly once. The key is the event id in the body, not
+// a header, so no key-syntax rule applies (InvalidKeyStatus 0), and a
+// rejected delivery is not saved: it is not acknowledged, and the sender
+// delivers it again.
 func Webhook() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -153,7 +183,7 @@ func (p Policy) Validate() error {
 	case len(p.CreatedStatuses) == 0:
 		return fmt.Errorf("policy: created_statuses is empty")
 	}
-	for name, s := range map[string]int{"in_progress_status": p.InProgressStatus, "mismatch_status": p.MismatchStatus, "missing_key_status": p.MissingKeyStatus} {
+	for name, s := range map[string]int{"in_progress_status": p.InProgressStatus, "mismatch_status": p.MismatchStatus, "missing_key_status": p.MissingKeyStatus, "invalid_key_status": p.InvalidKeyStatus} {
 		if s != 0 && (s < 100 || s > 599) {
 			return fmt.Errorf("policy: %s %d is not an HTTP status (or 0 for none)", name, s)
 		}
