@@ -167,8 +167,9 @@ func (c *intentCheck) checkKeySyntax() variantEffects {
 	case ok2xx && (c.sameResource(first, *two) || p.ReplayHeader != "" && idemcheck.HeaderTrue(two.RespHeader.Get(p.ReplayHeader))):
 		c.add(idemcheck.OverDeduplication, w,
 			fmt.Sprintf("attempt %d sent a valid key of %d characters and got %d with %s; attempt %d sent another key of %d characters, equal to the "+
-				"first in its first %d characters only, with the same body, and got %d with the first key's result: the key store keeps only part of "+
-				"the key (cut short or hashed from a prefix), so two clients' keys collide and one is answered with the other's response.",
+				"first in its first %d characters only, with the same body, and got %d with the first key's result: two keys were taken for one, so "+
+				"one client is answered with another's response. The store keeps only part of the key (cut short, or hashed from a prefix), or "+
+				"deduplicates by body (distinct-keys tells which).",
 				one.ID, len(one.Key), one.Status, short(first.resource), two.ID, len(two.Key), common, two.Status), observed)
 	case ok2xx:
 		v.explained++
@@ -176,7 +177,7 @@ func (c *intentCheck) checkKeySyntax() variantEffects {
 	case p.InProgressStatus != 0 && two.Status == p.InProgressStatus, p.MismatchStatus != 0 && two.Status == p.MismatchStatus:
 		c.add(idemcheck.OverDeduplication, w,
 			fmt.Sprintf("attempt %d sent a valid key of %d characters and was executed; attempt %d sent another key, equal to the first in its first %d "+
-				"characters only, and got %d %s: the key store took the second key for the first, so it keeps only part of the key.",
+				"characters only, and got %d %s: the key store took the second key for the first (it keeps only part of the key, or deduplicates by body).",
 				one.ID, len(one.Key), two.ID, common, two.Status, short(two.RespBody)), observed)
 	default:
 		c.unexpected(*two, "a second valid key is a second intent and must be executed like the first")
