@@ -113,16 +113,19 @@ func Stripe() Policy {
 // UUID) and optional, no request fingerprint is kept (a reused key with
 // another body is replayed), a concurrent duplicate waits on a lock and is
 // answered with the replay, and keys live 30 minutes. The middleware
-// wraps the handler and stores its response whatever the status, so a
-// validation error is saved under the key like any other answer; a key of
-// another length than 36 characters is refused with 400.
+// stores the handler's response whatever its status whenever the handler
+// returns no error, so a validation error the handler writes itself
+// (c.Status(400).JSON(...)) is saved under the key (a handler that returns
+// fiber.NewError instead saves nothing: set save_rejected false). An empty
+// key skips the middleware; a key of another length than 36 characters
+// fails its validation with a plain error, which Fiber's default error
+// handler answers 500, so no status is promised for malformed keys.
 func GoFiber() Policy {
 	return Policy{
-		KeyHeader:        "X-Idempotency-Key",
-		CreatedStatuses:  []int{200, 201, 202},
-		ReplayErrors:     true,
-		SaveRejected:     true,
-		InvalidKeyStatus: 400,
+		KeyHeader:       "X-Idempotency-Key",
+		CreatedStatuses: []int{200, 201, 202},
+		ReplayErrors:    true,
+		SaveRejected:    true,
 	}
 }
 
