@@ -14,14 +14,15 @@ import (
 
 var newChecks = []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}
 
-// Both new variants are caught in every run, each by its check alone, and
-// the reference is clean, over real HTTP and a real database.
+// Both new variants are caught in each of 20 runs, each by its check
+// alone, and the reference is clean in each, over real HTTP and a real
+// database.
 func TestNewChecksCatchTheirVariantsEveryRun(t *testing.T) {
 	for _, v := range []orders.Variant{orders.SavesValidationErrors, orders.TruncatesKeys, orders.Reference} {
 		t.Run(string(v), func(t *testing.T) {
 			base, pool, _ := serveOrders(t, v)
 			check, anomaly := orders.Expectation(v)
-			for run := 1; run <= 5; run++ {
+			for run := 1; run <= 20; run++ {
 				cfg := ordersConfig(base, pool)
 				cfg.Checks = newChecks
 				res, err := certify.Run(context.Background(), cfg)
