@@ -119,3 +119,14 @@ func TestCorrectedRetryWithAnAcceptedInvalidBody(t *testing.T) {
 	assert.Equal(t, 422, res.History.Attempts[1].Status, "the key belongs to the accepted body")
 	assert.Empty(t, res.Report.Anomalies)
 }
+
+// keySyntaxEffects is what a key-syntax intent may leave: none for the
+// malformed keys, two for the two long keys.
+func keySyntaxEffects(h *idemcheck.History, intent string) int64 {
+	for _, a := range h.Attempts {
+		if a.Intent == intent && a.Variant == idemcheck.LongKey {
+			return 2
+		}
+	}
+	return 0
+}
