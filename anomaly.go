@@ -26,6 +26,8 @@ const (
 	CheckLeaseFencing     = "lease-fencing"
 	CheckCrossTenant      = "cross-tenant"
 	CheckWebhookRedeliver = "webhook-redelivery"
+	CheckCorrectedRetry   = "corrected-retry"
+	CheckKeySyntax        = "key-syntax"
 	// CheckSoak is the load run of `idemcheck soak`, apart from certification.
 	CheckSoak = "soak"
 )
@@ -36,6 +38,7 @@ var AllChecks = []string{
 	CheckReorderedBody, CheckCrossEndpoint, CheckDistinctKeys, CheckMissingKey,
 	CheckFailedAttempt, CheckCrashLease, CheckRestartReplay, CheckCrashAfterCommit, CheckInFlightRetry,
 	CheckLeaseFencing, CheckCrossTenant, CheckWebhookRedeliver,
+	CheckCorrectedRetry, CheckKeySyntax,
 }
 
 // Variant says how an attempt's request differs from its intent's
@@ -65,7 +68,36 @@ const (
 	TenantA Variant = "tenant-a"
 	// OtherTenant: the same key and body with a second client's credentials.
 	OtherTenant Variant = "other-tenant"
+	// InvalidBody: a body the target must reject before doing any work (a
+	// validation error), under the intent's key: the endpoint's invalid
+	// body, or one derived from its body by breaking every member's type.
+	InvalidBody Variant = "invalid-body"
+	// Corrected: the intent's own request sent after its InvalidBody under
+	// the same key: the client's correction of a rejected request.
+	Corrected Variant = "corrected"
+	// EmptyKey, OverlongKey and ListKey send the request with a malformed
+	// key: an empty one, one longer than MaxKeyLen, and one holding a
+	// comma (two keys to a reader of the header as a list).
+	EmptyKey    Variant = "empty-key"
+	OverlongKey Variant = "overlong-key"
+	ListKey     Variant = "list-key"
+	// LongKey and LongKeyTwin send the request under two valid keys of
+	// LongKeyLen characters that differ only in their last character: two
+	// intents that a store which truncates keys takes for one.
+	LongKey     Variant = "long-key"
+	LongKeyTwin Variant = "long-key-twin"
 )
+
+// MaxKeyLen is the longest key a target must take (Stripe: 255
+// characters); OverlongKey is one character longer.
+const MaxKeyLen = 255
+
+// LongKeyLen is the length of LongKey and LongKeyTwin: well within
+// MaxKeyLen, well past the 64 characters a store may cut keys to.
+const LongKeyLen = 200
+
+// MalformedKey reports whether v sends a key the target must refuse.
+func (v Variant) MalformedKey() bool { return v == EmptyKey || v == OverlongKey || v == ListKey }
 
 // SameRequest reports whether v asks for the same thing as the original.
 func (v Variant) SameRequest() bool { return v == Original || v == Reordered || v == TenantA }
@@ -116,6 +148,16 @@ const (
 	// no delivery was acknowledged: the sender gives up and the event is
 	// never processed.
 	NeverAcknowledged Kind = "never-acknowledged"
+	// RejectedRequestSaved: a request rejected before execution (a
+	// validation error) was saved under its key where the policy says
+	// rejections are not saved, so the client's corrected request under
+	// the same key got the rejection back (or a mismatch) instead of
+	// being executed.
+	RejectedRequestSaved Kind = "rejected-request-saved"
+	// MalformedKeyAccepted: a key that is not a valid key (empty, too long,
+	// a list) was taken and the request executed, where the policy says
+	// such keys are refused.
+	MalformedKeyAccepted Kind = "malformed-key-accepted"
 )
 
 // Anomaly is one broken promise, with the evidence that witnesses it. The

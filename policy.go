@@ -59,12 +59,29 @@ type Policy struct {
 	// ending in "Id" or "_id"). Two success replies with different ids
 	// describe two resources; with the same id, one resource told twice.
 	ResourceID string `json:"resource_id,omitempty"`
+	// SaveRejected says a request rejected before execution (a validation
+	// error, 4xx) is saved under its key like an executed one, so a
+	// corrected request under the same key gets the saved rejection (or
+	// the mismatch status). False means nothing is saved for it and the
+	// correction is executed: Stripe's rule.
+	SaveRejected bool `json:"save_rejected,omitempty"`
+	// InvalidKeyStatus answers a malformed key: an empty one, one over 255
+	// characters, one that is a list (a comma). 0 means no rule.
+	InvalidKeyStatus int `json:"invalid_key_status,omitempty"`
 }
 
 // IETF is the policy of the IETF Idempotency-Key draft, idemcheck's
 // default: 409 for a concurrent duplicate, 422 for a reused key with
 // another payload, 400 for a missing key, earlier results (errors too)
 // returned to retries.
+//
+// Rejected requests are not saved: the draft returns the earlier result to
+// a retry of a completed request, and a request refused by validation
+// before any work began completed nothing; saving it would tie the key to
+// a payload the client has to correct, so the correction would be refused
+// for ever. The draft's key is a Structured Field string (section 2.1): a
+// header that is not one (empty, a list) is as good as missing, and gets
+// the missing key's 400.
 func IETF() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -73,6 +90,7 @@ func IETF() Policy {
 		MismatchStatus:   422,
 		MissingKeyStatus: 400,
 		ReplayErrors:     true,
+		InvalidKeyStatus: 400,
 	}
 }
 
@@ -80,7 +98,9 @@ func IETF() Policy {
 // optional, parameters that differ from the original's are an
 // idempotency_error (400), a concurrent duplicate gets 409, the first
 // result is saved whether it succeeded or failed (500s included), and
-// replays carry Idempotent-Replayed: true.
+// replays carry Idempotent-Replayed: true. Nothing is saved when
+// validation fails before execution, and keys are at most 255 characters
+// (a longer one is a 400).
 func Stripe() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -90,6 +110,8 @@ func Stripe() Policy {
 		ReplayErrors:     true,
 		ReplayHeader:     "Idempotent-Replayed",
 		Lease:            0,
+		SaveRejected:     false,
+		InvalidKeyStatus: 400,
 	}
 }
 
@@ -97,19 +119,30 @@ func Stripe() Policy {
 // idempotency middleware: the key is X-Idempotency-Key (a 36-character
 // UUID) and optional, no request fingerprint is kept (a reused key with
 // another body is replayed), a concurrent duplicate waits on a lock and is
-// answered with the replay, and keys live 30 minutes.
+// answered with the replay, and keys live 30 minutes. The middleware
+// stores the handler's response whatever its status whenever the handler
+// returns no error, so a validation error the handler writes itself
+// (c.Status(400).JSON(...)) is saved under the key (a handler that returns
+// fiber.NewError instead saves nothing: set save_rejected false). An empty
+// key skips the middleware; a key of another length than 36 characters
+// fails its validation with a plain error, which Fiber's default error
+// handler answers 500, so no status is promised for malformed keys.
 func GoFiber() Policy {
 	return Policy{
 		KeyHeader:       "X-Idempotency-Key",
 		CreatedStatuses: []int{200, 201, 202},
 		ReplayErrors:    true,
+		SaveRejected:    true,
 	}
 }
 
 // Webhook is the contract of a webhook or queue consumer: the event id in
 // the body is the key, any 2xx acknowledges, a failed delivery is
 // delivered again and must then be applied (errors are not saved), and the
-// effect must happen exactly once.
+// effect must happen exactly once. The key is the event id in the body, not
+// a header, so no key-syntax rule applies (InvalidKeyStatus 0), and a
+// rejected delivery is not saved: it is not acknowledged, and the sender
+// delivers it again.
 func Webhook() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -238,7 +271,7 @@ func (p Policy) Validate() error {
 	for _, f := range []struct {
 		name string
 		s    int
-	}{{"in_progress_status", p.InProgressStatus}, {"mismatch_status", p.MismatchStatus}, {"missing_key_status", p.MissingKeyStatus}} {
+	}{{"in_progress_status", p.InProgressStatus}, {"mismatch_status", p.MismatchStatus}, {"missing_key_status", p.MissingKeyStatus}, {"invalid_key_status", p.InvalidKeyStatus}} {
 		if f.s != 0 && (f.s < 100 || f.s > 599) {
 			return policyErrorf(f.name, "%s %d is not an HTTP status (or 0 for none)", f.name, f.s)
 		}

@@ -51,6 +51,13 @@ var Rules = map[string]string{
 	idemcheck.CheckWebhookRedeliver: "At-least-once delivery (webhooks, queues): a consumer may refuse a delivery with 5xx (or let it time out) " +
 		"and the sender delivers it again, a bounded number of times; once the event is acknowledged (2xx) its effect is applied exactly once, " +
 		"never skipped, so the consumer records the event id in the same transaction as the effect.",
+	idemcheck.CheckCorrectedRetry: "Stripe: nothing is saved when validation fails before execution, so a request refused with a 4xx and then corrected " +
+		"under the same key is executed, once (the IETF Idempotency-Key draft, section 2.6, returns the result of a completed request, and a refused " +
+		"request completed nothing); where the policy saves rejections (save_rejected), the correction gets the saved rejection or the mismatch status " +
+		"and runs nothing.",
+	idemcheck.CheckKeySyntax: "IETF Idempotency-Key draft, section 2.1: the key is a Structured Field string; Stripe: at most 255 characters. " +
+		"A malformed key (empty, too long, a list) gets the policy's invalid-key status and runs nothing; two valid long keys that differ only past " +
+		"their 64th character are two intents with two effects, never one key cut short.",
 }
 
 // faultChecks are the checks that break the target on purpose: a key still
@@ -203,6 +210,8 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 	c.checkAcknowledged()
 	c.checkSavedError()
 	v := c.checkVariants(succ)
+	v.add(c.checkCorrectedRetry())
+	v.add(c.checkKeySyntax())
 	c.checkEffects(succ, v)
 	return c.out
 }

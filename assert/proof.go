@@ -97,6 +97,7 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				ev.landed++
 			}
 		}
+		scenario := (&intentCheck{policy: h.Run.Policy, intent: in, attempts: atts}).missedScenario()
 		switch {
 		case faulted && !landed:
 			if missedWhy == "" {
@@ -107,6 +108,10 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			ev.missed["none of its attempts was answered"]++
 		case faulted && !retryAnswered:
 			ev.missed["the fault landed, but no retry after it was answered"]++
+		case scenario != "":
+			// A check's own condition for its scenario (a refused invalid
+			// body, long keys the target took) did not hold.
+			ev.missed[scenario]++
 		default:
 			ev.counted++
 		}

@@ -46,6 +46,21 @@ type Endpoint struct {
 	// (a declined card, say): failed-attempt then also checks that the
 	// error is saved and replayed where the policy says so.
 	FailingBody *idemcheck.Template
+	// InvalidBody, when set, is a body the target must reject before doing
+	// any work (a validation error): corrected-retry sends it, then the
+	// endpoint's body under the same key. By default it is derived from
+	// the body by BreakTypes.
+	InvalidBody *idemcheck.Template
+}
+
+// invalidBody is the body corrected-retry sends first: the endpoint's
+// invalid body, else its body with every member's type broken.
+func (e Endpoint) invalidBody(in idemcheck.Intent) string {
+	if e.InvalidBody != nil {
+		return e.InvalidBody.Fill(in)
+	}
+	b, _ := BreakTypes(e.Body.Fill(in))
+	return b
 }
 
 // OtherEndpoint is where cross-endpoint sends an intent's key a second time.
@@ -526,8 +541,16 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	switch v {
 	case idemcheck.OtherKey:
 		in.Key = uuid.NewString() // every template sees the new key
-	case idemcheck.NoKey:
+	case idemcheck.NoKey, idemcheck.EmptyKey:
 		in.Key = ""
+	case idemcheck.OverlongKey:
+		in.Key = OverlongKey(in.Key)
+	case idemcheck.ListKey:
+		in.Key = ListKey(in.Key)
+	case idemcheck.LongKey:
+		in.Key = LongKey(in.Key, 'a')
+	case idemcheck.LongKeyTwin:
+		in.Key = LongKey(in.Key, 'b')
 	}
 	method, path, body := e.Method, e.Path.Fill(in), e.Body.Fill(in)
 	switch v {
@@ -550,6 +573,8 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 		}
 	case idemcheck.Failing:
 		body = e.FailingBody.Fill(in)
+	case idemcheck.InvalidBody:
+		body = e.invalidBody(in)
 	}
 	hdr := http.Header{}
 	for _, h := range e.Header {
@@ -565,9 +590,12 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 		hdr.Set("Content-Type", "application/json")
 	}
 	// A key carried in the body (a webhook's event id) needs no header.
-	if in.Key != "" && s.Policy.KeyPointer == "" {
+	switch {
+	case v == idemcheck.EmptyKey:
+		hdr.Set(s.Policy.KeyHeader, "") // present, with nothing in it
+	case in.Key != "" && s.Policy.KeyPointer == "":
 		hdr.Set(s.Policy.KeyHeader, in.Key)
-	} else {
+	default:
 		hdr.Del(s.Policy.KeyHeader)
 	}
 	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body)}, in.Key

@@ -378,6 +378,37 @@ func senderRedelivers(scs []Scenario) []Scenario {
 	return out
 }
 
+// CorrectedRetry sends a body the target must reject (a validation error)
+// under a fresh key, then the intent's own body, its correction, under the
+// same key.
+func CorrectedRetry(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckCorrectedRetry, Rounds: rounds,
+		Steps: []Step{{Attempts: 1, Variant: idemcheck.InvalidBody}, {Attempts: 1, Variant: idemcheck.Corrected}}}
+}
+
+// MalformedKeys sends the intent's request under an empty key, a key over
+// idemcheck.MaxKeyLen characters, and a key holding a comma: each must be
+// refused with the policy's invalid-key status, with nothing executed.
+func MalformedKeys(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckKeySyntax, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, Variant: idemcheck.EmptyKey},
+		{Attempts: 1, Variant: idemcheck.OverlongKey},
+		{Attempts: 1, Variant: idemcheck.ListKey},
+	}}
+}
+
+// LongKeys sends the intent's request under a long valid key, then under a
+// second one that differs only in its last character: two intents with the
+// same body, both of which must execute.
+func LongKeys(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckKeySyntax, Rounds: rounds,
+		Steps: []Step{{Attempts: 1, Variant: idemcheck.LongKey}, {Attempts: 1, Variant: idemcheck.LongKeyTwin}}}
+}
+
+// keyInBody is why the checks about the key header do not apply to a
+// policy that carries the key in the body.
+const keyInBody = "the key travels in the body (key_pointer, a consumer's event id), not in a header: "
+
 // check is one check's scenario and the reason it may not apply.
 type check struct {
 	// build returns the check's scenarios for a target it applies to:
@@ -491,6 +522,27 @@ var checks = map[string]check{
 	}, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
 		if p.KeyPointer == "" {
 			return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
+		}
+		return ""
+	}},
+	idemcheck.CheckCorrectedRetry: {one(func(o Options) Scenario { return CorrectedRetry(o.Rounds) }), func(p idemcheck.Policy, e Endpoint, _ Target) string {
+		if p.KeyPointer != "" {
+			return keyInBody + "a sender does not correct an event it delivered"
+		}
+		if e.InvalidBody == nil {
+			if _, ok := BreakTypes(e.Body.Fill(idemcheck.Intent{ID: "ic-x-1", Key: "k", Seq: 1})); !ok {
+				return "the request body is not a JSON object with members, so no invalid body can be derived from it (give --invalid-body, or invalid_body in the suite)"
+			}
+		}
+		return ""
+	}},
+	idemcheck.CheckKeySyntax: {func(o Options, _ Endpoint, _ Target) []Scenario {
+		// Two halves: malformed keys where the policy has a rule for them,
+		// and two long keys, which every key store must keep apart.
+		return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
+	}, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+		if p.KeyPointer != "" {
+			return keyInBody + "the header's syntax does not apply"
 		}
 		return ""
 	}},

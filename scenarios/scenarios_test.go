@@ -66,7 +66,7 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	for _, c := range []string{idemcheck.CheckRestartReplay, idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry} {
 		assert.Contains(t, skipped[c], "--cmd", c)
 	}
-	assert.Len(t, scs, len(Names())-11)
+	assert.Len(t, scs, len(Names())-11+1, "key-syntax sends two scenarios")
 
 	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, Target{})
 	assert.ErrorContains(t, err, `unknown check "nope"`)

@@ -257,3 +257,55 @@ func RemoveMember(body, pointer string) string {
 	}
 	return body
 }
+
+// BreakTypes returns body, a JSON object, with the value of every top-level
+// member replaced by one of another type (a string by a number, a number,
+// literal, object or array by a string), members kept in their order: a
+// request any typed validation refuses before doing any work. ok is false
+// when body is not a JSON object with members.
+func BreakTypes(body string) (string, bool) {
+	doc, ok := parseOrdered(body)
+	if !ok || doc.kind != '{' || len(doc.members) == 0 {
+		return "", false
+	}
+	for i := range doc.members {
+		v := &doc.members[i].value
+		switch v.kind {
+		case 's':
+			*v = node{kind: 'n', lit: "-1"}
+		case 'n':
+			*v = node{kind: 's', lit: `"not-a-number"`}
+		case 'l':
+			*v = node{kind: 's', lit: `"not-a-literal"`}
+		default:
+			*v = node{kind: 's', lit: `"not-a-structure"`}
+		}
+	}
+	return doc.String(), true
+}
+
+// OverlongKey returns a key one character longer than idemcheck.MaxKeyLen,
+// starting with key.
+func OverlongKey(key string) string { return padKey(key, idemcheck.MaxKeyLen+1) }
+
+// ListKey returns key followed by a comma and a second key: a header value
+// a reader of lists sees as two keys.
+func ListKey(key string) string { return key + "," + key + "-2" }
+
+// LongKey returns a valid key of idemcheck.LongKeyLen characters that starts
+// with key and ends with last. Two such keys with another last character
+// differ only in their last character.
+func LongKey(key string, last byte) string { return padKey(key, idemcheck.LongKeyLen-1) + string(last) }
+
+// padKey fills key up to n characters with a dash and repeated digits.
+func padKey(key string, n int) string {
+	var b strings.Builder
+	b.WriteString(key)
+	if b.Len() < n {
+		b.WriteByte('-')
+	}
+	for i := 0; b.Len() < n; i++ {
+		b.WriteByte('0' + byte(i%10))
+	}
+	return b.String()[:n]
+}

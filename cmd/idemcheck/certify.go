@@ -165,6 +165,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		rawURL, method, path, body, db, effectSQL, checks, name string
 		keyHeader, replayHeader, resourceID                     string
 		policyName, otherPath, command, failingBody             string
+		invalidBody                                             string
 		image, dbImage, ready                                   string
 		instances                                               int
 		lease                                                   time.Duration
@@ -184,6 +185,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.StringVar(&ready, "ready", targets.DefaultContainerReady, "with --image: the `path` that answers 2xx once the target serves")
 	fs.DurationVar(&lease, "lease", 0, "the target's lease on a claimed key (for crash-lease and lease-fencing), such as 2s")
 	fs.StringVar(&failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
+	fs.StringVar(&invalidBody, "invalid-body", "", "a body `template` the target must refuse with a 4xx before doing any work, for corrected-retry (default: the body with every member's type broken)")
 	fs.StringVar(&method, "method", "POST", "request method")
 	fs.StringVar(&path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
 	fs.StringVar(&body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}'")
@@ -352,6 +354,13 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			return 0, idemcheck.Usagef("--failing-body: %v", err)
 		}
 		cfg.Endpoint.FailingBody = &t
+	}
+	if invalidBody != "" {
+		t, err := idemcheck.ParseTemplate(invalidBody)
+		if err != nil {
+			return 0, idemcheck.Usagef("--invalid-body: %v", err)
+		}
+		cfg.Endpoint.InvalidBody = &t
 	}
 	if len(tenants) > 0 {
 		if len(tenants) != 2 {

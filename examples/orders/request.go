@@ -78,6 +78,27 @@ func storable(s string) bool {
 	return len(s) <= maxTextLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
+// keySyntax reports whether key is one key as the IETF draft writes it (a
+// Structured Field string: printable ASCII). A comma makes the header a
+// list of keys, which a request must not carry; a store that took it would
+// key the request on a value its retries may send split or reordered.
+func keySyntax(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e || c == ',' {
+			return false
+		}
+	}
+	return true
+}
+
+// rejectRequest answers 400 to a request whose body fails validation, and
+// saves nothing: no work began, so there is no outcome for the key to keep,
+// and the client may correct the body and send it again with its key
+// (Stripe: nothing is saved when validation fails).
+func rejectRequest(_ *Server, w http.ResponseWriter, _ *http.Request, _ string, _ []byte, problem string) {
+	writeProblem(w, http.StatusBadRequest, problem)
+}
+
 // parseRequest validates the request, or answers 400 and returns false.
 // Nothing is stored for an invalid request, so fixing it and retrying with
 // the same key works.
@@ -96,33 +117,37 @@ func (s *Server) parseRequest(w http.ResponseWriter, r *http.Request, ep endpoin
 		writeProblem(w, http.StatusBadRequest, fmt.Sprintf("Idempotency-Key must be UTF-8 text of at most %d bytes", maxTextLen))
 		return request{}, false
 	}
+	if !keySyntax(key) {
+		writeProblem(w, http.StatusBadRequest, "Idempotency-Key must be one key of printable ASCII characters, without commas")
+		return request{}, false
+	}
 
 	// Read the whole body before touching the database: a request cut
 	// short by the network must leave no trace.
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyLen))
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+		s.st.reject(s, w, r, key, raw, "cannot read the request body: "+err.Error())
 		return request{}, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // keep numbers exactly as written, for the fingerprint
 	var fields map[string]any
 	if err := dec.Decode(&fields); err != nil || fields == nil {
-		writeProblem(w, http.StatusBadRequest, "the body must be a JSON object")
+		s.st.reject(s, w, r, key, raw, "the body must be a JSON object")
 		return request{}, false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		writeProblem(w, http.StatusBadRequest, "the body must hold exactly one JSON value")
+		s.st.reject(s, w, r, key, raw, "the body must hold exactly one JSON value")
 		return request{}, false
 	}
 	op, problem := ep.parse(fields)
 	if problem != "" {
-		writeProblem(w, http.StatusBadRequest, problem)
+		s.st.reject(s, w, r, key, raw, problem)
 		return request{}, false
 	}
 
 	return request{
-		key:         key,
+		key:         s.st.storedKey(key),
 		client:      s.st.client(r),
 		fingerprint: s.st.fingerprint(r.Method, r.URL.Path, raw, fields),
 		op:          op,

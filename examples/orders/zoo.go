@@ -23,6 +23,10 @@ type steps struct {
 	fingerprint func(method, path string, raw []byte, body map[string]any) []byte
 	// client is the scope of a key: whose key it is (request.go).
 	client func(r *http.Request) []byte
+	// reject answers a request whose body fails validation (request.go).
+	reject func(s *Server, w http.ResponseWriter, r *http.Request, key string, raw []byte, problem string)
+	// storedKey is the key a request is stored under, from the key it sent.
+	storedKey func(key string) string
 	// keyOptional lets a request without Idempotency-Key through parsing.
 	keyOptional bool
 	// create handles a parsed request from the claim to the answer.
@@ -51,6 +55,8 @@ func referenceSteps() steps {
 	return steps{
 		fingerprint: fingerprint,
 		client:      clientScope,
+		reject:      rejectRequest,
+		storedKey:   func(key string) string { return key },
 		create:      (*Server).createReference,
 		claim:       (*Server).claim,
 		expired:     func(k keyRow) bool { return k.expired },
@@ -113,6 +119,11 @@ var zoo = []zooEntry{
 	// The retry must arrive while the first attempt's transaction is open:
 	// held at its COMMIT, say.
 	{CheckInTransaction, "in-flight-retry", "duplicate-effect", checkInTransaction},
+	// The check's first body must fail validation (by default idemcheck
+	// breaks the type of every member of the order).
+	{SavesValidationErrors, "corrected-retry", "rejected-request-saved", savesValidationErrors},
+	// The check's two long keys must differ only past the 64th character.
+	{TruncatesKeys, "key-syntax", "over-deduplication", truncatesKeys},
 }
 
 func lookup(v Variant) (zooEntry, bool) {

@@ -290,6 +290,7 @@ var abbreviations = map[idemcheck.Kind]string{
 	idemcheck.CrossEndpointReplay: "xend", idemcheck.CrossTenantReplay: "xten", idemcheck.OverDeduplication: "odup",
 	idemcheck.MissingKeyAccepted: "nokey", idemcheck.ServerErrorUnderRetry: "5xx", idemcheck.StuckKey: "stuck",
 	idemcheck.LostEffect: "lost", idemcheck.UnexpectedStatus: "status", idemcheck.NeverAcknowledged: "noack",
+	idemcheck.RejectedRequestSaved: "rsave", idemcheck.MalformedKeyAccepted: "mkey",
 }
 
 func abbreviate(k idemcheck.Kind) string {

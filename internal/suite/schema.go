@@ -265,7 +265,8 @@ func unwrapPathErr(err error) error {
 
 // policyFields are the keys of a policy block: a preset and its overrides.
 var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
-	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only"}
+	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only",
+	"save_rejected", "invalid_key_status"}
 
 // policy reads a policy block over base: a preset replaces base, and each
 // override then replaces one field.
@@ -362,6 +363,10 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 			}
 		case "ack_only":
 			pol.AckOnly, err = p.boolean(v, fk)
+		case "save_rejected":
+			pol.SaveRejected, err = p.boolean(v, fk)
+		case "invalid_key_status":
+			pol.InvalidKeyStatus, err = p.status(v, fk)
 		case "resource_id":
 			if pol.ResourceID, err = p.str(v, fk); err == nil {
 				if e := assert.ValidatePointer(pol.ResourceID); e != nil {
@@ -433,7 +438,7 @@ func (p *parser) options(n *yaml.Node, o *Options) error {
 
 func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, error) {
 	f, err := p.fields(n, field, "name", "url", "method", "path", "headers", "body", "mismatch_body", "failing_body", "tenants",
-		"cross_endpoint", "policy", "effect", "db", "checks")
+		"cross_endpoint", "invalid_body", "policy", "effect", "db", "checks")
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -510,6 +515,13 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 			return e, err
 		}
 		e.Endpoint.FailingBody = &t
+	}
+	if v, ok := f["invalid_body"]; ok {
+		t, err := p.body(v, join(field, "invalid_body"))
+		if err != nil {
+			return e, err
+		}
+		e.Endpoint.InvalidBody = &t
 	}
 	if v, ok := f["tenants"]; ok {
 		if e.Endpoint.Tenants, err = p.tenants(v, join(field, "tenants")); err != nil {

@@ -1,0 +1,257 @@
+package assert
+
+import (
+	"fmt"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// The rules of corrected-retry and key-syntax. Their attempts all carry
+// variants that are not the intent's plain request, so the general rules
+// (statuses, resources) leave them alone and these methods judge them
+// whole, effects included.
+
+// add joins the effects of another group of changed requests.
+func (v *variantEffects) add(w variantEffects) {
+	v.explained += w.explained
+	v.promised += w.promised
+}
+
+// firstOf returns the intent's first attempt with variant v, or nil.
+func (c *intentCheck) firstOf(v idemcheck.Variant) *idemcheck.Attempt {
+	for i := range c.attempts {
+		if c.attempts[i].Variant == v {
+			return &c.attempts[i]
+		}
+	}
+	return nil
+}
+
+// rejected reports whether a was answered with a 4xx: refused as a bad request.
+func rejected(a *idemcheck.Attempt) bool {
+	return a != nil && a.Outcome == idemcheck.Replied && a.Status >= 400 && a.Status < 500
+}
+
+func replied(a *idemcheck.Attempt) bool { return a != nil && a.Outcome == idemcheck.Replied }
+
+// checkCorrectedRetry judges a rejected body followed by its correction
+// under the same key. Where the policy does not save rejected requests, the
+// correction must be executed; where it does, the correction must get the
+// saved rejection or the mismatch status. When the invalid body was not
+// rejected, the check's scenario did not happen (missedScenario says so)
+// and nothing is judged, but what executed is counted as allowed effects.
+func (c *intentCheck) checkCorrectedRetry() variantEffects {
+	var v variantEffects
+	p := c.policy
+	rej, cor := c.firstOf(idemcheck.InvalidBody), c.firstOf(idemcheck.Corrected)
+	if rej == nil && cor == nil {
+		return v
+	}
+	if replied(rej) && p.Replay(rej.Status) {
+		v.explained++ // the invalid body was executed: the scenario missed
+		v.promised++
+	}
+	if !replied(cor) {
+		return v
+	}
+	ok2xx := p.Replay(cor.Status)
+	if ok2xx {
+		v.explained++
+		v.promised++
+	}
+	if !rejected(rej) {
+		return v
+	}
+	savedReply := cor.Status == rej.Status &&
+		canonicalBody(cor.RespBody, p.IgnoreFields) == canonicalBody(rej.RespBody, p.IgnoreFields)
+	mismatch := p.MismatchStatus != 0 && cor.Status == p.MismatchStatus
+	w := []int{rej.ID, cor.ID}
+	observed := map[string]any{"rejected_status": rej.Status, "correction_status": cor.Status}
+	switch {
+	case ok2xx && !p.SaveRejected:
+		// The rule held: the rejection saved nothing, the correction ran.
+	case ok2xx:
+		c.add(idemcheck.ReplayMismatch, w,
+			fmt.Sprintf("attempt %d was rejected with %d %s; its correction, attempt %d under the same key %s, was executed (%d %s), while the policy "+
+				"says rejected requests are saved (save_rejected): the correction must get the saved rejection or %d.",
+				rej.ID, rej.Status, short(rej.RespBody), cor.ID, c.intent.Key, cor.Status, short(cor.RespBody), p.MismatchStatus), observed)
+	case p.SaveRejected && (savedReply || mismatch):
+		// The rule held: the key keeps the rejection.
+	case p.SaveRejected && cor.Status == rej.Status:
+		c.add(idemcheck.ReplayMismatch, w,
+			fmt.Sprintf("attempt %d was rejected with %d %s; its correction, attempt %d under the same key %s, got %d with another body %s: "+
+				"where rejections are saved (save_rejected), the correction must get the saved reply itself.",
+				rej.ID, rej.Status, short(rej.RespBody), cor.ID, c.intent.Key, cor.Status, short(cor.RespBody)), observed)
+	case cor.Status == rej.Status || mismatch:
+		how := fmt.Sprintf("got %d %s, the rejection of attempt %d again", cor.Status, short(cor.RespBody), rej.ID)
+		if !savedReply && mismatch {
+			how = fmt.Sprintf("got %d %s, the mismatch status: the rejected request's fingerprint holds the key", cor.Status, short(cor.RespBody))
+		} else if !savedReply {
+			how = fmt.Sprintf("got %d %s, the status attempt %d was rejected with", cor.Status, short(cor.RespBody), rej.ID)
+		}
+		c.add(idemcheck.RejectedRequestSaved, w,
+			fmt.Sprintf("attempt %d sent a body the target refused before doing any work (%d %s); attempt %d then sent the corrected body, the endpoint's "+
+				"own request, under the same key %s and %s, instead of being executed. The rejection was saved under the key, while the policy says a "+
+				"rejected request saves nothing (Stripe: nothing is saved when validation fails), so a client that fixes its request and retries with "+
+				"its key can never complete it.",
+				rej.ID, rej.Status, short(rej.RespBody), cor.ID, c.intent.Key, how), observed)
+	case p.InProgressStatus != 0 && cor.Status == p.InProgressStatus:
+		c.add(idemcheck.StuckKey, w,
+			fmt.Sprintf("attempt %d was rejected with %d and its reply had arrived; its correction, attempt %d under the same key %s, was told the key is "+
+				"in progress (%d): the rejected request's claim on the key was never released.",
+				rej.ID, rej.Status, cor.ID, c.intent.Key, cor.Status), observed)
+	case p.SaveRejected:
+		c.unexpected(*cor, fmt.Sprintf("the policy saves rejected requests, so the correction must get the saved %d or %d", rej.Status, p.MismatchStatus))
+	default:
+		c.unexpected(*cor, "a rejected request saves nothing, so its correction under the same key must be executed")
+	}
+	return v
+}
+
+// checkKeySyntax judges malformed keys (each must get the policy's
+// invalid-key status and run nothing) and two long keys that differ only
+// in their last character (two intents: both must execute, as two
+// resources).
+func (c *intentCheck) checkKeySyntax() variantEffects {
+	var v variantEffects
+	p := c.policy
+	for _, a := range c.attempts {
+		if !a.Variant.MalformedKey() || a.Outcome != idemcheck.Replied {
+			continue
+		}
+		ok2xx := p.Replay(a.Status)
+		switch {
+		case p.InvalidKeyStatus == 0, a.Variant == idemcheck.EmptyKey && p.MissingKeyStatus == 0:
+			// No rule: the policy has no status for malformed keys, or the
+			// key is optional and an empty key is no key.
+			if ok2xx {
+				v.explained++
+			}
+		case a.Status == p.InvalidKeyStatus:
+		case a.Variant == idemcheck.EmptyKey && a.Status == p.MissingKeyStatus:
+		case ok2xx:
+			v.explained++
+			c.add(idemcheck.MalformedKeyAccepted, []int{a.ID},
+				fmt.Sprintf("attempt %d sent %s and got %d %s: the request was executed under a key that is not a valid key (IETF Idempotency-Key "+
+					"draft, section 2.1: a Structured Field string; Stripe: at most %d characters), where the policy refuses such a key with %d. "+
+					"A store that takes it may cut, split or mangle it, so the retries of this request are not recognised.",
+					a.ID, describeKey(a, p.KeyHeader), a.Status, short(a.RespBody), idemcheck.MaxKeyLen, p.InvalidKeyStatus),
+				map[string]any{"key_length": len(a.Key)})
+		default:
+			c.unexpected(a, fmt.Sprintf("a malformed key must get %d", p.InvalidKeyStatus))
+		}
+	}
+
+	one, two := c.firstOf(idemcheck.LongKey), c.firstOf(idemcheck.LongKeyTwin)
+	if replied(one) && p.Replay(one.Status) {
+		v.explained++
+		v.promised++
+	}
+	if !replied(two) {
+		return v
+	}
+	ok2xx := p.Replay(two.Status)
+	if !replied(one) || !p.Replay(one.Status) {
+		// The first long key was not executed: nothing to compare with.
+		if ok2xx {
+			v.explained++
+			v.promised++
+		}
+		return v
+	}
+	first := c.asSuccess(*one)
+	common := commonPrefix(one.Key, two.Key)
+	w := []int{one.ID, two.ID}
+	observed := map[string]any{"key_length": len(one.Key), "common_prefix": common}
+	switch {
+	case ok2xx && (c.sameResource(first, *two) || p.ReplayHeader != "" && idemcheck.HeaderTrue(two.RespHeader.Get(p.ReplayHeader))):
+		c.add(idemcheck.OverDeduplication, w,
+			fmt.Sprintf("attempt %d sent a valid key of %d characters and got %d with %s; attempt %d sent another key of %d characters, equal to the "+
+				"first in its first %d characters only, with the same body, and got %d with the first key's result: two keys were taken for one, so "+
+				"one client is answered with another's response. The store keeps only part of the key (cut short, or hashed from a prefix), or "+
+				"deduplicates by body (distinct-keys tells which).",
+				one.ID, len(one.Key), one.Status, short(first.resource), two.ID, len(two.Key), common, two.Status), observed)
+	case ok2xx:
+		v.explained++
+		v.promised++
+	case p.InProgressStatus != 0 && two.Status == p.InProgressStatus, p.MismatchStatus != 0 && two.Status == p.MismatchStatus:
+		c.add(idemcheck.OverDeduplication, w,
+			fmt.Sprintf("attempt %d sent a valid key of %d characters and was executed; attempt %d sent another key, equal to the first in its first %d "+
+				"characters only, and got %d %s: the key store took the second key for the first (it keeps only part of the key, or deduplicates by body).",
+				one.ID, len(one.Key), two.ID, common, two.Status, short(two.RespBody)), observed)
+	default:
+		c.unexpected(*two, "a second valid key is a second intent and must be executed like the first")
+	}
+	return v
+}
+
+// asSuccess reads a success reply's resource the way successes does.
+func (c *intentCheck) asSuccess(a idemcheck.Attempt) success {
+	if c.policy.AckOnly {
+		return success{att: a, resource: "ack", idField: "ack"}
+	}
+	body := canonicalBody(a.RespBody, c.policy.IgnoreFields)
+	id, ptr := resourceID(a.RespBody, a.Body, c.policy.ResourceID)
+	s := success{att: a, resource: id, idField: ptr, body: body}
+	if ptr == "" {
+		s.resource = "body:" + body
+	}
+	return s
+}
+
+// missedScenario says why the intent's corrected-retry or key-syntax
+// scenario did not happen as meant, so that its check is inconclusive
+// rather than passed: the invalid body was not refused with a 4xx, the
+// target refused the long keys, or an attempt the verdict rests on was not
+// answered. It returns "" when the scenario happened (or the intent
+// belongs to another check).
+func (c *intentCheck) missedScenario() string {
+	p := c.policy
+	switch c.intent.Check {
+	case idemcheck.CheckCorrectedRetry:
+		rej, cor := c.firstOf(idemcheck.InvalidBody), c.firstOf(idemcheck.Corrected)
+		switch {
+		case rej == nil || cor == nil:
+			return "the invalid body and its correction were not both sent"
+		case !replied(rej):
+			return fmt.Sprintf("the invalid body (attempt %d) was not answered: %s", rej.ID, rej.Error)
+		case !rejected(rej):
+			return fmt.Sprintf("the target answered %d to the invalid body (attempt %d) where a 4xx rejection was due, so there was no rejected "+
+				"request to correct; give a body it refuses (--invalid-body, or invalid_body in the suite)", rej.Status, rej.ID)
+		case !replied(cor):
+			return fmt.Sprintf("the correction (attempt %d) was not answered: %s", cor.ID, cor.Error)
+		}
+	case idemcheck.CheckKeySyntax:
+		for _, a := range c.attempts {
+			if (a.Variant.MalformedKey() || a.Variant == idemcheck.LongKey || a.Variant == idemcheck.LongKeyTwin) && a.Outcome != idemcheck.Replied {
+				return fmt.Sprintf("attempt %d (%s) was not answered: %s", a.ID, a.Variant, a.Error)
+			}
+		}
+		if one := c.firstOf(idemcheck.LongKey); one != nil && !p.Replay(one.Status) {
+			return fmt.Sprintf("the target did not execute the request under a valid key of %d characters (attempt %d: %d %s), so two long keys "+
+				"could not be compared", len(one.Key), one.ID, one.Status, short(one.RespBody))
+		}
+	}
+	return ""
+}
+
+// describeKey says what was wrong with a malformed key.
+func describeKey(a idemcheck.Attempt, header string) string {
+	switch a.Variant {
+	case idemcheck.EmptyKey:
+		return "an empty " + header + " header"
+	case idemcheck.OverlongKey:
+		return fmt.Sprintf("a key of %d characters (limit %d)", len(a.Key), idemcheck.MaxKeyLen)
+	case idemcheck.ListKey:
+		return fmt.Sprintf("the key %q, which holds a comma and so reads as a list of two keys", short(a.Key))
+	}
+	return fmt.Sprintf("the key %q", short(a.Key))
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,59 @@
+package zoo_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+// alsoSeenBy are bugs that a new check sees through another door: the
+// same kind, for the same reason. dedupe-by-body answers a second key with
+// the first key's order whenever the bodies are the same, which is what
+// key-syntax's two long keys send.
+var alsoSeenBy = map[string]map[string]idemcheck.Kind{
+	"orders/" + string(orders.DedupeByBody): {idemcheck.CheckKeySyntax: idemcheck.OverDeduplication},
+}
+
+// corrected-retry and key-syntax, on every entry of the zoo: each finds its
+// own variant's bug, applies or skips with a reason, and finds nothing else.
+func TestNewChecksOnEveryEntry(t *testing.T) {
+	b := bins(t)
+	checks := []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}
+	dsn := pgtest.DSN(t)
+	for _, e := range zoo.Entries() {
+		t.Run(e.Name(), func(t *testing.T) {
+			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: checks, Options: zoo.Options(), DSN: dsn})
+			require.NoError(t, err)
+			row := zoo.NewRow(e, res.Report)
+			for _, c := range checks {
+				want := map[idemcheck.Kind]bool{}
+				if e.Check == c {
+					want[idemcheck.Kind(e.Anomaly)] = true
+				}
+				if k, ok := alsoSeenBy[e.Name()][c]; ok {
+					want[k] = true
+				}
+				got := map[idemcheck.Kind]bool{}
+				for _, k := range row.Found[c] {
+					got[k] = true
+				}
+				assert.Equal(t, want, got, "%s: anomalies of %s", e.Name(), c)
+				if e.App == "webhooks" {
+					assert.Contains(t, row.Skipped[c], "key_pointer", "a consumer's key is in the body")
+				} else {
+					assert.NotContains(t, row.Skipped, c)
+				}
+			}
+			for _, a := range res.Report.Anomalies {
+				t.Logf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+			}
+		})
+	}
+}

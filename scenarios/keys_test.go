@@ -1,0 +1,105 @@
+package scenarios
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+func TestBreakTypes(t *testing.T) {
+	got, ok := BreakTypes(`{"customerId":"ic-1","totalCents":4000,"gift":true,"items":[1],"meta":{"a":1}}`)
+	require.True(t, ok)
+	assert.Equal(t, `{"customerId":-1,"totalCents":"not-a-number","gift":"not-a-literal","items":"not-a-structure","meta":"not-a-structure"}`, got)
+	for _, body := range []string{`{}`, `[1]`, `text`, ``} {
+		_, ok := BreakTypes(body)
+		assert.False(t, ok, body)
+	}
+}
+
+func TestKeyShapes(t *testing.T) {
+	k := "8e03978e-40d5-43e8-bc93-6894a57f9324"
+	assert.Len(t, OverlongKey(k), idemcheck.MaxKeyLen+1)
+	assert.True(t, strings.HasPrefix(OverlongKey(k), k))
+	assert.Equal(t, k+","+k+"-2", ListKey(k))
+	a, b := LongKey(k, 'a'), LongKey(k, 'b')
+	assert.Len(t, a, idemcheck.LongKeyLen)
+	assert.Len(t, b, idemcheck.LongKeyLen)
+	assert.Equal(t, a[:idemcheck.LongKeyLen-1], b[:idemcheck.LongKeyLen-1], "they differ in their last character only")
+	assert.NotEqual(t, a, b)
+	for _, key := range []string{OverlongKey(k), a, b} {
+		for _, r := range key {
+			assert.True(t, r > ' ' && r < 0x7f && r != ',' && r != '"', "printable, no comma: %q", r)
+		}
+	}
+}
+
+// Every variant builds the request it names: the key header (or its
+// absence) and the body.
+func TestNewVariantsRequests(t *testing.T) {
+	s := &session{Runner: &Runner{Policy: idemcheck.IETF(), Endpoint: Endpoint{
+		Base: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
+		Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`),
+	}}}
+	in := idemcheck.Intent{ID: "ic-x-1", Key: "k-1", Seq: 1}
+	header := func(v idemcheck.Variant) ([]string, string, string) {
+		req, key := s.request(in, v)
+		return req.Header.Values("Idempotency-Key"), key, string(req.Body)
+	}
+	vals, key, body := header(idemcheck.InvalidBody)
+	assert.Equal(t, []string{"k-1"}, vals)
+	assert.Equal(t, "k-1", key)
+	assert.Equal(t, `{"customerId":-1,"totalCents":"not-a-number"}`, body)
+	_, _, body = header(idemcheck.Corrected)
+	assert.Equal(t, `{"customerId":"ic-x-1","totalCents":4000}`, body)
+
+	vals, key, _ = header(idemcheck.EmptyKey)
+	assert.Equal(t, []string{""}, vals, "the header is sent, empty")
+	assert.Empty(t, key)
+	vals, _, _ = header(idemcheck.OverlongKey)
+	assert.Len(t, vals[0], idemcheck.MaxKeyLen+1)
+	vals, _, _ = header(idemcheck.ListKey)
+	assert.Equal(t, []string{"k-1,k-1-2"}, vals)
+	a, _, ab := header(idemcheck.LongKey)
+	b, _, bb := header(idemcheck.LongKeyTwin)
+	assert.Equal(t, ab, bb, "the same body")
+	assert.Len(t, a[0], idemcheck.LongKeyLen)
+	assert.NotEqual(t, a[0], b[0])
+
+	given := idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":-5}`)
+	s.Endpoint.InvalidBody = &given
+	_, _, body = header(idemcheck.InvalidBody)
+	assert.Equal(t, `{"customerId":"ic-x-1","totalCents":-5}`, body)
+}
+
+func TestPlanNewChecks(t *testing.T) {
+	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
+	names := []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}
+	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, Target{})
+	require.NoError(t, err)
+	for _, pc := range plan {
+		assert.Empty(t, pc.Skip, "they need no powers: %s", pc.Name)
+	}
+	require.Len(t, scs, 3)
+	assert.Equal(t, idemcheck.InvalidBody, scs[0].Steps[0].Variant)
+	assert.Equal(t, idemcheck.Corrected, scs[0].Steps[1].Variant)
+
+	_, plan, err = Plan(names, Defaults, idemcheck.Webhook(), e, Target{})
+	require.NoError(t, err)
+	assert.Contains(t, plan[0].Skip, "key_pointer")
+	assert.Contains(t, plan[1].Skip, "key_pointer")
+
+	plain := Endpoint{Body: idemcheck.MustTemplate(`text`)}
+	_, plan, err = Plan(names, Defaults, idemcheck.IETF(), plain, Target{})
+	require.NoError(t, err)
+	assert.Contains(t, plan[0].Skip, "--invalid-body")
+	given := idemcheck.MustTemplate(`oops`)
+	plain.InvalidBody = &given
+	_, plan, err = Plan(names, Defaults, idemcheck.IETF(), plain, Target{})
+	require.NoError(t, err)
+	assert.Empty(t, plan[0].Skip)
+}
