@@ -116,10 +116,10 @@ func TestCorrectedRetryMissedWhenTheBodyIsAccepted(t *testing.T) {
 	// The report says so: no round happened as meant, so the check is
 	// inconclusive, never a pass.
 	one := newHist(t, idemcheck.IETF(), corrected)
-	one.intent(corrected, 1, `1:invalid-body 0-1 201 {"orderId":"A"}`, `2:corrected 2-3 201 {"orderId":"A"}`)
+	one.intent(corrected, 2, `1:invalid-body 0-1 201 {"orderId":"A"}`, `2:corrected 2-3 201 {"orderId":"B"}`)
 	r := Report(&one.h)
 	require.Len(t, r.Checks, 1)
-	assert.Equal(t, idemcheck.Inconclusive, r.Checks[0].Status)
+	assert.Equal(t, idemcheck.Inconclusive, r.Checks[0].Status, "%v", r.Anomalies)
 	assert.Contains(t, r.Checks[0].Reason, "answered 201 to the invalid body")
 }
 
