@@ -9,7 +9,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-bursts bench-soak zoo
+.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-bursts bench-soak zoo fuzz
 
 all: build
 
@@ -70,6 +70,22 @@ test: postgres fmt-check vet $(TEST_IMAGES)
 ZOO_FLAGS ?=
 zoo: postgres
 	$(GO) run ./examples/zoo/cmd/zoo $(ZOO_FLAGS)
+
+## fuzz: every fuzz target for FUZZTIME each (default 60s), one after another; a finding stops the run and
+## leaves its input under the package's testdata/fuzz folder, where go test replays it from then on.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := \
+	.:FuzzParseTemplate .:FuzzReadHistories \
+	./internal/suite:FuzzParse ./internal/suite:FuzzParsePolicy \
+	./targets:FuzzRedactDSN \
+	./faults:FuzzPGScanner \
+	./internal/wire:FuzzHTTP1Reply ./internal/wire:FuzzH2Reply
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 clean:
 	rm -rf bin
