@@ -58,6 +58,7 @@ type runFlags struct {
 	maxDuration time.Duration
 	timeout     time.Duration
 	allowRemote bool
+	maxBody     int64
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -67,7 +68,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&r.rate, "rate", scenarios.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
 	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
 	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
-	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
+	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
+	fs.Int64Var(&r.maxBody, "max-body", wire.DefaultMaxBody, "reply body `bytes` kept per attempt (the rest is read no further)")
 }
 
 func (r *runFlags) validate() error {
@@ -78,6 +80,8 @@ func (r *runFlags) validate() error {
 		return idemcheck.Usagef("--max-duration %v must be positive, such as 10m", r.maxDuration)
 	case r.timeout <= 0:
 		return idemcheck.Usagef("--timeout %v must be positive, such as 10s", r.timeout)
+	case r.maxBody < 1 || r.maxBody > maxMaxBody:
+		return idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", r.maxBody, maxMaxBody)
 	}
 	if _, err := wire.ParseProtocol(r.protocol); err != nil {
 		return idemcheck.Usagef("--protocol %q: use auto, http1 or h2", r.protocol)
@@ -92,7 +96,12 @@ func (r *runFlags) apply(cfg *certify.Config) {
 	cfg.Seed, cfg.Rate, cfg.MaxDuration, cfg.Timeout = r.seed, r.rate, r.maxDuration, r.timeout
 	cfg.Protocol, _ = wire.ParseProtocol(r.protocol)
 	cfg.AllowRemote = cfg.AllowRemote || r.allowRemote
+	cfg.MaxBody = r.maxBody
 }
+
+// maxMaxBody caps --max-body: every attempt of a run keeps up to that
+// much, in memory and in the history.
+const maxMaxBody = 64 << 20
 
 // parseFlags parses args, turning the flag package's errors into one-line
 // usage errors that name the command.
@@ -192,6 +201,19 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
+	allowRemote := rf.allowRemote
+	if rawURL != "" {
+		u, _, err := targetURL(rawURL)
+		if err != nil {
+			return 0, err
+		}
+		if err := certify.CheckURL(u, "--url", allowRemote); err != nil {
+			return 0, err
+		}
+	}
+	if err := certify.CheckDSN(db, "--db", allowRemote); err != nil {
+		return 0, err
+	}
 	// A target idemcheck starts (--cmd, --image) is started before the rest
 	// of the checks below so that its URL is known; every error path after
 	// this closes it, an interrupted run (ctx cancelled) included.
@@ -201,7 +223,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		if err != nil {
 			return 0, idemcheck.Usagef("--env %v", err)
 		}
-		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready}
+		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready, allowRemote: allowRemote}
 		if started, err = startTarget(ctx, spec, db, stderr); err != nil {
 			return 0, err
 		}
@@ -312,12 +334,12 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 		}
 	case effectSQL != "":
-		database, err := openEffectDB(ctx, db)
+		database, err := openEffectDB(ctx, db, allowRemote)
 		if err != nil {
 			return 0, err
 		}
 		defer database.Close()
-		cfg.DB, cfg.DBName = database.Pool, targets.RedactDSN(db)
+		cfg.DB, cfg.DBName, cfg.DSN = database.Pool, targets.RedactDSN(db), db
 	}
 
 	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr)
@@ -453,11 +475,18 @@ func parseEffectArgs(args []string, effectSQL string) ([]idemcheck.Template, err
 
 // openEffectDB opens the database --effect-sql counts effects in: --db, or
 // DATABASE_URL when --db is not given (dsn holds either).
-func openEffectDB(ctx context.Context, dsn string) (*targets.Database, error) {
+func openEffectDB(ctx context.Context, dsn string, allowRemote bool) (*targets.Database, error) {
 	if dsn == "" {
 		return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 	}
-	d, err := targets.OpenDatabase(ctx, dsn)
+	if err := certify.CheckDSN(dsn, "--db", allowRemote); err != nil {
+		return nil, err
+	}
+	open := targets.OpenDatabase
+	if allowRemote {
+		open = targets.OpenRemoteDatabase
+	}
+	d, err := open(ctx, dsn)
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%v", err)
 	}

@@ -141,12 +141,15 @@ func TestUnreachableTarget(t *testing.T) {
 
 func TestRemoteTargetNeedsAllowRemote(t *testing.T) {
 	// The host check alone: no connection is ever attempted off loopback.
-	err := certify.RequireLoopback(context.Background(), "192.0.2.1")
-	require.Error(t, err)
-	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
-	assert.Contains(t, err.Error(), "--allow-remote")
-	for _, h := range []string{"127.0.0.1", "localhost", "::1", "127.3.4.5"} {
-		assert.NoError(t, certify.RequireLoopback(context.Background(), h), h)
+	for _, h := range []string{"192.0.2.1", "::ffff:10.255.255.1", "staging.example.com"} {
+		err := certify.RequireLoopback("--url", h)
+		require.Error(t, err, h)
+		assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+		assert.Contains(t, err.Error(), "--allow-remote")
+		assert.Contains(t, err.Error(), "--url")
+	}
+	for _, h := range []string{"127.0.0.1", "localhost", "::1", "127.3.4.5", "api.localhost", "::ffff:127.0.0.1"} {
+		assert.NoError(t, certify.RequireLoopback("--url", h), h)
 	}
 }
 
