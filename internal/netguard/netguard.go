@@ -44,6 +44,15 @@ import (
 // ErrNotLoopback is wrapped by every refusal of this package.
 var ErrNotLoopback = errors.New("not loopback")
 
+// refusal is a refusal's error: its own message, and ErrNotLoopback for
+// errors.Is.
+type refusal string
+
+func (r refusal) Error() string        { return string(r) }
+func (r refusal) Is(target error) bool { return target == ErrNotLoopback }
+
+func refusef(format string, args ...any) error { return refusal(fmt.Sprintf(format, args...)) }
+
 // HostsFile is the hosts file Check reads (a variable for tests).
 var HostsFile = "/etc/hosts"
 
@@ -61,12 +70,12 @@ func Check(host string) error {
 func Loopback(host string) ([]netip.Addr, error) {
 	h := strings.TrimSuffix(strings.Trim(host, "[]"), ".")
 	if h == "" {
-		return nil, fmt.Errorf("empty host: %w", ErrNotLoopback)
+		return nil, refusef("empty host")
 	}
 	if ip, err := netip.ParseAddr(h); err == nil {
 		ip = ip.Unmap()
 		if !ip.IsLoopback() {
-			return nil, fmt.Errorf("%s is %w", ip, ErrNotLoopback)
+			return nil, refusef("%s is not loopback", ip)
 		}
 		return []netip.Addr{ip.WithZone("")}, nil
 	}
@@ -77,7 +86,7 @@ func Loopback(host string) ([]netip.Addr, error) {
 	}
 	for _, a := range addrs {
 		if !a.IsLoopback() {
-			return nil, fmt.Errorf("the hosts file maps %s to %s, which is %w", h, a, ErrNotLoopback)
+			return nil, refusef("%s maps %s to %s, which is not loopback", HostsFile, h, a)
 		}
 	}
 	if len(addrs) > 0 {
@@ -86,7 +95,7 @@ func Loopback(host string) ([]netip.Addr, error) {
 	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
 		return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}, nil
 	}
-	return nil, fmt.Errorf("%s is a name that is not localhost nor mapped to loopback in %s, and it is not looked up (a DNS query leaves this machine): %w", h, HostsFile, ErrNotLoopback)
+	return nil, refusef("%s is neither localhost nor mapped to loopback by %s, and names are not looked up in DNS (a query leaves this machine)", h, HostsFile)
 }
 
 // hostsLookup returns the addresses the hosts file gives name, in order.
@@ -97,7 +106,7 @@ func hostsLookup(name string) ([]netip.Addr, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %v: %w", HostsFile, err, ErrNotLoopback)
+		return nil, refusef("read %s: %v", HostsFile, err)
 	}
 	var addrs []netip.Addr
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -131,10 +140,10 @@ func Control(network, address string, _ syscall.RawConn) error {
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("refused to connect to %q: not an IP address and port: %w", address, ErrNotLoopback)
+		return refusef("refused to connect to %q: not an IP address and port", address)
 	}
 	if !ap.Addr().Unmap().IsLoopback() {
-		return fmt.Errorf("refused to connect to %s: %s is %w (pass --allow-remote to send traffic off this machine)", address, ap.Addr(), ErrNotLoopback)
+		return refusef("refused to connect to %s: %s is not loopback (pass --allow-remote to send traffic off this machine)", address, ap.Addr())
 	}
 	return nil
 }
