@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 )
 
@@ -115,6 +116,18 @@ type Runner struct {
 	// Powers are what the harness may do to a target it started; nil for
 	// a target reached by URL alone.
 	Powers Powers
+	// Upstream is the checked address (IP:port) the fault proxy forwards
+	// to, from certify's loopback check; empty means Upstream(Endpoint.Base).
+	// Handing the proxy the address that was checked, not the name, is
+	// what keeps a resolver from moving the run elsewhere (DNS rebinding).
+	Upstream string
+	// AllowRemote lets the harness's connections leave loopback; without
+	// it every connection the harness's client opens refuses an address
+	// off loopback (netguard.Control).
+	AllowRemote bool
+	// MaxBody is how many bytes of each reply body are kept (0 means
+	// wire.DefaultMaxBody).
+	MaxBody int64
 	// Protocol chooses the burst engine: wire.ProtocolAuto (HTTP/2
 	// single-packet release where the target speaks h2, else HTTP/1.1
 	// last-byte synchronisation), ProtocolHTTP1 or ProtocolH2. Empty means
@@ -153,18 +166,30 @@ func Upstream(base *url.URL) string {
 	return net.JoinHostPort(base.Hostname(), port)
 }
 
+// upstream is where the fault proxy forwards: the checked address when
+// there is one.
+func (r *Runner) upstream() string {
+	if r.Upstream != "" {
+		return r.Upstream
+	}
+	return Upstream(r.Endpoint.Base)
+}
+
 // Run sends every scenario in order and appends what happened to h. It
 // stops at the first harness error (the proxy could not start, the effect
 // query failed, ctx was cancelled); what the target does is never an error
 // here, it is recorded.
 func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) error {
-	link, err := faults.NewLink(Upstream(r.Endpoint.Base))
+	link, err := faults.NewLink(r.upstream())
 	if err != nil {
 		return fmt.Errorf("start the fault proxy: %w", err)
 	}
 	defer link.Close()
 
-	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout, Protocol: r.Protocol}
+	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout, Protocol: r.Protocol, MaxBody: r.MaxBody}
+	if !r.AllowRemote {
+		client.Control = netguard.Control
+	}
 	if client.Protocol == "" {
 		client.Protocol = wire.ProtocolAuto
 	}

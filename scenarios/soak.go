@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 )
 
@@ -48,6 +50,16 @@ type Soak struct {
 	Workers int
 	Timeout time.Duration
 	Redact  []string
+	// Upstream is the checked address (IP:port) of the target, from
+	// certify.ResolveTarget; empty means Upstream(Endpoint.Base). Both the
+	// fault proxy and vegeta's direct requests go there, never to a name.
+	Upstream string
+	// AllowRemote lets connections leave loopback; without it every dialer
+	// of the soak refuses an address off loopback (netguard.Control).
+	AllowRemote bool
+	// MaxBody is how many bytes of each reply body are kept (0 means 64
+	// KiB, the soak's default: its replies are only compared for status).
+	MaxBody int64
 	// History, when set, receives every attempt as a JSONL history record.
 	History io.Writer
 	// Header is written as the history's run record.
@@ -97,7 +109,11 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	if sk.Endpoint.Base.Scheme != "http" {
 		return nil, fmt.Errorf("a soak sends plain http:// only, not %s://", sk.Endpoint.Base.Scheme)
 	}
-	link, err := faults.NewLink(Upstream(sk.Endpoint.Base))
+	upstream := sk.Upstream
+	if upstream == "" {
+		upstream = Upstream(sk.Endpoint.Base)
+	}
+	link, err := faults.NewLink(upstream)
 	if err != nil {
 		return nil, fmt.Errorf("start the fault proxy: %w", err)
 	}
@@ -123,7 +139,16 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		timeout = wire.DefaultTimeout
 	}
 	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact}, run: newRunID()}
-	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: timeout}
+	maxBody := sk.MaxBody
+	if maxBody <= 0 {
+		maxBody = 64 << 10
+	}
+	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: timeout, MaxBody: maxBody}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if !sk.AllowRemote {
+		client.Control = netguard.Control
+		dialer.Control = netguard.Control
+	}
 
 	var hist *historyStream
 	if sk.History != nil {
@@ -173,12 +198,17 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		// Go's Transport resends a request that carries an idempotency key
 		// when a kept-alive connection dies before the reply: without
 		// GetBody it cannot, so every send stays one recorded attempt.
-		Transport: soakTransport{ctx, &http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: workers, DisableCompression: true}},
+		// Its dialer refuses addresses off loopback unless allowed, and
+		// its replies' headers are bounded as the harness's own client's.
+		Transport: soakTransport{ctx, &http.Transport{
+			MaxIdleConnsPerHost: workers, MaxIdleConns: workers, DisableCompression: true,
+			DialContext: dialer.DialContext, MaxResponseHeaderBytes: wire.DefaultMaxHeaderBytes,
+		}},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
-	attacker := vegeta.NewAttacker(vegeta.Client(httpClient), vegeta.Workers(uint64(min(workers, 8))), vegeta.MaxWorkers(uint64(workers)), vegeta.MaxBody(64<<10))
+	attacker := vegeta.NewAttacker(vegeta.Client(httpClient), vegeta.Workers(uint64(min(workers, 8))), vegeta.MaxWorkers(uint64(workers)), vegeta.MaxBody(maxBody))
 	var metrics vegeta.Metrics
 
 	// Completed intents are spooled to a file and counted once the load

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck/internal/netguard"
 )
 
 // Database is an open PostgreSQL database a run uses for effect counts.
@@ -70,12 +73,68 @@ func (d *Database) Close() {
 // 10 s connect timeout (unless the DSN sets connect_timeout). Errors read, on
 // one line, "cannot connect to database <redacted DSN>: <reason>"; the
 // password never appears in them.
+//
+// The database must be on this machine: every host of the DSN (fallbacks
+// included) must pass the loopback rule (netguard), names are resolved from
+// the hosts file and never by DNS, and every connection refuses an address
+// off loopback when it is made. An error for a host off loopback wraps
+// netguard.ErrNotLoopback. OpenRemoteDatabase lifts that rule.
 func OpenDatabase(ctx context.Context, dsn string) (*Database, error) {
+	return openDatabase(ctx, dsn, false)
+}
+
+// OpenRemoteDatabase is OpenDatabase for a run with --allow-remote: the
+// DSN's hosts may be anywhere and are resolved as usual.
+func OpenRemoteDatabase(ctx context.Context, dsn string) (*Database, error) {
+	return openDatabase(ctx, dsn, true)
+}
+
+// DSNHosts returns the hosts dsn connects to, its fallbacks' included; a
+// Unix socket directory is left out, being local. It sends nothing.
+func DSNHosts(dsn string) ([]string, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, errors.New(parseErrorReason(err))
+	}
+	var hosts []string
+	for _, h := range append([]string{cfg.Host}, fallbackHosts(cfg)...) {
+		if !strings.HasPrefix(h, "/") {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts, nil
+}
+
+func fallbackHosts(cfg *pgconn.Config) []string {
+	var hs []string
+	for _, f := range cfg.Fallbacks {
+		hs = append(hs, f.Host)
+	}
+	return hs
+}
+
+func openDatabase(ctx context.Context, dsn string, allowRemote bool) (*Database, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors quote the DSN again (best-effort redacted); the
 		// message already names it, so keep only the reason.
 		return nil, newConnectError(dsn, "", parseErrorReason(err), err)
+	}
+	if !allowRemote {
+		cc := cfg.ConnConfig
+		for _, h := range append([]string{cc.Host}, fallbackHosts(&cc.Config)...) {
+			if strings.HasPrefix(h, "/") {
+				continue
+			}
+			if err := netguard.Check(h); err != nil {
+				return nil, newConnectError(dsn, cc.Password, fmt.Sprintf("host %s: %v (pass --allow-remote to use a database off this machine)", h, err), err)
+			}
+		}
+		// pgx resolves hosts itself and then dials: both are replaced, so
+		// no DNS query is sent and no connection leaves loopback.
+		d := netguard.Dialer(false, 0)
+		cc.LookupFunc = netguard.LookupFunc
+		cc.DialFunc = d.DialContext
 	}
 	password := cfg.ConnConfig.Password
 	timeout := cfg.ConnConfig.ConnectTimeout

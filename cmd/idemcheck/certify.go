@@ -101,6 +101,7 @@ type runFlags struct {
 	maxDuration time.Duration
 	timeout     time.Duration
 	allowRemote bool
+	maxBody     int64
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -110,7 +111,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&r.rate, "rate", scenarios.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
 	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
 	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
-	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
+	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
+	fs.Int64Var(&r.maxBody, "max-body", defaultMaxBody, "reply body `bytes` kept per attempt, in memory and in the history (the rest is read no further)")
 }
 
 func (r *runFlags) validate() error {
@@ -121,6 +123,8 @@ func (r *runFlags) validate() error {
 		return idemcheck.Usagef("--max-duration %v must be positive, such as 10m", r.maxDuration)
 	case r.timeout < MinTimeout:
 		return idemcheck.Usagef("--timeout %v is too short for any reply to arrive: use %v or more, such as 10s", r.timeout, MinTimeout)
+	case r.maxBody < 1 || r.maxBody > maxMaxBody:
+		return idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", r.maxBody, maxMaxBody)
 	}
 	if err := r.outputs.check(); err != nil {
 		return err
@@ -138,7 +142,22 @@ func (r *runFlags) apply(cfg *certify.Config) {
 	cfg.Seed, cfg.Rate, cfg.MaxDuration, cfg.Timeout = r.seed, r.rate, r.maxDuration, r.timeout
 	cfg.Protocol, _ = wire.ParseProtocol(r.protocol)
 	cfg.AllowRemote = cfg.AllowRemote || r.allowRemote
+	cfg.MaxBody = r.maxBody
 }
+
+// defaultMaxBody is --max-body unless told otherwise. Every attempt keeps
+// its reply body for the whole run (the checks compare them, the history
+// holds them), so the kept part is what a hostile or merely verbose target
+// costs per attempt: measured against a target answering 50 MB of NUL
+// bytes, a default run (190 attempts) kept 1 MiB each, peaked at 494 MiB
+// and wrote a 1.1 GB history (JSON escapes a NUL in six bytes). Replies
+// that idempotency checks compare are small; a longer one is compared on
+// its first 64 KiB and marked truncated.
+const defaultMaxBody = 64 << 10
+
+// maxMaxBody caps --max-body: every attempt of a run keeps up to that
+// much, in memory and in the history.
+const maxMaxBody = 64 << 20
 
 // parseFlags parses args, turning the flag package's errors into one-line
 // usage errors that name the command.
@@ -286,6 +305,19 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
+	allowRemote := rf.allowRemote
+	if rawURL != "" {
+		u, _, err := targetURL(rawURL)
+		if err != nil {
+			return 0, err
+		}
+		if err := certify.CheckURL(u, "--url", allowRemote); err != nil {
+			return 0, err
+		}
+	}
+	if err := certify.CheckDSN(db, "--db", allowRemote); err != nil {
+		return 0, err
+	}
 	// A target idemcheck starts (--cmd, --image) is started before the rest
 	// of the checks below so that its URL is known; every error path after
 	// this closes it, an interrupted run (ctx cancelled) included.
@@ -295,7 +327,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		if err != nil {
 			return 0, idemcheck.Usagef("--env %v", err)
 		}
-		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready}
+		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready, allowRemote: allowRemote}
 		if started, err = startTarget(ctx, spec, db, stderr); err != nil {
 			return 0, err
 		}
@@ -384,12 +416,12 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 		}
 	case effectSQL != "":
-		database, err := openEffectDB(ctx, db)
+		database, err := openEffectDB(ctx, db, allowRemote)
 		if err != nil {
 			return 0, err
 		}
 		defer database.Close()
-		cfg.DB, cfg.DBName = database.Pool, targets.RedactDSN(db)
+		cfg.DB, cfg.DBName, cfg.DSN = database.Pool, targets.RedactDSN(db), db
 	}
 
 	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr)
@@ -624,11 +656,18 @@ func parseEffectArgs(args []string, effectSQL string) ([]idemcheck.Template, err
 
 // openEffectDB opens the database --effect-sql counts effects in: --db, or
 // DATABASE_URL when --db is not given (dsn holds either).
-func openEffectDB(ctx context.Context, dsn string) (*targets.Database, error) {
+func openEffectDB(ctx context.Context, dsn string, allowRemote bool) (*targets.Database, error) {
 	if dsn == "" {
 		return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 	}
-	d, err := targets.OpenDatabase(ctx, dsn)
+	if err := certify.CheckDSN(dsn, "--db", allowRemote); err != nil {
+		return nil, err
+	}
+	open := targets.OpenDatabase
+	if allowRemote {
+		open = targets.OpenRemoteDatabase
+	}
+	d, err := open(ctx, dsn)
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%v", err)
 	}

@@ -61,6 +61,19 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	// A suite whose target is a command: idemcheck starts it once, on the
 	// database of the first endpoint that names one (or a throwaway one),
 	// and every endpoint is certified against it with the fault powers.
+	// Every endpoint's URL and database is checked against the loopback
+	// rule before any of them is sent anything.
+	allowRemote := o.AllowRemote || rf.allowRemote
+	for i, e := range s.Endpoints {
+		if s.Command == "" && s.Image == "" {
+			if err := certify.CheckURL(e.Endpoint.Base, fmt.Sprintf("%s: endpoints[%d].url", file, i), allowRemote); err != nil {
+				return 0, err
+			}
+		}
+		if err := certify.CheckDSN(e.DB, fmt.Sprintf("%s: endpoints[%d].db", file, i), allowRemote); err != nil {
+			return 0, err
+		}
+	}
 	var started *startedTarget
 	if s.Command != "" || s.Image != "" {
 		dsn := ""
@@ -74,7 +87,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if err != nil {
 			return 0, idemcheck.Usagef("%s: target: env: %v", file, err)
 		}
-		spec := targetSpec{command: s.Command, instances: s.Instances, image: s.Image, dbImage: s.DBImage, env: env}
+		spec := targetSpec{command: s.Command, instances: s.Instances, image: s.Image, dbImage: s.DBImage, env: env, allowRemote: allowRemote}
 		if started, err = startTarget(ctx, spec, dsn, stderr); err != nil {
 			return 0, fmt.Errorf("%s: target: %w", file, err)
 		}
@@ -97,12 +110,16 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		} else if e.EffectSQL != "" {
 			d, ok := dbs[e.DB]
 			if !ok {
-				if d, err = targets.OpenDatabase(ctx, e.DB); err != nil {
+				open := targets.OpenDatabase
+				if allowRemote {
+					open = targets.OpenRemoteDatabase
+				}
+				if d, err = open(ctx, e.DB); err != nil {
 					return 0, idemcheck.Unavailablef("%s: endpoint %q: %v", file, e.Name, err)
 				}
 				dbs[e.DB] = d
 			}
-			cfg.DB, cfg.DBName = d.Pool, targets.RedactDSN(e.DB)
+			cfg.DB, cfg.DBName, cfg.DSN = d.Pool, targets.RedactDSN(e.DB), e.DB
 		}
 		if i > 0 {
 			fmt.Fprintln(stdout)
@@ -139,6 +156,8 @@ type targetSpec struct {
 	dbImage   string
 	env       map[string]string
 	ready     string
+	// allowRemote lets the target's database be off loopback.
+	allowRemote bool
 }
 
 // startTarget starts spec on the database dsn (a throwaway one when
@@ -148,6 +167,7 @@ func startTarget(ctx context.Context, spec targetSpec, dsn string, stderr io.Wri
 	if spec.image != "" {
 		ct, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{
 			Image: spec.image, DBImage: spec.dbImage, DSN: dsn, Env: spec.env, Ready: spec.ready, Log: stderr,
+			AllowRemote: spec.allowRemote,
 		})
 		if err != nil {
 			return nil, err
@@ -158,7 +178,7 @@ func startTarget(ctx context.Context, spec targetSpec, dsn string, stderr io.Wri
 			}
 		}}, nil
 	}
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn})
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn, AllowRemote: spec.allowRemote})
 	if err != nil {
 		return nil, err
 	}

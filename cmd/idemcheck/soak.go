@@ -40,6 +40,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		cutShare, value                                                              float64
 		seed, intents                                                                int64
 		allowRemote                                                                  bool
+		maxBody                                                                      int64
 		out                                                                          outputs
 	)
 	fs.StringVar(&rawURL, "url", "", "the target's base `URL` (or --cmd)")
@@ -63,7 +64,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "per-attempt timeout")
 	fs.Float64Var(&value, "value", 0, "what one duplicate would cost, for the estimate")
 	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut")
-	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
+	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
+	fs.Int64Var(&maxBody, "max-body", 64<<10, "reply body `bytes` kept per attempt (the rest is read no further)")
 	out.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
@@ -85,12 +87,26 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Usagef("soak: give --url or --cmd, not both")
 	case timeout < MinTimeout:
 		return 0, idemcheck.Usagef("--timeout %v is too short for any reply to arrive: use %v or more, such as 10s", timeout, MinTimeout)
+	case maxBody < 1 || maxBody > maxMaxBody:
+		return 0, idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", maxBody, maxMaxBody)
 	}
 	if err := out.check(); err != nil {
 		return 0, err
 	}
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
+	}
+	if rawURL != "" {
+		u, _, err := targetURL(rawURL)
+		if err != nil {
+			return 0, err
+		}
+		if err := certify.CheckURL(u, "--url", allowRemote); err != nil {
+			return 0, err
+		}
+	}
+	if err := certify.CheckDSN(db, "--db", allowRemote); err != nil {
+		return 0, err
 	}
 	policy, err := loadPolicy(policyName)
 	if err != nil {
@@ -119,7 +135,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, CutShare: cutShare, Seed: seed, Workers: workers, Timeout: timeout}
 	var dbName string
 	if command != "" {
-		started, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: db})
+		started, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})
 		if err != nil {
 			return 0, err
 		}
@@ -129,7 +145,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			sk.Effects, dbName = &scenarios.Effects{Pool: started.DB.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(started.DB.DSN)
 		}
 	} else if effectSQL != "" {
-		d, err := openEffectDB(ctx, db)
+		d, err := openEffectDB(ctx, db, allowRemote)
 		if err != nil {
 			return 0, err
 		}
@@ -149,9 +165,10 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if sk.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
 		return 0, err
 	}
-	if err := certify.CheckTarget(ctx, base, allowRemote); err != nil {
+	if sk.Upstream, err = certify.ResolveTarget(ctx, base, allowRemote); err != nil {
 		return 0, err
 	}
+	sk.AllowRemote, sk.MaxBody = allowRemote, maxBody
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err

@@ -6,7 +6,6 @@ package certify
 import (
 	"context"
 	"errors"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -16,8 +15,10 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Config is one endpoint to certify.
@@ -30,8 +31,12 @@ type Config struct {
 	Checks  []string
 	Options scenarios.Options
 	// DB, when set, is where EffectSQL counts each intent's effects.
-	DB         *pgxpool.Pool
-	DBName     string // the DSN with its password redacted, for the report
+	DB     *pgxpool.Pool
+	DBName string // the DSN with its password redacted, for the report
+	// DSN, when set, is the database's DSN, checked against the loopback
+	// rule (CheckDSN) before any traffic; DB must have been opened on it
+	// with the same AllowRemote.
+	DSN        string
 	EffectSQL  string
 	EffectArgs []idemcheck.Template
 	Seed       int64
@@ -51,6 +56,9 @@ type Config struct {
 	// Rate caps requests per second (scenarios.DefaultRate when 0); a
 	// negative rate means no cap.
 	Rate float64
+	// MaxBody is how many bytes of each reply body are kept
+	// (wire.DefaultMaxBody when 0).
+	MaxBody int64
 	// Protocol chooses the burst engine (auto when empty).
 	Protocol wire.Protocol
 	// Replicas is how many instances of the target share its address
@@ -93,7 +101,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, idemcheck.Usagef("--checks: %v", err)
 	}
-	if err := CheckTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote); err != nil {
+	if err := CheckDSN(cfg.DSN, "--db", cfg.AllowRemote); err != nil {
+		return nil, err
+	}
+	upstream, err := ResolveTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote)
+	if err != nil {
 		return nil, err
 	}
 	var effects *scenarios.Effects
@@ -133,6 +145,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
 		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol,
+		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
 		if errors.Is(context.Cause(runCtx), errMaxDuration) && ctx.Err() == nil {
@@ -166,36 +179,68 @@ func redactNames(cfg Config) []string {
 
 // CheckTarget refuses a URL that is not absolute http(s) and a non-loopback
 // target unless allowed, and dials the target once, so an unreachable one
-// fails before any traffic is sent. Certifications and soaks both call it.
+// fails before any traffic is sent. Soaks call it through ResolveTarget.
 func CheckTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
-	if base == nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return idemcheck.Usagef("--url must be an absolute http:// or https:// URL, such as http://127.0.0.1:8080")
+	_, err := ResolveTarget(ctx, base, allowRemote)
+	return err
+}
+
+// ResolveTarget is CheckTarget returning the address it reached: without
+// allowRemote a loopback IP:port that was checked (netguard.Pin), which
+// every later connection to the target must use instead of the URL's host,
+// so no resolver is asked again; with it, the URL's host:port.
+func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string, error) {
+	if err := CheckURL(base, "--url", allowRemote); err != nil {
+		return "", err
 	}
-	addr := scenarios.Upstream(base)
-	if !allowRemote {
-		if err := RequireLoopback(ctx, base.Hostname()); err != nil {
-			return err
-		}
-	}
-	d := net.Dialer{Timeout: 3 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	hostport := scenarios.Upstream(base)
+	addr, err := netguard.Pin(ctx, hostport, allowRemote, 3*time.Second)
 	if err != nil {
-		return idemcheck.Unavailablef("cannot reach target %s: %v (is it running? check --url)", addr, unwrapNet(err))
+		if errors.Is(err, netguard.ErrNotLoopback) {
+			return "", idemcheck.Usagef("--url host %s: %v", base.Hostname(), err)
+		}
+		return "", idemcheck.Unavailablef("cannot reach target %s: %v (is it running? check --url)", hostport, unwrapNet(err))
 	}
-	conn.Close()
+	return addr, nil
+}
+
+// CheckURL checks a target URL without sending anything: absolute http(s),
+// and, unless allowRemote, a host the loopback rule accepts (RequireLoopback).
+// flag names the flag or file field in the error.
+func CheckURL(base *url.URL, flag string, allowRemote bool) error {
+	if base == nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
+		return idemcheck.Usagef("%s must be an absolute http:// or https:// URL, such as http://127.0.0.1:8080", flag)
+	}
+	if !allowRemote {
+		return RequireLoopback(flag, base.Hostname())
+	}
 	return nil
 }
 
-// RequireLoopback refuses a host that resolves to any address off this
-// machine: idemcheck sends traffic elsewhere only with --allow-remote.
-func RequireLoopback(ctx context.Context, host string) error {
-	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil {
-		return idemcheck.Unavailablef("cannot resolve target host %q: %v", host, err)
+// RequireLoopback refuses a host off this machine: idemcheck sends traffic
+// elsewhere only with --allow-remote. It sends nothing, not even a DNS
+// query: see netguard for the rule, and why names are not looked up.
+func RequireLoopback(flag, host string) error {
+	if err := netguard.Check(host); err != nil {
+		return idemcheck.Usagef("%s host %s: %v; use 127.0.0.1 or localhost, or pass --allow-remote to send traffic off this machine", flag, host, err)
 	}
-	for _, ip := range ips {
-		if !ip.IP.IsLoopback() {
-			return idemcheck.Usagef("--url host %s is %s, not loopback: pass --allow-remote to send traffic off this machine", host, ip.IP)
+	return nil
+}
+
+// CheckDSN refuses a database DSN whose hosts are off this machine unless
+// allowRemote, without sending anything; flag names the flag or file field
+// (such as --db) in the error. Unix-socket hosts are local.
+func CheckDSN(dsn, flag string, allowRemote bool) error {
+	if dsn == "" || allowRemote {
+		return nil
+	}
+	hosts, err := targets.DSNHosts(dsn)
+	if err != nil {
+		return idemcheck.Usagef("%s %s: %v", flag, targets.RedactDSN(dsn), err)
+	}
+	for _, h := range hosts {
+		if err := netguard.Check(h); err != nil {
+			return idemcheck.Usagef("%s %s: database host %s: %v; use 127.0.0.1 or localhost, or pass --allow-remote", flag, targets.RedactDSN(dsn), h, err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package certify_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"testing"
@@ -145,12 +146,15 @@ func TestUnreachableTarget(t *testing.T) {
 
 func TestRemoteTargetNeedsAllowRemote(t *testing.T) {
 	// The host check alone: no connection is ever attempted off loopback.
-	err := certify.RequireLoopback(context.Background(), "192.0.2.1")
-	require.Error(t, err)
-	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
-	assert.Contains(t, err.Error(), "--allow-remote")
-	for _, h := range []string{"127.0.0.1", "localhost", "::1", "127.3.4.5"} {
-		assert.NoError(t, certify.RequireLoopback(context.Background(), h), h)
+	for _, h := range []string{"192.0.2.1", "::ffff:10.255.255.1", "staging.example.com"} {
+		err := certify.RequireLoopback("--url", h)
+		require.Error(t, err, h)
+		assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+		assert.Contains(t, err.Error(), "--allow-remote")
+		assert.Contains(t, err.Error(), "--url")
+	}
+	for _, h := range []string{"127.0.0.1", "localhost", "::1", "127.3.4.5", "api.localhost", "::ffff:127.0.0.1"} {
+		assert.NoError(t, certify.RequireLoopback("--url", h), h)
 	}
 }
 
@@ -190,4 +194,42 @@ func TestInterruptedRunIsAnError(t *testing.T) {
 	_, err := certify.Run(ctx, cfg)
 	require.Error(t, err)
 	assert.Equal(t, idemcheck.ExitUnavailable, idemcheck.ExitCode(err))
+}
+
+// The target is reached at the address that was checked: a loopback name
+// resolves (from the hosts file or RFC 6761, never DNS) to the IP:port that
+// answered, which is what the fault proxy is then given.
+func TestResolveTargetPinsTheCheckedAddress(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	addr, err := certify.ResolveTarget(context.Background(), &url.URL{Scheme: "http", Host: "localhost:" + u.Port()}, false)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:"+u.Port(), addr)
+
+	_, err = certify.ResolveTarget(context.Background(), &url.URL{Scheme: "http", Host: "staging.example.com:" + u.Port()}, false)
+	require.Error(t, err)
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+
+	// With --allow-remote the URL's host:port is used as given.
+	addr, err = certify.ResolveTarget(context.Background(), &url.URL{Scheme: "http", Host: "localhost:" + u.Port()}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "localhost:"+u.Port(), addr)
+}
+
+func TestCheckDSN(t *testing.T) {
+	for _, dsn := range []string{"postgres://u:pw@10.255.255.1/db", "host=db.example.com user=u password=pw",
+		"postgres://u:pw@127.0.0.1,db.example.com/db"} {
+		err := certify.CheckDSN(dsn, "--db", false)
+		require.Error(t, err, dsn)
+		assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+		assert.Contains(t, err.Error(), "--db")
+		assert.NotContains(t, err.Error(), "pw@")
+		assert.NotContains(t, err.Error(), "password=pw")
+		assert.NoError(t, certify.CheckDSN(dsn, "--db", true))
+	}
+	for _, dsn := range []string{"postgres://u@127.0.0.1:5432/db", "postgres://u@localhost/db", "host=/tmp user=u", "postgres://u@[::1]/db"} {
+		assert.NoError(t, certify.CheckDSN(dsn, "--db", false), dsn)
+	}
 }

@@ -49,6 +49,8 @@ type ContainerOptions struct {
 	// Log receives one line for each fallback the database provider takes,
 	// with its reason. Nil discards them.
 	Log io.Writer
+	// AllowRemote lets DSN name a database off loopback (--allow-remote).
+	AllowRemote bool
 }
 
 // killTimeout bounds a crash of the container. scenarios.Powers.Kill takes
@@ -81,14 +83,21 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	if err := targets.DockerAvailable(ctx); err != nil {
 		return nil, idemcheck.Unavailablef("--image needs a Docker engine (make docker-setup installs and starts one): %w", err)
 	}
-	ct.DB, err = targets.ProvideDatabaseWith(ctx, o.DSN, targets.ProvideOptions{DBImage: o.DBImage, Log: logLine(o.Log)})
+	if err := CheckDSN(o.DSN, "--db", o.AllowRemote); err != nil {
+		return nil, err
+	}
+	if o.AllowRemote && o.DSN != "" {
+		ct.DB, err = targets.OpenRemoteDatabase(ctx, o.DSN)
+	} else {
+		ct.DB, err = targets.ProvideDatabaseWith(ctx, o.DSN, targets.ProvideOptions{DBImage: o.DBImage, Log: logLine(o.Log)})
+	}
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%w", err)
 	}
 	// The proxy listens on 127.0.0.1, which the container reaches because
 	// it shares the host's network.
 	var targetDSN string
-	if ct.link, targetDSN, err = proxyDatabase(ct.DB); err != nil {
+	if ct.link, targetDSN, err = proxyDatabase(ctx, ct.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
 	ct.Container, err = targets.StartContainer(ctx, targets.ContainerConfig{

@@ -2,17 +2,20 @@ package certify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -37,6 +40,8 @@ type ProcessOptions struct {
 	DSN  string
 	Env  []string
 	Logs io.Writer
+	// AllowRemote lets DSN name a database off loopback (--allow-remote).
+	AllowRemote bool
 }
 
 // StartProcessTarget provides the database, puts a fault proxy on the
@@ -49,11 +54,19 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 			pt.Close()
 		}
 	}()
-	if pt.DB, err = targets.ProvideDatabase(ctx, o.DSN); err != nil {
+	if err := CheckDSN(o.DSN, "--db", o.AllowRemote); err != nil {
+		return nil, err
+	}
+	if o.AllowRemote && o.DSN != "" {
+		pt.DB, err = targets.OpenRemoteDatabase(ctx, o.DSN)
+	} else {
+		pt.DB, err = targets.ProvideDatabase(ctx, o.DSN)
+	}
+	if err != nil {
 		return nil, idemcheck.Unavailablef("%v", err)
 	}
 	var targetDSN string
-	if pt.link, targetDSN, err = proxyDatabase(pt.DB); err != nil {
+	if pt.link, targetDSN, err = proxyDatabase(ctx, pt.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
 	pt.Process, err = targets.StartProcess(ctx, targets.ProcessConfig{
@@ -69,7 +82,11 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 // proxyDatabase puts a fault proxy in front of db and returns it with the
 // DSN to hand the target: the same database, reached through the proxy's
 // watched address, so each check can arm its fault on the target's link.
-func proxyDatabase(db *targets.Database) (*faults.Link, string, error) {
+//
+// The proxy is handed the address that was checked and reached
+// (netguard.Pin), not the DSN's host name, so no resolver can move the
+// target's database link off loopback.
+func proxyDatabase(ctx context.Context, db *targets.Database, allowRemote bool) (*faults.Link, string, error) {
 	cfg, err := pgconn.ParseConfig(db.DSN)
 	if err != nil {
 		return nil, "", idemcheck.Usagef("database %s: %v", targets.RedactDSN(db.DSN), err)
@@ -78,7 +95,14 @@ func proxyDatabase(db *targets.Database) (*faults.Link, string, error) {
 		// The fault proxy, and so the target, reach the database over TCP.
 		return nil, "", idemcheck.Usagef("database %s is on a Unix socket: give a DSN with a TCP host, such as host=127.0.0.1", targets.RedactDSN(db.DSN))
 	}
-	link, err := faults.NewDBLink(net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	upstream, err := netguard.Pin(ctx, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), allowRemote, 3*time.Second)
+	if err != nil {
+		if errors.Is(err, netguard.ErrNotLoopback) {
+			return nil, "", idemcheck.Usagef("--db %s: %v; pass --allow-remote to use a database off this machine", targets.RedactDSN(db.DSN), err)
+		}
+		return nil, "", idemcheck.Unavailablef("database %s: %v", targets.RedactDSN(db.DSN), err)
+	}
+	link, err := faults.NewDBLink(upstream)
 	if err != nil {
 		return nil, "", idemcheck.Unavailablef("database link: %v", err)
 	}

@@ -30,8 +30,10 @@ const (
 	// h2DefaultWindow is the window every HTTP/2 stream and connection
 	// starts with (RFC 9113, section 6.9.2).
 	h2DefaultWindow = 65535
-	// h2MaxHeaderBlock bounds the header block of one reply.
-	h2MaxHeaderBlock = 1 << 20
+	// h2MaxFrame is the largest frame the harness reads: the size every
+	// peer must respect while the harness advertises no larger
+	// SETTINGS_MAX_FRAME_SIZE (RFC 9113, section 4.2).
+	h2MaxFrame = 16384
 )
 
 // h2Ping is the payload of the ping that closes the prefix of a burst.
@@ -254,8 +256,7 @@ type h2stream struct {
 func (c *Client) dialH2(ctx context.Context, addr string, deadline time.Time) (*h2conn, error) {
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", addr)
+	conn, err := c.dialer().DialContext(dctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -293,16 +294,19 @@ func (c *Client) dialH2(ctx context.Context, addr string, deadline time.Time) (*
 	}
 	hc.br = bufio.NewReaderSize(hc.conn, 32<<10)
 	hc.rfr = http2.NewFramer(nil, hc.br)
+	// The Framer would otherwise accept frames of up to 16 MiB, each read
+	// into memory whole.
+	hc.rfr.SetMaxReadFrameSize(h2MaxFrame)
 	hc.wfr = http2.NewFramer(&hc.wbuf, nil)
 	hc.henc = hpack.NewEncoder(&hc.hbuf)
 	hc.hdec = hpack.NewDecoder(4096, nil)
-	hc.hdec.SetMaxStringLength(h2MaxHeaderBlock)
+	hc.hdec.SetMaxStringLength(c.maxHeaderBytes())
 
 	hc.wbuf.WriteString(http2.ClientPreface)
 	hc.wfr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: h2MaxHeaderBlock},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(c.maxHeaderBytes())},
 	)
 	hc.wfr.WriteWindowUpdate(0, h2ConnWindow-h2DefaultWindow)
 	if err := hc.flush(); err != nil {
@@ -643,8 +647,8 @@ func (hc *h2conn) handle(f http2.Frame, now time.Time) error {
 		}
 	case *http2.ContinuationFrame:
 		// The Framer has checked that it follows its HEADERS.
-		if len(hc.block)+len(f.HeaderBlockFragment()) > h2MaxHeaderBlock {
-			return fmt.Errorf("%w: a reply's header block exceeds %d bytes", errH2Protocol, h2MaxHeaderBlock)
+		if len(hc.block)+len(f.HeaderBlockFragment()) > hc.c.maxHeaderBytes() {
+			return hc.blockTooLarge()
 		}
 		hc.block = append(hc.block, f.HeaderBlockFragment()...)
 		if f.HeadersEnded() {
@@ -683,16 +687,64 @@ func (hc *h2conn) handle(f http2.Frame, now time.Time) error {
 	return nil
 }
 
+// decode decodes a header block, keeping at most Client.MaxHeaders fields
+// and Client.MaxHeaderBytes of them (counted as HTTP/2's header list size:
+// name, value and 32 bytes per field). A small block can expand into a
+// large list (every field an index into the dynamic table), so the limit
+// applies to what is decoded, not only to the block; over it, the rest is
+// decoded to keep the shared table right but dropped, and over says so.
+func (hc *h2conn) decode(block []byte) (fields []hpack.HeaderField, over error, err error) {
+	maxBytes, maxFields := hc.c.maxHeaderBytes(), hc.c.maxHeaders()
+	size := 0
+	hc.hdec.SetEmitFunc(func(f hpack.HeaderField) {
+		if over != nil {
+			return
+		}
+		size += len(f.Name) + len(f.Value) + 32
+		switch {
+		case size > maxBytes:
+			over = tooLarge("reply headers over %s", sizeLabel(int64(maxBytes)))
+		case len(fields) >= maxFields:
+			over = tooLarge("reply has over %d header fields", maxFields)
+		default:
+			fields = append(fields, f)
+		}
+	})
+	if _, err := hc.hdec.Write(block); err != nil {
+		return nil, nil, err
+	}
+	if err := hc.hdec.Close(); err != nil {
+		return nil, nil, err
+	}
+	return fields, over, nil
+}
+
+// blockTooLarge ends the stream whose header block went over
+// Client.MaxHeaderBytes, and the connection: the block cannot be skipped,
+// since the decoder's table depends on it.
+func (hc *h2conn) blockTooLarge() error {
+	err := tooLarge("reply headers over %s", sizeLabel(int64(hc.c.maxHeaderBytes())))
+	if s := hc.streams[hc.blockStream]; s != nil && !s.done {
+		hc.fail(s, err, KindMalformed)
+	}
+	return fmt.Errorf("%w: stream %d: %w", errH2Protocol, hc.blockStream, err)
+}
+
 // headers decodes a completed header block and applies it to its stream.
 // Blocks of finished streams are decoded too: the decoder's table is shared
 // by the whole connection.
 func (hc *h2conn) headers() error {
-	fields, err := hc.hdec.DecodeFull(hc.block)
+	fields, over, err := hc.decode(hc.block)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errH2Protocol, err)
 	}
 	s := hc.streams[hc.blockStream]
 	if s.done {
+		return nil
+	}
+	if over != nil {
+		hc.fail(s, over, KindMalformed)
+		hc.wfr.WriteRSTStream(s.id, http2.ErrCodeCancel)
 		return nil
 	}
 	if s.a.res.Status != 0 {

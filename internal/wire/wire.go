@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -34,7 +35,19 @@ const (
 	DefaultTimeout         = 10 * time.Second
 	DefaultMaxBody   int64 = 1 << 20
 	DefaultUserAgent       = "idemcheck"
+	// DefaultMaxHeaderBytes bounds a reply's status line and headers
+	// (HTTP/1.1), or its header block (HTTP/2): a hostile target's endless
+	// header line ends the attempt instead of growing memory without end.
+	DefaultMaxHeaderBytes = 64 << 10
+	// DefaultMaxHeaders bounds the number of header fields of a reply.
+	DefaultMaxHeaders = 1000
 )
+
+// ErrReplyTooLarge is wrapped by the transport error of an attempt whose
+// reply headers went over Client.MaxHeaderBytes or Client.MaxHeaders
+// (ErrKind "malformed"). A long body is not an error: it is cut to
+// MaxBody and marked Truncated.
+var ErrReplyTooLarge = errors.New("reply too large")
 
 // Error kinds stored in Result.ErrKind. They are stable names: histories and
 // reports use them.
@@ -127,6 +140,17 @@ type Client struct {
 	// MaxBody cuts reply bodies to this many bytes; Result.Truncated says
 	// so. Zero or less means DefaultMaxBody.
 	MaxBody int64
+	// MaxHeaderBytes bounds each reply's status line and headers (HTTP/1.1,
+	// 1xx replies included) or header block (HTTP/2); MaxHeaders the
+	// number of its header fields. Over either the attempt ends with an
+	// error wrapping ErrReplyTooLarge. Zero or less means
+	// DefaultMaxHeaderBytes and DefaultMaxHeaders.
+	MaxHeaderBytes int
+	MaxHeaders     int
+	// Control, when set, is the Control function of every dialer the
+	// Client uses: netguard.Control refuses addresses off loopback at
+	// connect time.
+	Control func(network, address string, c syscall.RawConn) error
 	// Protocol chooses how bursts are sent (see SendBurst). Empty means
 	// ProtocolHTTP1, so a caller that does not choose keeps HTTP/1.1.
 	Protocol Protocol
@@ -190,6 +214,41 @@ func (c *Client) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+func (c *Client) maxHeaderBytes() int {
+	if c.MaxHeaderBytes > 0 {
+		return c.MaxHeaderBytes
+	}
+	return DefaultMaxHeaderBytes
+}
+
+func (c *Client) maxHeaders() int {
+	if c.MaxHeaders > 0 {
+		return c.MaxHeaders
+	}
+	return DefaultMaxHeaders
+}
+
+// dialer is the dialer of every connection the Client opens.
+func (c *Client) dialer() *net.Dialer {
+	return &net.Dialer{Control: c.Control}
+}
+
+// tooLarge is the error of a reply over one of the Client's limits.
+func tooLarge(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrReplyTooLarge}, args...)...)
+}
+
+// sizeLabel writes n bytes the way the limits are usually given: 64 KiB.
+func sizeLabel(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
 func (c *Client) maxBody() int64 {
 	if c.MaxBody > 0 {
 		return c.MaxBody
@@ -241,8 +300,7 @@ func (a *attempt) done() bool { return a.ended }
 func (a *attempt) dial(addr string) bool {
 	ctx, cancel := context.WithDeadline(a.ctx, a.deadline)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := a.c.dialer().DialContext(ctx, "tcp", addr)
 	if err != nil {
 		a.fail(err, classify(err))
 		return false
@@ -298,22 +356,42 @@ func (a *attempt) writeFailed(err error) {
 }
 
 // read reads one final reply (skipping 1xx informational replies) and fills
-// in the Result.
+// in the Result. The status lines and headers of all of them together may
+// take at most Client.MaxHeaderBytes, and the body keeps at most
+// Client.MaxBody bytes: whatever the target sends, an attempt holds a
+// bounded amount of memory.
 func (a *attempt) read() {
-	br := bufio.NewReader(a.rd)
+	const bufSize = 4096
+	maxHead := a.c.maxHeaderBytes()
+	// The parser may read ahead up to one buffer past the end of the
+	// headers: that much more is allowed before the cap is called a breach.
+	a.rd.limit = int64(maxHead) + bufSize
+	br := bufio.NewReaderSize(a.rd, bufSize)
 	probe := &http.Request{Method: a.method}
 	var resp *http.Response
 	for range 10 {
 		var err error
 		resp, err = http.ReadResponse(br, probe)
+		if err == nil && a.rd.n-int64(br.Buffered()) > int64(maxHead) {
+			err = errHeadLimit
+		}
 		if err != nil {
+			if a.rd.overLimit || errors.Is(err, errHeadLimit) {
+				a.fail(tooLarge("reply headers over %s", sizeLabel(int64(maxHead))), KindMalformed)
+				return
+			}
 			a.readFailed(err)
+			return
+		}
+		if n := headerCount(resp.Header); n > a.c.maxHeaders() {
+			a.fail(tooLarge("reply has %d header fields, over %d", n, a.c.maxHeaders()), KindMalformed)
 			return
 		}
 		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
 	}
+	a.rd.limit = 0
 	a.res.Status = resp.StatusCode
 	a.res.Header = resp.Header
 	limit := a.c.maxBody()
@@ -328,6 +406,17 @@ func (a *attempt) read() {
 	if err != nil {
 		a.readFailed(err)
 	}
+}
+
+// errHeadLimit is countingReader's error once the head's budget is spent.
+var errHeadLimit = errors.New("reply head over its limit")
+
+func headerCount(h http.Header) int {
+	n := 0
+	for _, vs := range h {
+		n += len(vs)
+	}
+	return n
 }
 
 // readFailed classifies an error met while reading the reply. A transport
@@ -392,9 +481,25 @@ type countingReader struct {
 	n     int64
 	sawLF bool
 	err   error
+	// limit, when positive, is how many bytes in all may be read: past it
+	// Read fails with errHeadLimit and sets overLimit. It bounds the
+	// reply's head while the parser, which has no limit of its own, reads
+	// it.
+	limit     int64
+	overLimit bool
 }
 
 func (r *countingReader) Read(p []byte) (int, error) {
+	if r.limit > 0 {
+		room := r.limit - r.n
+		if room <= 0 {
+			r.overLimit = true
+			return 0, errHeadLimit
+		}
+		if int64(len(p)) > room {
+			p = p[:room]
+		}
+	}
 	n, err := r.r.Read(p)
 	if n > 0 {
 		if r.n == 0 {

@@ -106,7 +106,9 @@ func Pool(tb testing.TB) *pgxpool.Pool {
 	dsn := DSN(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
 	defer cancel()
-	db, err := targets.OpenDatabase(ctx, dsn)
+	// The test server may be anywhere IDEMCHECK_TEST_DATABASE_URL says:
+	// the loopback rule is for the databases users hand idemcheck.
+	db, err := targets.OpenRemoteDatabase(ctx, dsn)
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
