@@ -255,6 +255,17 @@ func TestArmReportsLanding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, s.count(t))
 
+	// An nth never reached only counts: the claim and the work's COMMIT
+	// are two effect writes, the INSERT inside the transaction is none.
+	disarm, err = s.link.Arm(DBCut("", 1000))
+	require.NoError(t, err)
+	_, err = c2.Exec(ctx, "INSERT INTO orders VALUES (3)")
+	require.NoError(t, err)
+	require.NoError(t, insertTx(ctx, c2, 4))
+	l = disarm()
+	assert.False(t, l.Acted())
+	assert.Equal(t, 2, l.Seen)
+
 	disarm, err = s.link.Arm(DBLatency(0))
 	require.NoError(t, err)
 	assert.False(t, disarm().Acted(), "db-latency has no landing")

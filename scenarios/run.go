@@ -537,7 +537,18 @@ func (s *session) held(ctx context.Context, st, next Step, addr string, req wire
 		// The target answered without reaching the held statement: there
 		// was no window to break. Recorded as it is, with the fault's miss;
 		// the retry still runs, on a clean link.
-		s.dbLanding(first, st.DBFault, disarm())
+		missed := dbMissed(st.DBFault)
+		if l := disarm(); l.Acted() {
+			// It held a statement the attempt did not wait for (a
+			// background job's): let that one go, and say so.
+			missed = fmt.Sprintf("the target answered while the fault held another of its statements, not this attempt's: %s", clip(l.SQL, eventSQL))
+			select {
+			case ev := <-s.Powers.Held():
+				_ = ev.Release()
+			case <-time.After(time.Second):
+			}
+		}
+		s.landed(first, st.DBFault, "", "", time.Time{}, missed)
 		s.record(first, res)
 		return s.retryWhileInProgress(ctx, addr, req, retry, true)
 	case <-time.After(holdTimeout):

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/certify"
 )
 
 // faultLandings checks that every attempt sent through a database fault
@@ -71,4 +72,33 @@ func TestFaultsLandOnTheReferencesClaimAndCommit(t *testing.T) {
 	assert.Equal(t, "commit", byKind[idemcheck.LandedCommit][0])
 	require.Len(t, byKind[idemcheck.LandedAutocommitWrite], 1, "%v", byKind)
 	assert.Contains(t, byKind[idemcheck.LandedAutocommitWrite][0], "INSERT INTO idempotency_keys")
+}
+
+// A request the target rejects before it touches its database (a negative
+// total: 400) sends no effect write, so failed-attempt's cut and
+// crash-lease's hold never act: each faulted intent gets a FaultMissed
+// saying what the fault waited for, never a FaultLanded.
+func TestFaultsThatNeverActAreRecordedAsMissed(t *testing.T) {
+	res := certifyOrdersWith(t, "", 1, func(c *certify.Config) {
+		c.Endpoint.Body = idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":-1}`)
+		c.Endpoint.FailingBody = nil
+	}, idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease)
+	missed := map[string]map[string]bool{}
+	for _, ev := range res.History.Events {
+		require.Equal(t, idemcheck.FaultMissed, ev.Kind, "%+v", ev)
+		assert.Contains(t, ev.Detail, "the target sent no COMMIT and no autocommitted write while the attempt ran")
+		assert.Empty(t, ev.Landing)
+		if missed[ev.Check] == nil {
+			missed[ev.Check] = map[string]bool{}
+		}
+		missed[ev.Check][ev.Intent] = true
+	}
+	for _, a := range res.History.Attempts {
+		if strings.Contains(a.Fault, "db-") {
+			assert.Equal(t, 400, a.Status)
+			assert.True(t, missed[a.Check][a.Intent], "attempt %d (%s) has no FaultMissed", a.ID, a.Check)
+		}
+	}
+	assert.Len(t, missed[idemcheck.CheckFailedAttempt], 2)
+	assert.Len(t, missed[idemcheck.CheckCrashLease], 2)
 }

@@ -59,6 +59,13 @@ func certifyProcess(t *testing.T, v orders.Variant, instances int, checks ...str
 // certifyOrders is certifyProcess with the orders binary's flags as given.
 func certifyOrders(t *testing.T, flags string, instances int, checks ...string) *certify.Result {
 	t.Helper()
+	return certifyOrdersWith(t, flags, instances, nil, checks...)
+}
+
+// certifyOrdersWith is certifyOrders with the configuration changed by
+// change before the run.
+func certifyOrdersWith(t *testing.T, flags string, instances int, change func(*certify.Config), checks ...string) *certify.Result {
+	t.Helper()
 	ctx := context.Background()
 	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
 		Command:   ordersBinary(t) + " -lease " + testLease.String() + " " + flags,
@@ -77,6 +84,9 @@ func certifyOrders(t *testing.T, flags string, instances int, checks ...string) 
 	cfg.Endpoint.Tenants = []scenarios.Header{
 		{Name: "Authorization", Value: idemcheck.MustTemplate("Bearer client-a")},
 		{Name: "Authorization", Value: idemcheck.MustTemplate("Bearer client-b")},
+	}
+	if change != nil {
+		change(&cfg)
 	}
 	res, err := certify.Run(ctx, cfg)
 	require.NoError(t, err)
