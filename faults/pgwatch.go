@@ -85,7 +85,7 @@ func newWatchRule(match string, nth int64, action string, f Fault) (*watchRule, 
 	return r, nil
 }
 
-// matches reports whether ev is a statement the rule counts.
+// match reports whether ev is a statement the rule counts.
 func (r *watchRule) match(ev pgEvent) bool {
 	if r.re == nil {
 		return ev.effect
