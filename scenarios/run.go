@@ -345,7 +345,7 @@ var writeCounter = faults.DBCut("", 1<<31)
 // so its retry starts afresh. Later attempts may take another path (a
 // takeover writes more, a replay less) and are not counted.
 func (s *session) do(ctx context.Context, addr string, req wire.Request, count bool) wire.Result {
-	if !count || s.Powers == nil {
+	if !count || s.Powers == nil || s.writes > 0 {
 		return s.client.Do(ctx, addr, req)
 	}
 	disarm, err := s.Powers.ArmDB(writeCounter)
@@ -354,7 +354,7 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 	}
 	res := s.client.Do(ctx, addr, req)
 	seen := disarm().Seen
-	if s.writes == 0 && res.Err == nil && res.Status >= 200 && res.Status < 300 {
+	if res.Err == nil && res.Status >= 200 && res.Status < 300 {
 		s.writes = seen
 	}
 	return res
