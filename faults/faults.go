@@ -39,13 +39,22 @@
 //	bandwidth    client  kbps (64: 1000-byte KB/s)    each direction throttled to kbps                replies arrive, 1 commit per send, a
 //	                                                                                                  body takes about size/rate to pass
 //	db-latency   db      ms (100)                     each direction delayed ms                       a query takes at least ms
-//	db-cut       db      match (COMMIT or END),       when the nth statement on the link whose SQL    client gets an error, the row is absent,
+//	db-cut       db      match (the effect write),    when the nth statement on the link whose SQL    client gets an error, the row is absent,
 //	                     nth (1)                      matches is about to run, closes both sides      its lock released; a clean link commits
 //	                                                  without forwarding it: the work reached the     (simple query, Parse/Bind/Execute, END,
-//	                                                  database, the commit never does; acts once      and a prepared COMMIT re-run by name)
-//	db-hold      db      match (COMMIT or END),       holds that statement unforwarded, reports a     client blocks at COMMIT, row invisible;
+//	                                                  database, the commit never does; acts once      a prepared COMMIT re-run by name, and an
+//	                                                                                                  autocommitted INSERT, simple or extended)
+//	db-hold      db      match (the effect write),    holds that statement unforwarded, reports a     client blocks at COMMIT, row invisible;
 //	                     nth (1)                      HoldEvent on Link.Held; Release forwards it,    Release: row present; Cut: row absent;
 //	                                                  Cut closes the connection; acts once            target gone or Link closed: row absent
+//
+// The effect write, what db-cut and db-hold act on without match=, is the
+// message that makes a write durable: a transaction block's COMMIT (or END),
+// or a write sent outside any block (a simple query, or the Sync after an
+// extended-protocol write). A write inside a block is not one: its COMMIT
+// is. Each landing reports its kind (idemcheck.LandedCommit or
+// idemcheck.LandedAutocommitWrite; LandedStatement for what an explicit
+// match chose otherwise), so a harness can say where its fault acted.
 //
 // db-cut and db-hold read the PostgreSQL frontend protocol, so they need a
 // plaintext database link (sslmode=disable, or prefer against a server
@@ -139,23 +148,30 @@ func DBLatency(delay time.Duration) Fault {
 
 // DBCut closes the database link, both sides, when the nth statement whose
 // SQL matches the regular expression match is about to run, without
-// forwarding it. The defaults (match "" and nth 0) cut the first COMMIT (or
-// END): the transaction's work reached the database, its commit never does,
-// so PostgreSQL rolls it back and the target sees a connection error.
+// forwarding it. The defaults (match "" and nth 0) cut the first effect
+// write: the COMMIT (or END) of a transaction block, or a write (INSERT,
+// UPDATE, DELETE, MERGE, or WITH ... INSERT) sent outside any block, which
+// commits on its own. A transaction's work reached the database and its
+// commit never does, so PostgreSQL rolls it back; an autocommitted write in
+// a simple query never runs; one in the extended protocol has run and is
+// cut at the Sync that would commit it, so it is rolled back. Either way the
+// target sees a connection error. The match CommitPattern cuts COMMIT and
+// END only.
 //
 // Matches are counted over every connection through the fault's proxy, and
 // the fault acts once: later matches pass, so the target's retry can
-// commit. Link.Matches tells whether it has acted.
+// commit. Link.Landing (or the disarm of Link.Arm) tells whether it has
+// acted, and on which statement.
 func DBCut(match string, nth int) Fault {
 	return buildWatch("db-cut", match, nth)
 }
 
 // DBHold holds the nth statement whose SQL matches match (defaults, counting
-// and acting once as for DBCut) without forwarding it, and reports a
-// HoldEvent on the Link's Held channel; the event's Release forwards it, its
-// Cut drops the connection. With it the harness can act at a known point,
-// after the key is claimed and before the work commits: hold the COMMIT,
-// kill the target, then Cut.
+// and acting once as for DBCut: by default the first effect write) without
+// forwarding it, and reports a HoldEvent on the Link's Held channel; the
+// event's Release forwards it, its Cut drops the connection. With it the
+// harness can act at a known point, after the key is claimed and before the
+// work commits: hold the commit, kill the target, then Cut.
 func DBHold(match string, nth int) Fault {
 	return buildWatch("db-hold", match, nth)
 }
@@ -234,17 +250,19 @@ type kind struct {
 	toxics func(p map[string]string) []toxic
 }
 
-// param is one parameter a fault accepts: its default, and norm, which
-// returns the value's canonical form or an error saying what is accepted.
+// param is one parameter a fault accepts: its default ("": none, the
+// parameter is left out unless given), and norm, which returns the value's
+// canonical form or an error saying what is accepted.
 type param struct {
 	name string
 	def  string
 	norm func(string) (string, error)
 }
 
-// defaultMatch is what db-cut and db-hold act on unless told otherwise: the
-// statement that commits a transaction, in either spelling.
-const defaultMatch = `(?i)^\s*(COMMIT|END)\b`
+// CommitPattern matches the statement that commits a transaction block, in
+// either spelling: db-cut and db-hold with match=CommitPattern act on
+// COMMIT and END only, and never on an autocommitted write.
+const CommitPattern = `(?i)^\s*(COMMIT|END)\b`
 
 // maxMS bounds millisecond parameters: an hour is far beyond any useful
 // fault and keeps the arithmetic far from overflow.
@@ -350,11 +368,13 @@ var registry = map[string]kind{
 }
 
 var watchParams = []param{
-	{name: "match", def: defaultMatch, norm: normRegexp},
+	// No default: without match= the fault acts on the effect write.
+	{name: "match", norm: normRegexp},
 	{name: "nth", def: "1", norm: normCount},
 }
 
 func watchToxic(name, action string, p map[string]string) []toxic {
+	// "match" is "" when not given: the effect write (pgwatch.go).
 	return []toxic{{
 		Name: name, Type: pgWatchType, Stream: "upstream", Toxicity: 1,
 		Attributes: map[string]any{"match": p["match"], "nth": atoi(p["nth"]), "action": action},
@@ -518,7 +538,9 @@ func normalize(f Fault) (Fault, error) {
 	for _, p := range k.params {
 		v, given := f.Params[p.name]
 		if !given {
-			out.Params[p.name] = p.def
+			if p.def != "" {
+				out.Params[p.name] = p.def
+			}
 			continue
 		}
 		nv, err := p.norm(v)

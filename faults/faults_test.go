@@ -45,8 +45,10 @@ func TestParse(t *testing.T) {
 		{"bandwidth", "bandwidth:kbps=64", LinkClient},
 		{"bandwidth:kbps=8", "bandwidth:kbps=8", LinkClient},
 		{"db-latency:ms=5", "db-latency:ms=5", LinkDB},
-		{"db-cut", `db-cut:match=(?i)^\s*(COMMIT|END)\b,nth=1`, LinkDB},
-		{"db-hold:nth=3", `db-hold:match=(?i)^\s*(COMMIT|END)\b,nth=3`, LinkDB},
+		// Without match=, the effect write: no match parameter at all.
+		{"db-cut", `db-cut:nth=1`, LinkDB},
+		{"db-hold:nth=3", `db-hold:nth=3`, LinkDB},
+		{`db-cut:match=(?i)^\s*(COMMIT|END)\b`, `db-cut:match=(?i)^\s*(COMMIT|END)\b,nth=1`, LinkDB},
 		// A comma inside a value stays there unless "key=" follows it.
 		{`db-cut:match=^x{1,3}$,nth=2`, `db-cut:match=^x{1,3}$,nth=2`, LinkDB},
 		{`db-cut:nth=2,match=(?i)^insert`, `db-cut:match=(?i)^insert,nth=2`, LinkDB},

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"sync"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -153,17 +152,34 @@ func (l *Link) Held() <-chan HoldEvent { return l.hub.held }
 // from a target that never sent the statement. It is 0 for other faults and
 // for faults whose proxy has not started.
 func (l *Link) Matches(f Fault) int {
+	if r := l.rule(f); r != nil {
+		return int(r.count())
+	}
+	return 0
+}
+
+// Landing returns where f (a db-cut or db-hold fault on its own proxy, see
+// Addr) acted, and false while it has not.
+func (l *Link) Landing(f Fault) (Landing, bool) {
+	if r := l.rule(f); r != nil {
+		ld := r.result()
+		return ld, ld.Acted()
+	}
+	return Landing{}, false
+}
+
+func (l *Link) rule(f Fault) *watchRule {
 	n, err := normalize(f)
 	if err != nil {
-		return 0
+		return nil
 	}
 	l.mu.Lock()
 	w := l.watchers[n.String()]
 	l.mu.Unlock()
 	if w == nil {
-		return 0
+		return nil
 	}
-	return int(w.matches.Load())
+	return w.rule
 }
 
 // Close stops every proxy: their listeners close and their live connections,
@@ -197,11 +213,11 @@ func (l *Link) WatchedAddr() (string, error) {
 		return l.watched.Listen, nil
 	}
 	p := toxiproxy.NewProxy(l.srv, "watched", "127.0.0.1:0", l.upstream)
-	// A watch toxic that matches every statement and lets all pass until a
-	// rule is armed: it is present from each connection's first byte, so it
-	// always knows where messages start.
+	// A watch toxic that lets all pass until a rule is armed: it is
+	// present from each connection's first byte, so it always knows where
+	// messages start and whether a transaction block is open.
 	js, _ := json.Marshal(toxic{Name: "watch", Type: pgWatchType, Stream: "upstream", Toxicity: 1,
-		Attributes: map[string]any{"match": ".", "nth": 1, "action": actionArmed}})
+		Attributes: map[string]any{"nth": 1, "action": actionArmed}})
 	w, err := p.Toxics.AddToxicJson(bytes.NewReader(js))
 	if err != nil {
 		return "", fmt.Errorf("faults: watched proxy: %w", err)
@@ -220,7 +236,12 @@ func (l *Link) WatchedAddr() (string, error) {
 // Arm puts a database-link fault on the watched proxy until the returned
 // disarm is called: db-cut and db-hold count their nth from this moment;
 // db-latency delays every connection, pooled ones included.
-func (l *Link) Arm(f Fault) (disarm func(), err error) {
+//
+// disarm reports where a db-cut or db-hold acted (Landing.Acted false: it
+// did not); after it returns the fault never acts, so a landing it does not
+// report never happens. It may be called more than once. For db-latency it
+// returns the zero Landing.
+func (l *Link) Arm(f Fault) (disarm func() Landing, err error) {
 	n, ts, err := toxicsFor(f)
 	if err != nil {
 		return nil, err
@@ -235,13 +256,17 @@ func (l *Link) Arm(f Fault) (disarm func(), err error) {
 	defer l.mu.Unlock()
 	for _, t := range ts {
 		if t.Type == pgWatchType {
-			re, err := regexp.Compile(fmt.Sprint(t.Attributes["match"]))
+			match, _ := t.Attributes["match"].(string)
+			r, err := newWatchRule(match, toInt64(t.Attributes["nth"]), fmt.Sprint(t.Attributes["action"]), n)
 			if err != nil {
 				return nil, err
 			}
-			r := &armedRule{re: re, nth: toInt64(t.Attributes["nth"]), action: fmt.Sprint(t.Attributes["action"]), fault: n}
 			l.watch.armed.Store(r)
-			return func() { l.watch.armed.CompareAndSwap(r, nil) }, nil
+			return func() Landing {
+				ld := r.disarm()
+				l.watch.armed.CompareAndSwap(r, nil)
+				return ld
+			}, nil
 		}
 	}
 	// A plain toxic (latency) joins the proxy's chain, live connections
@@ -259,10 +284,14 @@ func (l *Link) Arm(f Fault) (disarm func(), err error) {
 		names = append(names, t.Name)
 	}
 	p := l.watched
-	return func() {
-		for _, name := range names {
-			_ = p.Toxics.RemoveToxic(context.Background(), name)
-		}
+	var once sync.Once
+	return func() Landing {
+		once.Do(func() {
+			for _, name := range names {
+				_ = p.Toxics.RemoveToxic(context.Background(), name)
+			}
+		})
+		return Landing{}
 	}, nil
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // pgWatchType is the toxiproxy type name of pgWatchToxic.
@@ -24,14 +26,113 @@ const (
 	actionArmed = "armed"
 )
 
-// armedRule is a db-cut or db-hold armed on a watched proxy for a while:
-// its nth counts from the moment it was armed.
-type armedRule struct {
-	re      *regexp.Regexp
-	nth     int64
-	action  string
-	fault   Fault
-	matches atomic.Int64
+// LandedStatement is the landing kind of a fault whose explicit match= chose
+// a statement that is neither a COMMIT nor an autocommitted write (a BEGIN,
+// say).
+const LandedStatement = "statement"
+
+// Landing is where a db-cut or db-hold acted: the statement it cut or held
+// and what kind of statement that was. The zero Landing means the fault has
+// not acted.
+type Landing struct {
+	// Fault is the fault (normalized) that acted.
+	Fault Fault
+	// Kind is idemcheck.LandedCommit (a COMMIT or END),
+	// idemcheck.LandedAutocommitWrite (an INSERT, UPDATE, DELETE or MERGE
+	// outside a transaction block), or LandedStatement.
+	Kind string
+	// SQL is the statement's text: the query string of a simple query, the
+	// prepared statement's text in the extended protocol.
+	SQL string
+	// Match is the number of the match it acted on: its nth.
+	Match int
+	// Time is when it acted.
+	Time time.Time
+	// Seen is how many statements the fault matched while it was armed,
+	// the one it acted on included (Link.Arm's disarm only): with an nth
+	// never reached, an armed fault counts a target's effect writes.
+	Seen int
+}
+
+// Acted reports whether the fault acted.
+func (l Landing) Acted() bool { return l.Kind != "" }
+
+// watchRule is what a watch toxic acts on: a db-cut or db-hold, on its own
+// proxy for the proxy's life, or armed on a watched proxy for a while (its
+// nth then counts from the moment it was armed). re nil is the default
+// match: the effect write.
+type watchRule struct {
+	re     *regexp.Regexp
+	nth    int64
+	action string
+	fault  Fault
+
+	mu      sync.Mutex
+	matches int64
+	landing Landing
+	off     bool // disarmed: it neither counts nor acts any more
+}
+
+func newWatchRule(match string, nth int64, action string, f Fault) (*watchRule, error) {
+	r := &watchRule{nth: nth, action: action, fault: f}
+	if match != "" {
+		re, err := regexp.Compile(match)
+		if err != nil {
+			return nil, err
+		}
+		r.re = re
+	}
+	return r, nil
+}
+
+// match reports whether ev is a statement the rule counts.
+func (r *watchRule) match(ev pgEvent) bool {
+	if r.re == nil {
+		return ev.effect
+	}
+	return !ev.sync && r.re.MatchString(ev.sql)
+}
+
+// land counts a match and reports whether the rule acts on it, with the
+// landing it records. The landing is recorded before the toxic acts, so
+// whoever learns of the act (a connection error, a HoldEvent) finds it.
+func (r *watchRule) land(ev pgEvent) (Landing, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.off {
+		return Landing{}, false
+	}
+	r.matches++
+	if r.matches != r.nth {
+		return Landing{}, false
+	}
+	r.landing = Landing{Fault: r.fault, Kind: ev.kind, SQL: ev.sql, Match: int(r.matches), Time: time.Now()}
+	return r.landing, true
+}
+
+// count is how many statements the rule has matched.
+func (r *watchRule) count() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.matches
+}
+
+// disarm stops the rule and returns its landing: after it returns, the rule
+// never acts, so a landing it did not report never happens.
+func (r *watchRule) disarm() Landing {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.off = true
+	l := r.landing
+	l.Seen = int(r.matches)
+	return l
+}
+
+// result returns the rule's landing so far.
+func (r *watchRule) result() Landing {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.landing
 }
 
 func init() {
@@ -61,6 +162,9 @@ type HoldEvent struct {
 	SQL string
 	// Match is the number of the match on the fault's proxy: its nth.
 	Match int
+	// Landing is the kind of the held statement: idemcheck.LandedCommit,
+	// idemcheck.LandedAutocommitWrite or LandedStatement (see Landing).
+	Landing string
 
 	h *hold
 }
@@ -119,9 +223,9 @@ type hold struct {
 	delivered bool
 }
 
-func newHold(f Fault, sql string, match int64) *hold {
+func newHold(l Landing) *hold {
 	h := &hold{decision: make(chan outcome, 1), done: make(chan struct{})}
-	h.event = HoldEvent{Fault: f, SQL: sql, Match: int(match), h: h}
+	h.event = HoldEvent{Fault: l.Fault, SQL: l.SQL, Match: l.Match, Landing: l.Kind, h: h}
 	return h
 }
 
@@ -149,39 +253,63 @@ type hub struct {
 
 // pgWatchToxic follows the PostgreSQL frontend protocol on the upstream
 // direction of a database link and acts on the nth statement, counted over
-// every connection through its proxy, whose SQL matches Match: "cut" closes
+// every connection through its proxy, that its rule matches: "cut" closes
 // both sides without forwarding it, "hold" keeps it and reports a HoldEvent.
 // Everything else passes unchanged, and at once: it buffers only the message
-// it is reading, and only for the message types that carry SQL or name it.
+// it is reading, and only for the message types that carry SQL, name it or
+// end an implicit transaction.
 //
-// It acts at the moment a statement is about to run: a simple Query ('Q'),
-// or an Execute ('E') of a portal bound from a prepared statement whose SQL
-// matches. Parse ('P') only names the SQL, which is why the watcher follows
-// statement and portal names through Parse, Bind ('B') and Close ('C'): a
-// client that caches a prepared COMMIT re-runs it with Bind and Execute
-// alone, which carry no SQL text.
+// With an explicit match it acts at the moment a statement whose SQL matches
+// is about to run: a simple Query ('Q'), or an Execute ('E') of a portal
+// bound from a prepared statement. Parse ('P') only names the SQL, which is
+// why the watcher follows statement and portal names through Parse, Bind
+// ('B') and Close ('C'): a client that caches a prepared COMMIT re-runs it
+// with Bind and Execute alone, which carry no SQL text.
+//
+// Without one (the default) it acts on the effect write: the message that
+// makes a write durable. That is the COMMIT (or END) of a transaction
+// block; or a write (INSERT, UPDATE, DELETE, MERGE, WITH ... INSERT) sent
+// outside any block, which commits on its own: in a simple Query the Query
+// itself, in the extended protocol the Sync that ends the implicit
+// transaction the write ran in (the write has run, its commit has not).
+//
+// Whether a connection is inside a transaction block is followed from the
+// frontend side alone (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK,
+// ABORT, in simple queries and prepared statements), not from the status
+// byte of the backend's ReadyForQuery. The frontend knows its state when it
+// sends a statement, and the watcher sees it in the same order; the
+// backend's status arrives a round trip later, so a client that pipelines
+// BEGIN with its first write (pgx batches, any pipelining driver) would have
+// that write taken for an autocommitted one. Reading it would also mean
+// pairing the two directions of a connection, whose toxic states toxiproxy
+// keeps apart with nothing that ties them. What the frontend cannot show
+// (transaction control inside a procedure, a write inside a function) is
+// out of reach either way for a watcher that must act before the statement
+// runs.
 type pgWatchToxic struct {
 	Match  string `json:"match"`
 	Nth    int64  `json:"nth"`
 	Action string `json:"action"`
 
 	// Set by bind before the proxy accepts a connection, read-only after.
-	re    *regexp.Regexp
-	fault Fault
-	hub   *hub
+	rule *watchRule // nil on a watched proxy
+	hub  *hub
 
-	matches atomic.Int64
 	// armed is the rule in force on a watched proxy (action "armed"); nil
 	// lets everything pass.
-	armed atomic.Pointer[armedRule]
+	armed atomic.Pointer[watchRule]
 }
 
 func (t *pgWatchToxic) bind(h *hub, f Fault) error {
-	re, err := regexp.Compile(t.Match)
+	t.hub = h
+	if t.Action == actionArmed {
+		return nil
+	}
+	r, err := newWatchRule(t.Match, t.Nth, t.Action, f)
 	if err != nil {
 		return err
 	}
-	t.re, t.hub, t.fault = re, h, f
+	t.rule = r
 	return nil
 }
 
@@ -196,7 +324,7 @@ type pgWatchState struct {
 }
 
 func (t *pgWatchToxic) NewState() any {
-	return &pgWatchState{scan: newPGScanner(t.re)}
+	return &pgWatchState{scan: newPGScanner()}
 }
 
 func (t *pgWatchToxic) Pipe(stub *toxics.ToxicStub) {
@@ -229,7 +357,7 @@ func (t *pgWatchToxic) Pipe(stub *toxics.ToxicStub) {
 func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 	pass := 0
 	for {
-		n, res, size, sql := st.scan.scan(st.pend[pass:])
+		n, res, size, ev := st.scan.scan(st.pend[pass:])
 		pass += n
 		switch res {
 		case scanMore:
@@ -241,32 +369,28 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 			drain(stub)
 			return false
 		}
-		action, fault, nth := t.Action, t.fault, t.Nth
-		var k int64
-		if action == actionArmed {
-			r := t.armed.Load()
-			if r == nil || !r.re.MatchString(sql) {
-				pass += size
-				continue
-			}
-			action, fault, nth = r.action, r.fault, r.nth
-			k = r.matches.Add(1)
-		} else {
-			k = t.matches.Add(1)
+		r := t.rule
+		if r == nil {
+			r = t.armed.Load()
 		}
-		if k != nth {
+		if r == nil || !r.match(ev) {
+			pass += size
+			continue
+		}
+		l, acts := r.land(ev)
+		if !acts {
 			pass += size
 			continue
 		}
 		// The work sent before the match reaches the database; the
 		// matching message does not (yet).
 		forward(stub, st, pass)
-		if action == actionCut {
+		if r.action == actionCut {
 			stub.Close()
 			drain(stub)
 			return false
 		}
-		st.held, st.heldSize = newHold(fault, sql, k), size
+		st.held, st.heldSize = newHold(l), size
 		return true
 	}
 }
@@ -357,31 +481,58 @@ type scanResult int
 
 const (
 	scanMore   scanResult = iota // everything returned may pass; more bytes are needed
-	scanMatch                    // the message after the passing bytes matches
+	scanEvent                    // the message after the passing bytes runs a statement (or commits one)
 	scanRefuse                   // the stream cannot be followed (encrypted): close it
 )
 
+// pgEvent is a message that runs a statement, or commits one: what a rule
+// may act on.
+type pgEvent struct {
+	// sql is the statement's text (for a Sync, the write it commits).
+	sql string
+	// kind is what the statement is, as a Landing's Kind.
+	kind string
+	// effect: the default match acts here. The message makes a write
+	// durable: a COMMIT, a simple Query that writes outside a block, a Sync
+	// that ends an implicit transaction that wrote.
+	effect bool
+	// sync: the message is a Sync, which carries no SQL of its own; an
+	// explicit match never acts on it.
+	sync bool
+}
+
+// stmt is a prepared statement or portal the scanner follows.
+type stmt struct {
+	sql   string
+	class sqlClass
+}
+
 // pgScanner follows one connection's frontend messages.
 type pgScanner struct {
-	re    *regexp.Regexp
 	phase pgPhase
 	// skip counts the bytes of the current message that pass unread.
 	skip int
-	// SQL of the prepared statements and portals whose SQL matches, by
-	// name ("" is the unnamed one).
-	stmts, portals map[string]string
+	// The prepared statements and portals, by name ("" is the unnamed
+	// one).
+	stmts, portals map[string]stmt
+	// inBlock: the connection is inside a transaction block (BEGIN ran,
+	// no COMMIT or ROLLBACK yet).
+	inBlock bool
+	// pending is the first write run outside a block by Execute since the
+	// last Sync: it commits at the next Sync.
+	pending string
 }
 
-func newPGScanner(re *regexp.Regexp) pgScanner {
-	return pgScanner{re: re, stmts: map[string]string{}, portals: map[string]string{}}
+func newPGScanner() pgScanner {
+	return pgScanner{stmts: map[string]stmt{}, portals: map[string]stmt{}}
 }
 
 // scan reads b, the bytes not yet passed, from their first unread message
 // on. It returns how many leading bytes may pass and why it stopped: it
-// needs more bytes, or b[n:n+size] is a whole message whose SQL (sql)
-// matches, or the stream cannot be followed. After a match the caller
-// either passes the message and scans on from b[n+size:], or keeps it.
-func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, sql string) {
+// needs more bytes, or b[n:n+size] is a whole message that runs a statement
+// (ev), or the stream cannot be followed. After an event the caller either
+// passes the message and scans on from b[n+size:], or keeps it.
+func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent) {
 	for {
 		rest := b[n:]
 		if s.skip > 0 {
@@ -389,23 +540,23 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, sql string)
 			n += k
 			s.skip -= k
 			if s.skip > 0 {
-				return n, scanMore, 0, ""
+				return n, scanMore, 0, pgEvent{}
 			}
 			continue
 		}
 		switch s.phase {
 		case phasePassive:
-			return len(b), scanMore, 0, ""
+			return len(b), scanMore, 0, pgEvent{}
 		case phaseStartup:
 			if len(rest) < 8 {
-				return n, scanMore, 0, ""
+				return n, scanMore, 0, pgEvent{}
 			}
 			length := int(binary.BigEndian.Uint32(rest[0:4]))
 			code := binary.BigEndian.Uint32(rest[4:8])
 			if length < 8 || length > maxStartup {
 				// A TLS record (0x16 0x03 ...) or a GSS token after the
 				// server accepted encryption: the SQL would be invisible.
-				return n, scanRefuse, 0, ""
+				return n, scanRefuse, 0, pgEvent{}
 			}
 			switch {
 			case code == pgSSLRequest || code == pgGSSENCRequest:
@@ -416,30 +567,30 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, sql string)
 			case code>>16 == pgProtocolMajor3:
 				s.phase = phaseTyped
 			default:
-				return n, scanRefuse, 0, ""
+				return n, scanRefuse, 0, pgEvent{}
 			}
 			s.skip = length
 		case phaseTyped:
 			if len(rest) < 5 {
-				return n, scanMore, 0, ""
+				return n, scanMore, 0, pgEvent{}
 			}
 			typ := rest[0]
 			length := int(binary.BigEndian.Uint32(rest[1:5]))
 			if length < 4 {
-				return n, scanRefuse, 0, "" // not the protocol: its framing is lost
+				return n, scanRefuse, 0, pgEvent{} // not the protocol: its framing is lost
 			}
 			total := 1 + length
 			switch typ {
-			case 'Q', 'P', 'B', 'E', 'C':
+			case 'Q', 'P', 'B', 'E', 'C', 'S':
 			default:
 				s.skip = total
 				continue
 			}
 			if len(rest) < total {
-				return n, scanMore, 0, ""
+				return n, scanMore, 0, pgEvent{}
 			}
-			if sql, ok := s.inspect(typ, rest[5:total]); ok {
-				return n, scanMatch, total, sql
+			if ev, ok := s.inspect(typ, rest[5:total]); ok {
+				return n, scanEvent, total, ev
 			}
 			n += total
 		}
@@ -447,38 +598,65 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, sql string)
 }
 
 // inspect follows the statement and portal names a message creates or
-// destroys, and reports whether it runs SQL that matches.
-func (s *pgScanner) inspect(typ byte, body []byte) (string, bool) {
+// destroys and the connection's transaction state, and reports whether the
+// message runs a statement, or commits one.
+func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
 	switch typ {
 	case 'Q': // query string
 		q, _ := cstring(body)
 		// A simple query destroys the unnamed statement and portal.
 		delete(s.stmts, "")
 		delete(s.portals, "")
-		if s.re.MatchString(q) {
-			return q, true
+		ev := pgEvent{sql: q, kind: LandedStatement}
+		for _, c := range classifySQL(q) {
+			if k := s.step(c); k != "" && !ev.effect {
+				ev.kind, ev.effect = k, true
+			}
 		}
+		return ev, true
 	case 'P': // statement name, query string, parameter types
 		name, rest := cstring(body)
 		q, _ := cstring(rest)
-		if s.re.MatchString(q) {
-			s.stmts[name] = q
-		} else {
-			delete(s.stmts, name)
+		var c sqlClass
+		if cs := classifySQL(q); len(cs) > 0 {
+			c = cs[0] // the extended protocol takes one statement
 		}
+		s.stmts[name] = stmt{sql: q, class: c}
 	case 'B': // portal name, statement name, parameters
 		portal, rest := cstring(body)
-		stmt, _ := cstring(rest)
-		if q, ok := s.stmts[stmt]; ok {
-			s.portals[portal] = q
+		name, _ := cstring(rest)
+		if st, ok := s.stmts[name]; ok {
+			s.portals[portal] = st
 		} else {
 			delete(s.portals, portal)
 		}
 	case 'E': // portal name, row limit
 		portal, _ := cstring(body)
-		if q, ok := s.portals[portal]; ok {
-			return q, true
+		st, ok := s.portals[portal]
+		if !ok {
+			return pgEvent{}, false
 		}
+		ev := pgEvent{sql: st.sql, kind: LandedStatement}
+		switch k := s.step(st.class); k {
+		case idemcheck.LandedAutocommitWrite:
+			// It runs now and commits at the next Sync, with whatever
+			// else runs before it: the Sync is where it lands.
+			ev.kind = k
+			if s.pending == "" {
+				s.pending = st.sql
+			}
+		case idemcheck.LandedCommit:
+			ev.kind, ev.effect = k, true
+			s.pending = ""
+		}
+		return ev, true
+	case 'S': // Sync: an implicit transaction ends here, and commits
+		if s.pending == "" || s.inBlock {
+			return pgEvent{}, false
+		}
+		ev := pgEvent{sql: s.pending, kind: idemcheck.LandedAutocommitWrite, effect: true, sync: true}
+		s.pending = ""
+		return ev, true
 	case 'C': // 'S' or 'P', name
 		if len(body) > 0 {
 			name, _ := cstring(body[1:])
@@ -490,7 +668,33 @@ func (s *pgScanner) inspect(typ byte, body []byte) (string, bool) {
 			}
 		}
 	}
-	return "", false
+	return pgEvent{}, false
+}
+
+// step moves the connection's transaction state past a statement of class
+// c and returns where a write's effect lands with it: LandedCommit for a
+// commit, LandedAutocommitWrite for a write outside a block, else "".
+// A COMMIT counts wherever it is sent, as the match on COMMIT always did.
+func (s *pgScanner) step(c sqlClass) string {
+	switch c {
+	case sqlBegin:
+		// In an implicit transaction (extended protocol, before Sync) a
+		// BEGIN turns it into a block: its writes commit with the block.
+		s.inBlock, s.pending = true, ""
+	case sqlCommit:
+		s.inBlock = false
+		return idemcheck.LandedCommit
+	case sqlChain:
+		s.inBlock = true
+		return idemcheck.LandedCommit
+	case sqlEndBlock:
+		s.inBlock, s.pending = false, ""
+	case sqlWrite:
+		if !s.inBlock {
+			return idemcheck.LandedAutocommitWrite
+		}
+	}
+	return ""
 }
 
 // cstring splits a NUL-terminated string off b.

@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // encode concatenates frontend messages as a client writes them.
@@ -23,22 +25,31 @@ func encode(t *testing.T, msgs ...pgproto3.FrontendMessage) []byte {
 }
 
 type seen struct {
-	at  int // offset of the matching message in the stream
-	sql string
+	at   int // offset of the matching message in the stream
+	sql  string
+	kind string
 }
 
+// commitRule is a rule with the match that was db-cut's default before the
+// effect write: COMMIT or END.
+var commitRule = &watchRule{re: regexp.MustCompile(CommitPattern)}
+
 // scanAll feeds stream to a scanner in chunks of size chunk (the way the
-// toxic receives it), lets every match pass, and returns the bytes passed,
-// the matches and whether the scanner refused the stream.
+// toxic receives it), lets every message pass, and returns the bytes
+// passed, the messages r matches and whether the scanner refused the stream.
 func scanAll(stream []byte, chunk int) (passed []byte, matches []seen, refused bool) {
-	s := newPGScanner(regexp.MustCompile(defaultMatch))
+	return scanWith(commitRule, stream, chunk)
+}
+
+func scanWith(r *watchRule, stream []byte, chunk int) (passed []byte, matches []seen, refused bool) {
+	s := newPGScanner()
 	var pend []byte
 	base := 0 // offset of pend[0] in stream
 	for off := 0; off < len(stream); off += chunk {
 		pend = append(pend, stream[off:min(off+chunk, len(stream))]...)
 		pass := 0
 		for {
-			n, res, size, sql := s.scan(pend[pass:])
+			n, res, size, ev := s.scan(pend[pass:])
 			pass += n
 			if res == scanRefuse {
 				return append(passed, pend[:pass]...), matches, true
@@ -46,7 +57,9 @@ func scanAll(stream []byte, chunk int) (passed []byte, matches []seen, refused b
 			if res == scanMore {
 				break
 			}
-			matches = append(matches, seen{at: base + pass, sql: sql})
+			if r.match(ev) {
+				matches = append(matches, seen{at: base + pass, sql: ev.sql, kind: ev.kind})
+			}
 			pass += size
 		}
 		passed = append(passed, pend[:pass]...)
@@ -66,7 +79,7 @@ func TestPGScanner(t *testing.T) {
 	add := func(match string, msgs ...pgproto3.FrontendMessage) {
 		if match != "" {
 			// The match is the last message given.
-			want = append(want, seen{at: len(stream) + len(encode(t, msgs[:len(msgs)-1]...)), sql: match})
+			want = append(want, seen{at: len(stream) + len(encode(t, msgs[:len(msgs)-1]...)), sql: match, kind: idemcheck.LandedCommit})
 		}
 		stream = append(stream, encode(t, msgs...)...)
 	}
@@ -135,4 +148,102 @@ func TestPGScannerRefusesWhatItCannotRead(t *testing.T) {
 	assert.False(t, refused)
 	assert.Empty(t, matches)
 	assert.Equal(t, cancel, passed)
+}
+
+// The effect write: the default rule matches a transaction's COMMIT, a
+// write sent outside a block (a simple query, or the Sync that commits an
+// extended-protocol write), and nothing else: not a write inside a block,
+// not a SELECT, not a BEGIN, not a write rolled back with its block.
+func TestPGScannerEffectWrite(t *testing.T) {
+	const (
+		commit = idemcheck.LandedCommit
+		auto   = idemcheck.LandedAutocommitWrite
+	)
+	var stream []byte
+	var want []seen
+	add := func(sql, kind string, msgs ...pgproto3.FrontendMessage) {
+		if kind != "" {
+			want = append(want, seen{at: len(stream) + len(encode(t, msgs[:len(msgs)-1]...)), sql: sql, kind: kind})
+		}
+		stream = append(stream, encode(t, msgs...)...)
+	}
+	add("", "", &pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber,
+		Parameters: map[string]string{"user": "app", "database": "shop"}})
+	// Simple queries: an autocommitted INSERT lands on its own Query.
+	add("INSERT INTO orders VALUES (1)", auto, &pgproto3.Query{String: "INSERT INTO orders VALUES (1)"})
+	add("", "", &pgproto3.Query{String: "SELECT * FROM orders FOR UPDATE"})
+	add("", "", &pgproto3.Query{String: "WITH o AS (SELECT 1) SELECT * FROM o FOR UPDATE"})
+	add("/* claim */ with k as (insert into keys values (1) returning 1) select * from k", auto,
+		&pgproto3.Query{String: "/* claim */ with k as (insert into keys values (1) returning 1) select * from k"})
+	add("WITH o AS (SELECT 1) DELETE FROM orders", auto, &pgproto3.Query{String: "WITH o AS (SELECT 1) DELETE FROM orders"})
+	// A block: the writes in it do not land, its COMMIT does.
+	add("", "", &pgproto3.Query{String: "BEGIN"})
+	add("", "", &pgproto3.Query{String: "UPDATE orders SET id = 2"})
+	add("", "", &pgproto3.Query{String: "ROLLBACK TO SAVEPOINT a"}) // the block goes on
+	add("", "", &pgproto3.Query{String: "DELETE FROM orders"})
+	add("commit", commit, &pgproto3.Query{String: "commit"})
+	// A block rolled back: nothing lands; after it, writes autocommit again.
+	add("", "", &pgproto3.Query{String: "start transaction isolation level serializable"})
+	add("", "", &pgproto3.Query{String: "INSERT INTO orders VALUES (3)"})
+	add("", "", &pgproto3.Query{String: "ABORT"})
+	add("MERGE INTO orders USING x ON true WHEN NOT MATCHED THEN INSERT VALUES (4)", auto,
+		&pgproto3.Query{String: "MERGE INTO orders USING x ON true WHEN NOT MATCHED THEN INSERT VALUES (4)"})
+	// A whole transaction in one query lands once, as a commit; strings,
+	// comments and dollar quotes do not fool the statement splitter.
+	add("BEGIN; INSERT INTO t VALUES ('COMMIT;'); -- COMMIT;\nSELECT $x$;COMMIT$x$; END", commit,
+		&pgproto3.Query{String: "BEGIN; INSERT INTO t VALUES ('COMMIT;'); -- COMMIT;\nSELECT $x$;COMMIT$x$; END"})
+	// Extended protocol outside a block: the INSERT runs at Execute and
+	// commits at Sync, where it lands; a SELECT's Sync does not.
+	add("", "", &pgproto3.Parse{Name: "i", Query: "INSERT INTO orders VALUES ($1)"}, &pgproto3.Describe{ObjectType: 'S', Name: "i"}, &pgproto3.Sync{})
+	add("", "", &pgproto3.Bind{PreparedStatement: "i", Parameters: [][]byte{[]byte("5")}}, &pgproto3.Execute{})
+	add("INSERT INTO orders VALUES ($1)", auto, &pgproto3.Sync{})
+	add("", "", &pgproto3.Parse{Query: "SELECT 1"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	// Two writes in one implicit transaction commit together: one landing.
+	add("", "", &pgproto3.Bind{PreparedStatement: "i"}, &pgproto3.Execute{},
+		&pgproto3.Parse{Query: "UPDATE orders SET id = 7"}, &pgproto3.Bind{}, &pgproto3.Execute{})
+	add("INSERT INTO orders VALUES ($1)", auto, &pgproto3.Sync{})
+	// A BEGIN pipelined with its first write: the write is in the block.
+	add("", "", &pgproto3.Parse{Query: "begin"}, &pgproto3.Bind{}, &pgproto3.Execute{},
+		&pgproto3.Bind{PreparedStatement: "i"}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	add("COMMIT", commit, &pgproto3.Parse{Query: "COMMIT"}, &pgproto3.Bind{}, &pgproto3.Execute{})
+	add("", "", &pgproto3.Sync{})
+	add("", "", &pgproto3.Terminate{})
+
+	effect := &watchRule{}
+	for _, chunk := range []int{1, 3, 64, len(stream)} {
+		passed, matches, refused := scanWith(effect, stream, chunk)
+		assert.False(t, refused, "chunk %d", chunk)
+		assert.Equal(t, stream, passed, "chunk %d: every byte passes, in order", chunk)
+		assert.Equal(t, want, matches, "chunk %d", chunk)
+	}
+	require.Len(t, want, 9)
+}
+
+func TestClassifySQL(t *testing.T) {
+	for q, want := range map[string][]sqlClass{
+		"":                                      nil,
+		"  ;; ":                                 nil,
+		"begin isolation level serializable":    {sqlBegin},
+		"START TRANSACTION":                     {sqlBegin},
+		"COMMIT WORK":                           {sqlCommit},
+		"commit and chain":                      {sqlChain},
+		"COMMIT AND NO CHAIN":                   {sqlCommit},
+		"end transaction":                       {sqlCommit},
+		"ROLLBACK":                              {sqlEndBlock},
+		"rollback to savepoint s":               {sqlOther},
+		"ROLLBACK TRANSACTION TO s":             {sqlOther},
+		"PREPARE TRANSACTION 'x'":               {sqlEndBlock},
+		"insert into t values (E'\\';')":        {sqlWrite},
+		"insert into t values ('\\'); select 1": {sqlWrite, sqlOther},
+		`UPDATE "select" SET a = 1`:             {sqlWrite},
+		"SELECT 1 FOR UPDATE":                   {sqlOther},
+		"SELECT $1; DELETE FROM t":              {sqlOther, sqlWrite},
+		"WITH a AS MATERIALIZED (UPDATE t SET x = 1 RETURNING *) SELECT * FROM a": {sqlWrite},
+		"WITH a AS (SELECT 1) UPDATE t SET x = 1":                                 {sqlWrite},
+		"WITH a AS (SELECT 1 FOR UPDATE) SELECT * FROM a":                         {sqlOther},
+		"/* BEGIN */ SELECT 'INSERT'":                                             {sqlOther},
+		"DO $$BEGIN INSERT INTO t VALUES (1); COMMIT; END$$":                      {sqlOther},
+	} {
+		assert.Equal(t, want, classifySQL(q), "%q", q)
+	}
 }

@@ -150,8 +150,8 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st S
 	if err != nil {
 		return err
 	}
-	disarmNext := func() {}
-	disarmDB := func() { disarmCommit(); disarmNext() }
+	disarmNext := func() faults.Landing { return faults.Landing{} }
+	disarmDB := func() { disarmCommit(); _ = disarmNext() }
 	defer func() { disarmDB() }()
 
 	firstDone := make(chan wire.Result, 1)
@@ -208,7 +208,7 @@ wait:
 			s.record(first, res)
 			s.event(idemcheck.FaultMissed, first, first.Fault, "", "",
 				"the first attempt ended before its reply or the statement after its COMMIT could be held: the target was not killed")
-			return s.retryWhileInProgress(ctx, addr, req, retry)
+			return s.retryWhileInProgress(ctx, addr, req, retry, false)
 		case <-timeout.C:
 			return fmt.Errorf("%s: the target neither answered nor sent a statement after its COMMIT within %v", first.Check, holdTimeout)
 		case <-ctx.Done():
@@ -248,7 +248,7 @@ wait:
 	if err := s.restart(ctx, first); err != nil {
 		return err
 	}
-	return s.retryWhileInProgress(ctx, addr, req, retry)
+	return s.retryWhileInProgress(ctx, addr, req, retry, false)
 }
 
 // InFlightWait bounds how long an in-flight retry is given, while the

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -138,8 +139,10 @@ type Runner struct {
 // Powers are the harness's hold on a target it started: its database link
 // and its process (or container).
 type Powers interface {
-	// ArmDB puts a database-link fault on the target until disarm.
-	ArmDB(f faults.Fault) (disarm func(), err error)
+	// ArmDB puts a database-link fault on the target until disarm, which
+	// reports where a db-cut or db-hold acted (Landing.Acted false: it did
+	// not) and after which it never acts.
+	ArmDB(f faults.Fault) (disarm func() faults.Landing, err error)
 	// Held delivers the hold events of armed db-hold faults.
 	Held() <-chan faults.HoldEvent
 	// Kill crashes the target (SIGKILL, every instance).
@@ -205,7 +208,7 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 			}
 		}
 	}
-	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID()}
+	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID(), shifts: map[string]int{}}
 	defer func() {
 		if s.replies != nil {
 			_ = s.replies.Close()
@@ -248,6 +251,12 @@ type session struct {
 
 	secretsOnce sync.Once
 	secrets     *secrets
+	// writes is how many effect writes (COMMITs and autocommitted writes)
+	// the first clean attempt answered with success that wrote at all
+	// caused; 0 until there was one. shifts counts, per check, the rounds
+	// that chose their write from it (nthByRound).
+	writes int
+	shifts map[string]int
 }
 
 func (s *session) round(ctx context.Context, sc Scenario, round int) error {
@@ -261,8 +270,8 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 	s.h.Intents = append(s.h.Intents, in)
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
-		if st.HoldNthByRound {
-			st.DBFault = faults.DBHold(st.DBFault.Params["match"], (round-1)%2+1)
+		if st.NthByRound {
+			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round)
 		}
 		req, key := s.request(in, st.Variant)
 		addr, err := s.link.Addr(st.Fault)
@@ -317,13 +326,14 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			}
 			br := s.client.SendBurst(ctx, addr, reqs)
 			results := br.Results
-			disarm()
+			s.dbLanding(base, st.DBFault, disarm())
 			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: br.Spread,
 				Protocol: string(br.Protocol), Fallback: br.Fallback}
 			s.h.Bursts = append(s.h.Bursts, burst)
 			base.Burst = burst.ID
 			for _, res := range results {
 				s.record(base, res)
+				s.replyLanding(base, st.Fault, res)
 			}
 		default:
 			for range st.Attempts {
@@ -335,11 +345,13 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 					return err
 				}
 				if st.RetryInProgress {
-					err = s.retryWhileInProgress(ctx, addr, req, base)
+					err = s.retryWhileInProgress(ctx, addr, req, base, st.DBFault.IsNone())
 				} else {
-					s.record(base, s.client.Do(ctx, addr, req))
+					res := s.do(ctx, addr, req, st.DBFault.IsNone())
+					s.record(base, res)
+					s.replyLanding(base, st.Fault, res)
 				}
-				disarm()
+				s.dbLanding(base, st.DBFault, disarm())
 				if err != nil {
 					return err
 				}
@@ -374,14 +386,151 @@ func faultNames(client, db faults.Fault) string {
 }
 
 // arm puts a database-link fault on the target for one step.
-func (s *session) arm(f faults.Fault) (func(), error) {
+func (s *session) arm(f faults.Fault) (func() faults.Landing, error) {
 	if f.IsNone() {
-		return func() {}, nil
+		return func() faults.Landing { return faults.Landing{} }, nil
 	}
 	if s.Powers == nil {
 		return nil, fmt.Errorf("fault %s needs the target's database link", f.Name)
 	}
 	return s.Powers.ArmDB(f)
+}
+
+// writeCounter is a db-cut whose nth is never reached: armed, it only
+// counts the effect writes that pass.
+var writeCounter = faults.DBCut("", 1<<31)
+
+// do sends one attempt. With count, on a target whose database link the
+// harness holds, it counts the effect writes the attempt caused, and the
+// first attempt answered with success that wrote anything tells the
+// session how many writes the handler makes (nthByRound). That first one
+// is nearly always a fresh intent's: a replay comes after a success, and
+// the first round of a fault check acts on the first write, the claim,
+// so its retry starts afresh. Later attempts may take another path (a
+// takeover writes more, a replay less) and are not counted.
+func (s *session) do(ctx context.Context, addr string, req wire.Request, count bool) wire.Result {
+	if !count || s.Powers == nil || s.writes > 0 {
+		return s.client.Do(ctx, addr, req)
+	}
+	disarm, err := s.Powers.ArmDB(writeCounter)
+	if err != nil {
+		return s.client.Do(ctx, addr, req)
+	}
+	res := s.client.Do(ctx, addr, req)
+	seen := disarm().Seen
+	if res.Err == nil && res.Status >= 200 && res.Status < 300 {
+		s.writes = seen
+	}
+	return res
+}
+
+// nthByRound chooses the effect write a round's db-cut or db-hold acts on.
+// A handler's writes come in order (a key's claim, the work's COMMIT, the
+// key's finish), and the moment before each is a window a failure or a
+// crash can fall in. The last is tried first, since everything before it
+// has committed and it has not, which is where most bugs show; then the
+// one before it, and so on, a round each. The number of writes comes from
+// clean attempts (do); until one was counted, the first write is tried. A
+// fault with an explicit match alternates its 1st and 2nd match.
+func (s *session) nthByRound(check string, f faults.Fault, round int) faults.Fault {
+	match, explicit := f.Params["match"]
+	nth := (round-1)%2 + 1
+	if !explicit {
+		nth = 1
+		if k := s.writes; k > 0 {
+			nth = k - s.shifts[check]%k
+			s.shifts[check]++
+		}
+	}
+	if f.Name == "db-cut" {
+		return faults.DBCut(match, nth)
+	}
+	return faults.DBHold(match, nth)
+}
+
+// eventSQL bounds the statement text a fault's event keeps.
+const eventSQL = 200
+
+// landed records in the history what a step's fault did: FaultLanded with
+// where it acted (landing, sql, at), or, when landing is "", FaultMissed
+// with missed, a sentence saying what the fault waited for in vain. a
+// places it in its check, intent, round and step.
+func (s *session) landed(a idemcheck.Attempt, f faults.Fault, landing, sql string, at time.Time, missed string) {
+	ev := idemcheck.Event{Kind: idemcheck.FaultLanded, Time: at, Check: a.Check, Intent: a.Intent,
+		Round: a.Round, Step: a.Step, Fault: f.String(), Landing: landing, SQL: clip(sql, eventSQL)}
+	if landing == "" {
+		ev.Kind, ev.Time, ev.Detail = idemcheck.FaultMissed, time.Now(), missed
+	}
+	s.h.Events = append(s.h.Events, ev)
+}
+
+// dbLanding records where a database-link fault armed for a step landed,
+// from its disarm. db-latency, which always acts and has no landing, and
+// no fault at all record nothing.
+func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landing) {
+	if f.Name != "db-cut" && f.Name != "db-hold" {
+		return
+	}
+	s.landed(a, f, l.Kind, l.SQL, l.Time, dbMissed(f))
+}
+
+// dbMissed says what a db-cut or db-hold that did not act waited for.
+func dbMissed(f faults.Fault) string {
+	nth, _ := strconv.Atoi(f.Params["nth"])
+	match, explicit := f.Params["match"]
+	switch {
+	case !explicit && nth <= 1:
+		return "the target sent no COMMIT and no autocommitted write while the attempt ran"
+	case !explicit:
+		return fmt.Sprintf("the target sent fewer than %d effect writes (a COMMIT or an autocommitted write) while the attempt ran", nth)
+	case nth <= 1:
+		return fmt.Sprintf("the target sent no statement matching %q while the attempt ran", match)
+	}
+	return fmt.Sprintf("the target sent fewer than %d statements matching %q while the attempt ran", nth, match)
+}
+
+// replyLanding records whether a cut-reply on the client link acted: the
+// request was written whole and the reply began to arrive before the
+// connection ended. Other client faults record nothing.
+func (s *session) replyLanding(a idemcheck.Attempt, f faults.Fault, res wire.Result) {
+	if f.Name != faults.CutReply.Name {
+		return
+	}
+	var missed string
+	switch {
+	case res.ErrKind == wire.KindRefused:
+		missed = "the connection was refused: the target was not listening"
+	case !res.Written:
+		missed = "the request was not written whole: " + errText(res)
+	case res.Err == nil:
+		missed = "the reply arrived whole: nothing was cut"
+	case res.FirstByte.IsZero():
+		// Through the proxy a target that is not listening shows here: the
+		// proxy accepted the connection, then could not reach the target.
+		missed = "no reply byte arrived before the connection ended (the target did not answer, or was not listening): " + errText(res)
+	default:
+		s.landed(a, f, idemcheck.LandedReply, "", res.FirstByte, "")
+		return
+	}
+	s.landed(a, f, "", "", time.Time{}, missed)
+}
+
+func errText(res wire.Result) string {
+	if res.Err == nil {
+		return "no error"
+	}
+	return res.Err.Error()
+}
+
+// clip shortens s to at most n bytes, on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // LeaseMargin is how long past the policy's lease a retry keeps trying
@@ -392,10 +541,10 @@ const LeaseMargin = 2 * time.Second
 // policy's in-progress status, honouring Retry-After, until the lease plus
 // a margin has passed: a key left running by a dead attempt must become
 // retakable within its lease.
-func (s *session) retryWhileInProgress(ctx context.Context, addr string, req wire.Request, base idemcheck.Attempt) error {
+func (s *session) retryWhileInProgress(ctx context.Context, addr string, req wire.Request, base idemcheck.Attempt, count bool) error {
 	deadline := time.Now().Add(s.Policy.Lease + LeaseMargin)
 	for {
-		res := s.client.Do(ctx, addr, req)
+		res := s.do(ctx, addr, req, count)
 		s.record(base, res)
 		inProgress := res.Err == nil && s.Policy.InProgress(res.Status)
 		if !inProgress || !time.Now().Before(deadline) {
@@ -484,20 +633,28 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 	case ev = <-s.Powers.Held():
 	case res := <-firstDone:
 		// The target answered without reaching the held statement: there
-		// was no window to break. Recorded as it is; the retry still runs,
-		// on a clean link.
-		disarm()
+		// was no window to break. Recorded as it is, with the fault's miss;
+		// the retry still runs, on a clean link.
+		missed := dbMissed(st.DBFault)
+		if l := disarm(); l.Acted() {
+			// It held a statement the attempt did not wait for (a
+			// background job's): let that one go, and say so.
+			missed = fmt.Sprintf("the target answered while the fault held another of its statements, not this attempt's: %s", clip(l.SQL, eventSQL))
+			select {
+			case ev := <-s.Powers.Held():
+				_ = ev.Release()
+			case <-time.After(time.Second):
+			}
+		}
+		s.landed(first, st.DBFault, "", "", time.Time{}, missed)
 		s.record(first, res)
-		s.event(idemcheck.FaultMissed, first, st.DBFault.String(), "", "",
-			"the first attempt ended without the target sending the statement the hold waits for: nothing was held")
-		return s.retryWhileInProgress(ctx, addr, req, retry)
+		return s.retryWhileInProgress(ctx, addr, req, retry, true)
 	case <-time.After(holdTimeout):
 		return fmt.Errorf("%s: the target did not reach %q within %v", first.Check, st.DBFault.Params["match"], holdTimeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
-		fmt.Sprintf("the statement was held on the database link (match %d), before it reached the database", ev.Match))
+	s.landed(first, st.DBFault, ev.Landing, ev.SQL, time.Now(), "")
 	switch st.OnHold {
 	case HoldCrash:
 		if err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database"); err != nil {
@@ -509,7 +666,7 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 		if err := s.restart(ctx, first); err != nil {
 			return err
 		}
-		return s.retryWhileInProgress(ctx, addr, req, retry)
+		return s.retryWhileInProgress(ctx, addr, req, retry, true)
 	case HoldInFlight:
 		retryDone := make(chan wire.Result, 1)
 		go func() { retryDone <- patient.Do(ctx, addr, req) }()

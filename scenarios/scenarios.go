@@ -34,11 +34,14 @@ type Step struct {
 	RetryInProgress bool
 	// DelayBefore waits before the step: a client's retry after a while.
 	DelayBefore time.Duration
-	// HoldNthByRound makes DBFault (a db-hold) act on the round's
-	// statement in turn: the 1st match in round 1, the 2nd in round 2,
-	// then again from the 1st. A target that commits its work and its key
-	// in two transactions has two windows, and each round tries one.
-	HoldNthByRound bool
+	// NthByRound makes DBFault (a db-cut or db-hold) act on another of
+	// the attempt's effect writes each round: the last one first (as many
+	// as clean attempts were seen to make), then the one before, and so
+	// on; the first while none was counted. A target that claims its key,
+	// commits its work and finishes the key in separate writes has a
+	// window before each, and each round tries one. With an explicit
+	// match, rounds alternate its 1st and 2nd match.
+	NthByRound bool
 	// KillAfter kills the target once the step's attempts have been
 	// answered, and starts it again before the next step: the retry then
 	// meets a fresh process, with nothing left in its memory.
@@ -233,23 +236,25 @@ func MissingKey(rounds int) Scenario {
 		Steps: []Step{{Attempts: 1, Variant: idemcheck.NoKey}}}
 }
 
-// FailedAttempt cuts the target's database link at its COMMIT, so the
-// first attempt dies inside the server, then retries.
+// FailedAttempt cuts the target's database link at one of its effect
+// writes (a COMMIT, or a write that commits on its own; another each
+// round), so the first attempt dies inside the server, then retries.
 func FailedAttempt(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBCut("", 1)},
+		{Attempts: 1, DBFault: faults.DBCut("", 1), NthByRound: true},
 		{Attempts: 1, RetryInProgress: true},
 	}}
 }
 
-// CrashLease kills the target while the first attempt's transaction waits
-// at COMMIT (after the key is claimed, before the work commits), restarts
-// it, and retries until the key's lease has had time to expire. Rounds
-// alternate between the attempt's first and second COMMIT, the two windows
-// of a target that commits its work and its key apart.
+// CrashLease kills the target while the first attempt waits at one of its
+// effect writes (a COMMIT, or a write that commits on its own: after the
+// key is claimed, before the work commits), restarts it, and retries until
+// the key's lease has had time to expire. Each round holds another of the
+// attempt's writes, the last first (NthByRound): the windows of a target
+// that claims its key, commits its work and finishes its key apart.
 func CrashLease(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashLease, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldCrash, HoldNthByRound: true},
+		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldCrash, NthByRound: true},
 		{Attempts: 1, RetryInProgress: true},
 	}}
 }
@@ -276,7 +281,7 @@ func RestartReplay(rounds int) Scenario {
 // window.
 func CrashAfterCommit(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashAfterCommit, Rounds: max(rounds, 2), Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldKillAfterCommit, HoldNthByRound: true},
+		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldKillAfterCommit, NthByRound: true},
 		{Attempts: 1, RetryInProgress: true},
 	}}
 }
@@ -342,12 +347,12 @@ func WebhookRedelivery(rounds, n int) Scenario {
 }
 
 // RedeliveryAfterFailure delivers an event whose first delivery fails
-// inside the consumer (its database link cut at COMMIT); the sender then
-// delivers it again until it is acknowledged: the effect must then have
-// happened, once.
+// inside the consumer (its database link cut at one of its effect writes,
+// another each round); the sender then delivers it again until it is
+// acknowledged: the effect must then have happened, once.
 func RedeliveryAfterFailure(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBCut("", 1), RedeliverUntilAck: true},
+		{Attempts: 1, DBFault: faults.DBCut("", 1), NthByRound: true, RedeliverUntilAck: true},
 	}}
 }
 

@@ -141,7 +141,7 @@ func TestRestartClassScenarios(t *testing.T) {
 	cac := CrashAfterCommit(1)
 	assert.Equal(t, 2, cac.Rounds, "one round per landing window at least")
 	assert.Equal(t, HoldKillAfterCommit, cac.Steps[0].OnHold)
-	assert.True(t, cac.Steps[0].HoldNthByRound)
+	assert.True(t, cac.Steps[0].NthByRound)
 	assert.True(t, cac.Steps[1].RetryInProgress)
 	assert.Equal(t, "kill-after-commit+hold-reply+"+cac.Steps[0].DBFault.String(), stepFault(cac.Steps[0]))
 

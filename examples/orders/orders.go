@@ -96,6 +96,10 @@ type Config struct {
 	// SweepEvery is the period of the background sweeper; 0 runs none
 	// (Sweep can still be called).
 	SweepEvery time.Duration
+	// Autocommit does the work in one autocommitted statement instead of a
+	// transaction (autocommit.go): no BEGIN or COMMIT on the wire at all.
+	// It replaces the work step, a variant's own included.
+	Autocommit bool
 	// AfterClaim is a test hook, called after the key is claimed and before
 	// the work transaction. Nil in production.
 	AfterClaim func(ctx context.Context, key string)
@@ -134,6 +138,9 @@ func New(pool *pgxpool.Pool, cfg Config) *Server {
 	st := referenceSteps()
 	if z.apply != nil {
 		z.apply(&st)
+	}
+	if cfg.Autocommit {
+		st.work = (*Server).workAutocommit
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 30 * time.Second

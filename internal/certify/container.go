@@ -152,8 +152,11 @@ func (ct *ContainerTarget) Close() error {
 // ContainerPowers implements scenarios.Powers for a container target.
 type ContainerPowers struct{ ct *ContainerTarget }
 
-// ArmDB puts a fault on the container's database link.
-func (p *ContainerPowers) ArmDB(f faults.Fault) (func(), error) { return p.ct.link.Arm(f) }
+// ArmDB puts a fault on the container's database link; disarm reports
+// where it landed (see faults.Link.Arm).
+func (p *ContainerPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
+	return p.ct.link.Arm(f)
+}
 
 // Held delivers the hold events of db-hold faults.
 func (p *ContainerPowers) Held() <-chan faults.HoldEvent { return p.ct.link.Held() }

@@ -200,7 +200,9 @@ func TestContainerTargetPowers(t *testing.T) {
 	}
 
 	key, customer := uuid.NewString(), "ic-powers-"+uuid.NewString()
-	disarm, err := p.ArmDB(faults.DBHold("", 1))
+	// The work's COMMIT, not the claim (an autocommitted INSERT, the
+	// first effect write).
+	disarm, err := p.ArmDB(faults.DBHold(faults.CommitPattern, 1))
 	require.NoError(t, err)
 	answered := make(chan error, 1)
 	go func() {

@@ -143,8 +143,11 @@ func (pt *ProcessTarget) Close() {
 // ProcessPowers implements scenarios.Powers for a process target.
 type ProcessPowers struct{ pt *ProcessTarget }
 
-// ArmDB puts a fault on the target's database link.
-func (p *ProcessPowers) ArmDB(f faults.Fault) (func(), error) { return p.pt.link.Arm(f) }
+// ArmDB puts a fault on the target's database link; disarm reports where
+// it landed (see faults.Link.Arm).
+func (p *ProcessPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
+	return p.pt.link.Arm(f)
+}
 
 // Held delivers the hold events of db-hold faults.
 func (p *ProcessPowers) Held() <-chan faults.HoldEvent { return p.pt.link.Held() }

@@ -53,9 +53,22 @@ const testLease = time.Second
 // target (its own database link through the fault proxy) and certifies it.
 func certifyProcess(t *testing.T, v orders.Variant, instances int, checks ...string) *certify.Result {
 	t.Helper()
+	return certifyOrders(t, "-variant "+string(v), instances, checks...)
+}
+
+// certifyOrders is certifyProcess with the orders binary's flags as given.
+func certifyOrders(t *testing.T, flags string, instances int, checks ...string) *certify.Result {
+	t.Helper()
+	return certifyOrdersWith(t, flags, instances, nil, checks...)
+}
+
+// certifyOrdersWith is certifyOrders with the configuration changed by
+// change before the run.
+func certifyOrdersWith(t *testing.T, flags string, instances int, change func(*certify.Config), checks ...string) *certify.Result {
+	t.Helper()
 	ctx := context.Background()
 	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
-		Command:   ordersBinary(t) + " -lease " + testLease.String() + " -variant " + string(v),
+		Command:   ordersBinary(t) + " -lease " + testLease.String() + " " + flags,
 		Instances: instances,
 		DSN:       pgtest.DSN(t),
 	})
@@ -71,6 +84,9 @@ func certifyProcess(t *testing.T, v orders.Variant, instances int, checks ...str
 	cfg.Endpoint.Tenants = []scenarios.Header{
 		{Name: "Authorization", Value: idemcheck.MustTemplate("Bearer client-a")},
 		{Name: "Authorization", Value: idemcheck.MustTemplate("Bearer client-b")},
+	}
+	if change != nil {
+		change(&cfg)
 	}
 	res, err := certify.Run(ctx, cfg)
 	require.NoError(t, err)

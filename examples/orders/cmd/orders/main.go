@@ -2,7 +2,7 @@
 // POST /payments) for idemcheck to certify: the reference, or one of the
 // zoo's variants, each with one bug.
 //
-//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-lease 30s] [-retention 24h] [-instances 1]
+//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1]
 //
 // It listens on 127.0.0.1:$PORT (ADDR overrides the host), creates its
 // tables, sweeps expired keys every minute and shuts down gracefully on
@@ -61,6 +61,8 @@ func run() error {
 	}
 	lease := flag.Duration("lease", defaultLease, "how long a claim is held before a retry may take it over (env ORDERS_LEASE)")
 	retention := flag.Duration("retention", 0, "how long finished keys are kept (0: the variant's default, 24h for the reference)")
+	autocommit := flag.Bool("autocommit", os.Getenv("ORDERS_AUTOCOMMIT") == "1",
+		"do the work in one autocommitted statement, with no BEGIN or COMMIT (env ORDERS_AUTOCOMMIT=1)")
 	instances := flag.Int("instances", 1, "independent instances of the API served on the port, requests dealt in turn")
 	flag.Parse()
 	if *instances < 1 {
@@ -99,7 +101,7 @@ func run() error {
 	var apis []*orders.Server
 	var handlers []http.Handler
 	for range *instances {
-		api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute})
+		api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute, Autocommit: *autocommit})
 		defer api.Close()
 		apis = append(apis, api)
 		handlers = append(handlers, api)
@@ -109,7 +111,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("orders: %w", err)
 	}
-	slog.Info("orders: serving", "addr", ln.Addr().String(), "variant", variant, "lease", *lease, "instances", *instances)
+	slog.Info("orders: serving", "addr", ln.Addr().String(), "variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances)
 	if err := serve.HTTP(ctx, ln, orders.RoundRobin(handlers...), 10*time.Second); err != nil {
 		return fmt.Errorf("orders: %w", err)
 	}

@@ -1,0 +1,104 @@
+package certify_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/certify"
+)
+
+// faultLandings checks that every attempt sent through a database fault
+// has a FaultLanded event for its intent, and that no fault was missed,
+// and returns the landings of check by kind, then SQL.
+func faultLandings(t *testing.T, h *idemcheck.History, check string) map[string][]string {
+	t.Helper()
+	landed := map[string]bool{}
+	byKind := map[string][]string{}
+	for _, ev := range h.Events {
+		if ev.Check != check {
+			continue
+		}
+		require.Equal(t, idemcheck.FaultLanded, ev.Kind, "%s: %s", check, ev.Detail)
+		assert.NotEmpty(t, ev.SQL)
+		assert.LessOrEqual(t, len(ev.SQL), 203, "clipped")
+		assert.Contains(t, ev.Fault, "db-")
+		landed[ev.Intent] = true
+		byKind[ev.Landing] = append(byKind[ev.Landing], ev.SQL)
+	}
+	faulted := 0
+	for _, a := range h.Attempts {
+		if a.Check == check && strings.Contains(a.Fault, "db-") {
+			faulted++
+			assert.True(t, landed[a.Intent], "%s: attempt %d went through %s and its intent has no landing", check, a.ID, a.Fault)
+		}
+	}
+	require.Positive(t, faulted, "%s sent nothing through a database fault", check)
+	return byKind
+}
+
+// A handler that autocommits (the orders API with -autocommit: a claim and
+// a work statement, each committing on its own, no BEGIN or COMMIT on the
+// wire) still meets its faults: failed-attempt's cuts and crash-lease's
+// holds land on its writes, each round on another one (the claim, then the
+// work), and the history says so. The API is correct: no anomaly.
+func TestFaultsLandOnAnAutocommittingTarget(t *testing.T) {
+	res := certifyOrders(t, "-autocommit", 1, idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+	}
+	for _, check := range []string{idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease} {
+		byKind := faultLandings(t, res.History, check)
+		assert.Empty(t, byKind[idemcheck.LandedCommit], "%s: this target sends no COMMIT", check)
+		sqls := strings.Join(byKind[idemcheck.LandedAutocommitWrite], "\n")
+		assert.Contains(t, sqls, "INSERT INTO idempotency_keys", "%s: the claim", check)
+		assert.Contains(t, sqls, "UPDATE idempotency_keys", "%s: the work", check)
+	}
+}
+
+// The reference claims its key with an autocommitted INSERT and commits its
+// work in a transaction: its rounds land on both, and the work's INSERT
+// inside the transaction is never taken for an effect write.
+func TestFaultsLandOnTheReferencesClaimAndCommit(t *testing.T) {
+	res := certifyOrders(t, "", 1, idemcheck.CheckCrashLease)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+	}
+	byKind := faultLandings(t, res.History, idemcheck.CheckCrashLease)
+	require.Len(t, byKind[idemcheck.LandedCommit], 1, "%v", byKind)
+	assert.Equal(t, "commit", byKind[idemcheck.LandedCommit][0])
+	require.Len(t, byKind[idemcheck.LandedAutocommitWrite], 1, "%v", byKind)
+	assert.Contains(t, byKind[idemcheck.LandedAutocommitWrite][0], "INSERT INTO idempotency_keys")
+}
+
+// A request the target rejects before it touches its database (a negative
+// total: 400) sends no effect write, so failed-attempt's cut and
+// crash-lease's hold never act: each faulted intent gets a FaultMissed
+// saying what the fault waited for, never a FaultLanded.
+func TestFaultsThatNeverActAreRecordedAsMissed(t *testing.T) {
+	res := certifyOrdersWith(t, "", 1, func(c *certify.Config) {
+		c.Endpoint.Body = idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":-1}`)
+		c.Endpoint.FailingBody = nil
+	}, idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease)
+	missed := map[string]map[string]bool{}
+	for _, ev := range res.History.Events {
+		require.Equal(t, idemcheck.FaultMissed, ev.Kind, "%+v", ev)
+		assert.Contains(t, ev.Detail, "the target sent no COMMIT and no autocommitted write while the attempt ran")
+		assert.Empty(t, ev.Landing)
+		if missed[ev.Check] == nil {
+			missed[ev.Check] = map[string]bool{}
+		}
+		missed[ev.Check][ev.Intent] = true
+	}
+	for _, a := range res.History.Attempts {
+		if strings.Contains(a.Fault, "db-") {
+			assert.Equal(t, 400, a.Status)
+			assert.True(t, missed[a.Check][a.Intent], "attempt %d (%s) has no FaultMissed", a.ID, a.Check)
+		}
+	}
+	assert.Len(t, missed[idemcheck.CheckFailedAttempt], 2)
+	assert.Len(t, missed[idemcheck.CheckCrashLease], 2)
+}
