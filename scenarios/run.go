@@ -83,8 +83,10 @@ type Progress struct {
 	Sent, Total int
 }
 
-// Runner sends scenarios to one endpoint through an in-process fault proxy
-// and records every attempt.
+// Runner sends scenarios to one endpoint and records every attempt. A step
+// with a client-link fault goes through an in-process fault proxy; every
+// other step, bursts included, reaches the target directly, so that nothing
+// stands between a burst's release and the target.
 type Runner struct {
 	Endpoint Endpoint
 	Policy   idemcheck.Policy
@@ -108,6 +110,9 @@ type Runner struct {
 	// last-byte synchronisation), ProtocolHTTP1 or ProtocolH2. Empty means
 	// auto.
 	Protocol wire.Protocol
+
+	// dial, when set, is the wire client's dialer (tests).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Powers are the harness's hold on a target it started: its database link
@@ -152,23 +157,21 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	}
 	defer link.Close()
 
-	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout, Protocol: r.Protocol}
+	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout, Protocol: r.Protocol, Dial: r.dial}
 	if client.Protocol == "" {
 		client.Protocol = wire.ProtocolAuto
 	}
 	if r.Endpoint.Base.Scheme == "https" {
 		client.TLS = &tls.Config{ServerName: r.Endpoint.Base.Hostname(), NextProtos: []string{"http/1.1"}}
 	}
+	s := &session{Runner: r, link: link, direct: link.Upstream(), client: client, h: h, run: newRunID()}
 	if client.Protocol == wire.ProtocolAuto {
-		// Asked once, through the clean proxy, so that every burst uses the
-		// engine the target speaks without probing again.
-		if addr, err := link.Addr(faults.None); err == nil {
-			if p, err := client.Probe(ctx, addr); err == nil {
-				client.Protocol = p
-			}
+		// Asked once, so that every burst uses the engine the target
+		// speaks without probing again.
+		if p, err := client.Probe(ctx, s.direct); err == nil {
+			client.Protocol = p
 		}
 	}
-	s := &session{Runner: r, link: link, client: client, h: h, run: newRunID()}
 	largest := 1
 	for _, sc := range scs {
 		s.total += sc.Attempts()
@@ -193,7 +196,10 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 // session is the state of one Run.
 type session struct {
 	*Runner
-	link   *faults.Link
+	link *faults.Link
+	// direct is the target's host:port: where steps without a client-link
+	// fault go.
+	direct string
 	client *wire.Client
 	h      *idemcheck.History
 	run    string
@@ -217,7 +223,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			st.DBFault = faults.DBHold(st.DBFault.Params["match"], (round-1)%2+1)
 		}
 		req, key := s.request(in, st.Variant)
-		addr, err := s.link.Addr(st.Fault)
+		addr, err := s.addr(st.Fault)
 		if err != nil {
 			return fmt.Errorf("fault %s: %w", st.Fault.Name, err)
 		}
@@ -296,6 +302,18 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		}
 	}
 	return s.observe(ctx, in)
+}
+
+// addr is where a step with client-link fault f sends: the target itself
+// when f is None, else the fault proxy that applies f. A proxy in the path
+// would cost a burst its tight release (each final byte then waits for a
+// proxy goroutine pair before it reaches the target), and it adds nothing
+// to a step it does not fault.
+func (s *session) addr(f faults.Fault) (string, error) {
+	if f.IsNone() {
+		return s.direct, nil
+	}
+	return s.link.Addr(f)
 }
 
 // faultNames names the faults an attempt went through, client link first.

@@ -254,8 +254,7 @@ type h2stream struct {
 func (c *Client) dialH2(ctx context.Context, addr string, deadline time.Time) (*h2conn, error) {
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", addr)
+	conn, err := c.dial(dctx, addr)
 	if err != nil {
 		return nil, err
 	}
