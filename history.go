@@ -101,6 +101,12 @@ type Observation struct {
 type Burst struct {
 	ID       int `json:"id"`
 	Attempts int `json:"attempts"`
+	// Intent, Check and Round say whose burst it was. A round whose burst
+	// was loose is repeated with a fresh intent: several bursts then share
+	// a check and round, and every one of them stays in the history.
+	Intent string `json:"intent,omitempty"`
+	Check  string `json:"check,omitempty"`
+	Round  int    `json:"round,omitempty"`
 	// Spread is the client-side release spread: the time between the first
 	// final write's start and the last final write's end (over HTTP/1.1 a
 	// final byte per connection, over HTTP/2 one write per lane).
@@ -109,7 +115,29 @@ type Burst struct {
 	Protocol string `json:"protocol,omitempty"`
 	// Fallback says why a burst meant for HTTP/2 went out over HTTP/1.1.
 	Fallback string `json:"fallback,omitempty"`
+	// Loose: the burst's Spread was over LooseSpread(Attempts) when it was
+	// sent, too wide to say which race windows it would catch, so its round
+	// was repeated. Its attempts still count: a duplicate it caused is a
+	// duplicate.
+	Loose bool `json:"loose,omitempty"`
 }
+
+// LooseSpread is the client release spread above which a burst of n
+// attempts is loose. Measured on a 2-core machine (BENCHMARKS.md and the
+// notes of the change that set it): bursts of 32 released within about
+// 0.1-0.5 ms while the machine was quiet, and spread to several
+// milliseconds while other processes kept both cores busy. The limit sits
+// above what a quiet machine does, with room for the few microseconds each
+// further connection costs a large burst, and below what a busy one does.
+func LooseSpread(n int) time.Duration {
+	return LooseSpreadBase + time.Duration(max(n, 0))*LooseSpreadPerAttempt
+}
+
+// The parts of LooseSpread.
+const (
+	LooseSpreadBase       = 1500 * time.Microsecond
+	LooseSpreadPerAttempt = 15 * time.Microsecond
+)
 
 // History is everything a run did and saw: the intents, every attempt in
 // the order it started, and the database's observations. It is the input of
