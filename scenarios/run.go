@@ -113,6 +113,8 @@ type Runner struct {
 
 	// dial, when set, is the wire client's dialer (tests).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// looseSpread, when set, replaces idemcheck.LooseSpread (tests).
+	looseSpread func(n int) time.Duration
 }
 
 // Powers are the harness's hold on a target it started: its database link
@@ -182,16 +184,31 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	s.pace = newPacer(r.Rate, largest)
 	for _, sc := range scs {
 		for round := 1; round <= sc.Rounds; round++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := s.round(ctx, sc, round); err != nil {
-				return err
+			for repeat := 0; ; repeat++ {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				loose, err := s.round(ctx, sc, round)
+				if err != nil {
+					return err
+				}
+				if !loose || repeat == LooseRepeats {
+					break
+				}
+				s.total += sc.Attempts() / sc.Rounds
 			}
 		}
 	}
 	return nil
 }
+
+// LooseRepeats is how many times at most a round whose burst was loose
+// (released wider than idemcheck.LooseSpread) is repeated, each time with
+// a fresh intent. A machine too busy for a tight burst four times in a row
+// is too busy to certify races on: the check is then inconclusive
+// (assert.BurstProof). Every burst stays in the history, and the attempts
+// of a loose one count like any other's.
+const LooseRepeats = 3
 
 // session is the state of one Run.
 type session struct {
@@ -208,7 +225,9 @@ type session struct {
 	pace   *pacer
 }
 
-func (s *session) round(ctx context.Context, sc Scenario, round int) error {
+// round sends one round of sc with a fresh intent. It reports whether one
+// of its bursts was loose.
+func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool, err error) {
 	in := idemcheck.Intent{
 		ID:    fmt.Sprintf("ic-%s-%d", s.run, len(s.h.Intents)+1),
 		Key:   uuid.NewString(),
@@ -225,7 +244,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		req, key := s.request(in, st.Variant)
 		addr, err := s.addr(st.Fault)
 		if err != nil {
-			return fmt.Errorf("fault %s: %w", st.Fault.Name, err)
+			return false, fmt.Errorf("fault %s: %w", st.Fault.Name, err)
 		}
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
@@ -237,7 +256,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return ctx.Err()
+				return false, ctx.Err()
 			case <-t.C:
 			}
 		}
@@ -246,22 +265,22 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			// The held step and the retry that meets it are one piece of
 			// choreography: the retry is the next step.
 			if i+1 >= len(sc.Steps) {
-				return fmt.Errorf("scenario %s: a held step needs a retry step after it", sc.Check)
+				return false, fmt.Errorf("scenario %s: a held step needs a retry step after it", sc.Check)
 			}
 			next := sc.Steps[i+1]
 			retry := base
 			retry.Step, retry.Fault, retry.Variant = i+2, faultNames(next.Fault, next.DBFault), next.Variant
 			if err := s.held(ctx, st, next, addr, req, base, retry); err != nil {
-				return err
+				return false, err
 			}
 			i++
 		case st.Together:
 			if err := s.pace.wait(ctx, st.Attempts); err != nil {
-				return err
+				return false, err
 			}
 			disarm, err := s.arm(st.DBFault)
 			if err != nil {
-				return err
+				return false, err
 			}
 			reqs := make([]wire.Request, st.Attempts)
 			for j := range reqs {
@@ -271,7 +290,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			results := br.Results
 			disarm()
 			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: br.Spread,
-				Protocol: string(br.Protocol), Fallback: br.Fallback}
+				Protocol: string(br.Protocol), Fallback: br.Fallback, Intent: in.ID, Check: sc.Check, Round: round,
+				Loose: br.Spread > s.looseAbove(len(results))}
+			loose = loose || burst.Loose
 			s.h.Bursts = append(s.h.Bursts, burst)
 			base.Burst = burst.ID
 			for _, res := range results {
@@ -280,11 +301,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		default:
 			for range st.Attempts {
 				if err := s.pace.wait(ctx, 1); err != nil {
-					return err
+					return false, err
 				}
 				disarm, err := s.arm(st.DBFault)
 				if err != nil {
-					return err
+					return false, err
 				}
 				if st.RetryInProgress {
 					err = s.retryWhileInProgress(ctx, addr, req, base)
@@ -293,7 +314,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 				}
 				disarm()
 				if err != nil {
-					return err
+					return false, err
 				}
 			}
 		}
@@ -301,7 +322,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 			s.Progress(Progress{Check: sc.Check, Round: round, Rounds: sc.Rounds, Sent: s.sent, Total: s.total})
 		}
 	}
-	return s.observe(ctx, in)
+	return loose, s.observe(ctx, in)
 }
 
 // addr is where a step with client-link fault f sends: the target itself
@@ -314,6 +335,14 @@ func (s *session) addr(f faults.Fault) (string, error) {
 		return s.direct, nil
 	}
 	return s.link.Addr(f)
+}
+
+// looseAbove is the release spread above which a burst of n is loose.
+func (s *session) looseAbove(n int) time.Duration {
+	if s.looseSpread != nil {
+		return s.looseSpread(n)
+	}
+	return idemcheck.LooseSpread(n)
 }
 
 // faultNames names the faults an attempt went through, client link first.

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	idemassert "github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/wire"
 )
@@ -24,6 +26,10 @@ type seenTarget struct {
 	base *url.URL
 	mu   sync.Mutex
 	from map[string][]string // key -> remote addresses
+	// racy: every request creates a resource of its own, as a target
+	// without idempotency does.
+	racy bool
+	n    int
 }
 
 func newSeenTarget(t *testing.T) *seenTarget {
@@ -36,10 +42,15 @@ func newSeenTarget(t *testing.T) *seenTarget {
 		st.mu.Lock()
 		k := r.Header.Get("Idempotency-Key")
 		st.from[k] = append(st.from[k], r.RemoteAddr)
+		st.n++
+		id := "o-1"
+		if st.racy {
+			id = fmt.Sprintf("o-%d", st.n)
+		}
 		st.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
-		_, _ = io.WriteString(w, `{"id":"o-1"}`)
+		_, _ = fmt.Fprintf(w, `{"id":%q}`, id)
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -79,6 +90,8 @@ func TestBurstsAndCleanStepsReachTheTargetDirectly(t *testing.T) {
 				Endpoint: Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
 					Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)},
 				Policy: idemcheck.IETF(), Timeout: 5 * time.Second, Protocol: p, dial: mine.dial,
+				// No repeats: how tight the bursts are is not the point here.
+				looseSpread: func(int) time.Duration { return time.Hour },
 			}
 			h := &idemcheck.History{}
 			scs := []Scenario{ConcurrentBurst(8, 2), SequentialReplay(1), LostReply(1)}
@@ -137,4 +150,83 @@ func TestFaultedStepGoesThroughTheProxy(t *testing.T) {
 	addr, err = s.addr(faults.CutReply)
 	require.NoError(t, err)
 	assert.NotEqual(t, "127.0.0.1:1", addr)
+}
+
+func burstRunner(target *seenTarget, limit func(int) time.Duration) *Runner {
+	return &Runner{
+		Endpoint: Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
+			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)},
+		Policy: idemcheck.IETF(), Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1, looseSpread: limit,
+	}
+}
+
+// A loose burst's round is repeated with a fresh intent, at most
+// LooseRepeats times; every burst stays in the history, marked, with its
+// intent, check and round, and the attempts of the loose ones still count:
+// a target that creates a resource per request is caught in every burst.
+func TestLooseBurstsAreRepeatedWithinABound(t *testing.T) {
+	target := newSeenTarget(t)
+	target.racy = true
+	r := burstRunner(target, func(int) time.Duration { return -1 }) // every burst is loose
+	var last Progress
+	r.Progress = func(p Progress) { last = p }
+	h := &idemcheck.History{Run: idemcheck.Run{Policy: idemcheck.IETF(),
+		Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckConcurrentBurst}}}}
+	require.NoError(t, r.Run(context.Background(), []Scenario{ConcurrentBurst(4, 2)}, h))
+
+	rounds := 2 * (1 + LooseRepeats)
+	require.Len(t, h.Bursts, rounds)
+	require.Len(t, h.Intents, rounds, "each burst has an intent of its own")
+	require.Len(t, h.Attempts, 4*rounds)
+	assert.Equal(t, last.Total, last.Sent, "the progress total grows with the repeats")
+	keys := map[string]bool{}
+	for i, b := range h.Bursts {
+		assert.True(t, b.Loose, "burst %d", b.ID)
+		assert.Equal(t, idemcheck.CheckConcurrentBurst, b.Check)
+		assert.Equal(t, 1+i/(1+LooseRepeats), b.Round, "burst %d", b.ID)
+		assert.Equal(t, h.Intents[i].ID, b.Intent)
+		assert.Equal(t, b.Round, h.Intents[i].Round)
+		keys[h.Intents[i].Key] = true
+	}
+	assert.Len(t, keys, rounds, "a fresh key for every repeat")
+
+	caught := map[string]bool{}
+	for _, a := range idemassert.Check(h) {
+		caught[a.Intent] = true
+	}
+	for _, in := range h.Intents {
+		assert.True(t, caught[in.ID], "the duplicates of loose burst %s still count", in.ID)
+	}
+	proof, loose := idemassert.BurstProof(h.Bursts)
+	assert.True(t, loose, proof)
+}
+
+// A tight burst is not repeated; a round is repeated only until one of its
+// bursts is tight.
+func TestTightBurstIsNotRepeated(t *testing.T) {
+	target := newSeenTarget(t)
+	r := burstRunner(target, func(int) time.Duration { return time.Hour })
+	h := &idemcheck.History{}
+	require.NoError(t, r.Run(context.Background(), []Scenario{ConcurrentBurst(4, 3)}, h))
+	require.Len(t, h.Bursts, 3)
+	for _, b := range h.Bursts {
+		assert.False(t, b.Loose)
+	}
+
+	calls := 0
+	r = burstRunner(target, func(int) time.Duration {
+		calls++
+		if calls <= 2 {
+			return -1 // the first two bursts are loose
+		}
+		return time.Hour
+	})
+	h = &idemcheck.History{}
+	require.NoError(t, r.Run(context.Background(), []Scenario{ConcurrentBurst(4, 2)}, h))
+	require.Len(t, h.Bursts, 4, "round 1 sent three bursts, round 2 one")
+	assert.Equal(t, []int{1, 1, 1, 2}, []int{h.Bursts[0].Round, h.Bursts[1].Round, h.Bursts[2].Round, h.Bursts[3].Round})
+	proof, loose := idemassert.BurstProof(h.Bursts)
+	assert.False(t, loose)
+	assert.Contains(t, proof, "2 bursts of 4 over http1")
+	assert.Contains(t, proof, "(2 looser bursts were repeated; their attempts still count)")
 }
