@@ -123,20 +123,22 @@ type Burst struct {
 }
 
 // LooseSpread is the client release spread above which a burst of n
-// attempts is loose. Measured on a 2-core machine (BENCHMARKS.md and the
-// notes of the change that set it): bursts of 32 released within about
-// 0.1-0.5 ms while the machine was quiet, and spread to several
-// milliseconds while other processes kept both cores busy. The limit sits
-// above what a quiet machine does, with room for the few microseconds each
-// further connection costs a large burst, and below what a busy one does.
+// attempts is loose. Set from measurement on a 2-core machine: a quiet
+// machine releases a burst of 32 in about 0.2-0.3 ms (about 7 us per
+// connection over HTTP/1.1, less over HTTP/2), while one whose cores were
+// kept busy by other processes, with or without two extra busy loops, gave
+// medians of 1.5-9 ms (bursts of 8 and 32, both protocols; 2026-12-01,
+// load average 19-30). The limit, 1.32 ms for 32 and 1.08 ms for 8, is
+// about 4-5 times what a quiet machine does, and the per-attempt part
+// leaves a quiet burst of 1024 (about 7 ms) under its limit (11.2 ms).
 func LooseSpread(n int) time.Duration {
 	return LooseSpreadBase + time.Duration(max(n, 0))*LooseSpreadPerAttempt
 }
 
 // The parts of LooseSpread.
 const (
-	LooseSpreadBase       = 1500 * time.Microsecond
-	LooseSpreadPerAttempt = 15 * time.Microsecond
+	LooseSpreadBase       = time.Millisecond
+	LooseSpreadPerAttempt = 10 * time.Microsecond
 )
 
 // History is everything a run did and saw: the intents, every attempt in
