@@ -87,3 +87,21 @@ func TestLooseSpreadGrowsWithTheBurst(t *testing.T) {
 	assert.Less(t, idemcheck.LooseSpread(8), idemcheck.LooseSpread(32))
 	assert.Equal(t, idemcheck.LooseSpreadBase, idemcheck.LooseSpread(0))
 }
+
+func TestCheckBursts(t *testing.T) {
+	h := &idemcheck.History{
+		Bursts: []idemcheck.Burst{
+			{ID: 1, Check: idemcheck.CheckConcurrentBurst},
+			{ID: 2, Check: idemcheck.CheckWebhookRedeliver},
+			{ID: 3}, // an older history: the attempts say whose it was
+		},
+		Attempts: []idemcheck.Attempt{{ID: 1, Burst: 3, Check: idemcheck.CheckConcurrentBurst}, {ID: 2}},
+	}
+	var ids []int
+	for _, b := range CheckBursts(h, idemcheck.CheckConcurrentBurst) {
+		ids = append(ids, b.ID)
+	}
+	assert.Equal(t, []int{1, 3}, ids)
+	assert.Len(t, CheckBursts(h, idemcheck.CheckWebhookRedeliver), 1)
+	assert.Empty(t, CheckBursts(h, idemcheck.CheckSequentialReplay))
+}
