@@ -123,14 +123,15 @@ type Burst struct {
 }
 
 // LooseSpread is the client release spread above which a burst of n
-// attempts is loose. Set from measurement on a 2-core machine: a quiet
-// machine releases a burst of 32 in about 0.2-0.3 ms (about 7 us per
-// connection over HTTP/1.1, less over HTTP/2), while one whose cores were
-// kept busy by other processes, with or without two extra busy loops, gave
-// medians of 1.5-9 ms (bursts of 8 and 32, both protocols; 2026-12-01,
-// load average 19-30). The limit, 1.32 ms for 32 and 1.08 ms for 8, is
-// about 4-5 times what a quiet machine does, and the per-attempt part
-// leaves a quiet burst of 1024 (about 7 ms) under its limit (11.2 ms).
+// attempts is loose. Set from measurement on a 2-core machine: a quiet one
+// releases a burst of 32 in about 0.2-0.3 ms (about 7 us per connection
+// over HTTP/1.1, less over HTTP/2: the demo's 309 us, and the fastest
+// bursts of the runs below, 16-376 us), while one whose cores other
+// processes kept busy (load average 9-30, with and without two extra busy
+// loops; 2026-12-01) gave medians of 1.5-9 ms for bursts of 8 and 32 over
+// both protocols. The limit, 1.32 ms for 32 and 1.08 ms for 8, is about 4-5
+// times what a quiet machine does, and its per-attempt part leaves a quiet
+// burst of 1024 (about 7 ms) under its limit (11.2 ms).
 func LooseSpread(n int) time.Duration {
 	return LooseSpreadBase + time.Duration(max(n, 0))*LooseSpreadPerAttempt
 }
