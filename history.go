@@ -105,6 +105,12 @@ type Observation struct {
 type Burst struct {
 	ID       int `json:"id"`
 	Attempts int `json:"attempts"`
+	// Intent, Check and Round say whose burst it was. A round whose burst
+	// was loose is repeated with a fresh intent: several bursts then share
+	// a check and round, and every one of them stays in the history.
+	Intent string `json:"intent,omitempty"`
+	Check  string `json:"check,omitempty"`
+	Round  int    `json:"round,omitempty"`
 	// Spread is the client-side release spread: the time between the first
 	// final write's start and the last final write's end (over HTTP/1.1 a
 	// final byte per connection, over HTTP/2 one write per lane).
@@ -113,7 +119,39 @@ type Burst struct {
 	Protocol string `json:"protocol,omitempty"`
 	// Fallback says why a burst meant for HTTP/2 went out over HTTP/1.1.
 	Fallback string `json:"fallback,omitempty"`
+	// Loose: the burst's Spread was over LooseSpread(Attempts) when it was
+	// sent, too wide to say which race windows it would catch, so its round
+	// was repeated. Its attempts still count: a duplicate it caused is a
+	// duplicate.
+	Loose bool `json:"loose,omitempty"`
 }
+
+// LooseSpread is the client release spread above which a burst of n
+// attempts is loose: too wide to mean anything about a race.
+//
+// The rule is the pigeonhole one: n releases within a spread S put at
+// least two of them within S/(n-1) of each other, so a check-then-insert
+// window wider than that is entered by two attempts at once. A burst is
+// loose when even that pair bound exceeds PairGapLimit, 1 ms: wider than
+// the read-to-write window of a handler that checks a key and then writes
+// it over loopback (one PostgreSQL round trip, about 0.1-0.5 ms here), so
+// such a burst would miss the very race it is for.
+//
+// Measured on a 2-core machine (2026-12-01): a quiet one releases a burst
+// of 32 in about 0.2-0.3 ms (pair bound under 10 us); with the cores kept
+// busy by other processes (load average 9-30, with and without two extra
+// busy loops) the medians were 1.5-9 ms for bursts of 8 and 32 over both
+// protocols, a pair bound of 0.1-0.4 ms: still well inside the limit,
+// while the report states the wider spread. A limit on the whole spread
+// (about 1 ms for 32) marked 22-27 of 30 such bursts loose and would have
+// made every certification on a busy CI runner inconclusive.
+func LooseSpread(n int) time.Duration {
+	return time.Duration(max(n-1, 1)) * PairGapLimit
+}
+
+// PairGapLimit is the widest pair bound (spread/(n-1)) a burst may have
+// and still count (see LooseSpread).
+const PairGapLimit = time.Millisecond
 
 // History is everything a run did and saw: the intents, every attempt in
 // the order it started, and the database's observations. It is the input of

@@ -111,6 +111,19 @@ func Report(h *idemcheck.History) idemcheck.Report {
 		default:
 			cr.Status, cr.Proof, cr.Reason = ev.verdict()
 		}
+		// A check that sends bursts states how tightly they were released;
+		// when some round never got a burst tight enough to mean anything,
+		// its pass would rest on nothing.
+		if burst, loose := BurstProof(CheckBursts(h, pc.Name)); burst != "" && pc.Skip == "" {
+			switch {
+			case loose && cr.Status == idemcheck.Pass:
+				cr.Status, cr.Proof, cr.Reason = idemcheck.Inconclusive, "", "its bursts were too loose: "+burst
+			case cr.Proof != "":
+				cr.Proof += "; " + burst
+			default:
+				cr.Proof = burst
+			}
+		}
 		r.Checks = append(r.Checks, cr)
 	}
 	for _, e := range h.Events {

@@ -172,7 +172,7 @@ func (ev *checkEvidence) missedSummary() string {
 	sort.Slice(l, func(i, j int) bool { return l[i].n > l[j].n || l[i].n == l[j].n && l[i].why < l[j].why })
 	var s []string
 	for _, x := range l {
-		s = append(s, fmt.Sprintf("%s (%s)", x.why, plural(x.n, "round")))
+		s = append(s, fmt.Sprintf("%s (%s)", x.why, count(x.n, "round")))
 	}
 	return strings.Join(s, "; ")
 }
@@ -189,11 +189,9 @@ func (ev *checkEvidence) landingSummary() string {
 	return " (on " + strings.Join(s, ", ") + ")"
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
+// count writes n with its noun: "1 round", "3 rounds".
+func count(n int, word string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, word, word+"s"))
 }
 
 func orUnknown(s string) string {

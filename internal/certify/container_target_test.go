@@ -190,7 +190,15 @@ func TestContainerTargetPowers(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
 	defer cancel()
-	ct := startContainerTarget(t, ctx, certify.ContainerOptions{Image: ordersImage, DSN: pgtest.DSN(t)})
+	// The retry after the restart must find the crashed attempt's claim
+	// still leased: with the default 1 s lease, a restart slower than that
+	// (a loaded machine) let the retry take the key over and create the
+	// order (201, then two orders). A lease longer than the test's whole
+	// timeout makes the order of events certain, not a matter of speed;
+	// nothing here waits for the lease to run out.
+	lease := containerTimeout + time.Minute
+	ct := startContainerTarget(t, ctx, certify.ContainerOptions{Image: ordersImage, DSN: pgtest.DSN(t),
+		Env: map[string]string{"ORDERS_LEASE": lease.String()}})
 	p := ct.Powers()
 	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	count := func(customer string) int {

@@ -142,7 +142,7 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	}
 	spread := ""
 	if r.Stats.BurstSpreadMedianUS > 0 {
-		spread = fmt.Sprintf(", burst release spread %d us (median", r.Stats.BurstSpreadMedianUS)
+		spread = fmt.Sprintf(", client burst release spread %d us (median", r.Stats.BurstSpreadMedianUS)
 		if r.Stats.BurstProtocol != "" {
 			spread += ", " + r.Stats.BurstProtocol
 		}

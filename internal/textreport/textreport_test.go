@@ -43,7 +43,7 @@ func TestWriteGroupsAnomaliesAndCapsEvidence(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out, "duplicate-effect in concurrent-burst"), "one anomaly of a kind in full")
 	assert.Contains(t, out, "and in 1 more intents of concurrent-burst: ic-2")
 	assert.Contains(t, out, "… 2 more witnesses: attempts 5, 6", "evidence capped at MaxEvidence")
-	assert.Contains(t, out, "verdict FAIL: 2 anomalies, 160 attempts in 1.5s, burst release spread 9 us (median, h2), seed 7")
+	assert.Contains(t, out, "verdict FAIL: 2 anomalies, 160 attempts in 1.5s, client burst release spread 9 us (median, h2), seed 7")
 
 	b.Reset()
 	Write(&b, report(), true)

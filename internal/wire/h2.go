@@ -256,7 +256,7 @@ type h2stream struct {
 func (c *Client) dialH2(ctx context.Context, addr string, deadline time.Time) (*h2conn, error) {
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	conn, err := c.dialer().DialContext(dctx, "tcp", addr)
+	conn, err := c.dial(dctx, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -162,6 +162,19 @@ type Client struct {
 	// or less means DefaultLanes (two); 1 is a single writer. Never more
 	// lanes than requests, nor than the process runs at once (GOMAXPROCS).
 	Lanes int
+	// Dial, when set, opens every TCP connection the Client makes (single
+	// attempts, bursts and probes alike) instead of a net.Dialer; tests use
+	// it to know which sockets the Client's connections come from.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// dial opens a TCP connection to addr with the Client's Dial, or a
+// net.Dialer when it has none.
+func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
+	if c.Dial != nil {
+		return c.Dial(ctx, "tcp", addr)
+	}
+	return c.dialer().DialContext(ctx, "tcp", addr)
 }
 
 // Do sends req once on a fresh connection to addr (host:port, typically a
@@ -300,7 +313,7 @@ func (a *attempt) done() bool { return a.ended }
 func (a *attempt) dial(addr string) bool {
 	ctx, cancel := context.WithDeadline(a.ctx, a.deadline)
 	defer cancel()
-	conn, err := a.c.dialer().DialContext(ctx, "tcp", addr)
+	conn, err := a.c.dial(ctx, addr)
 	if err != nil {
 		a.fail(err, classify(err))
 		return false

@@ -1,0 +1,109 @@
+package assert
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+func us(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+
+func tightBursts(spreads ...time.Duration) []idemcheck.Burst {
+	var b []idemcheck.Burst
+	for i, s := range spreads {
+		b = append(b, idemcheck.Burst{ID: i + 1, Attempts: 32, Spread: s, Protocol: "http1",
+			Check: idemcheck.CheckConcurrentBurst, Round: i + 1})
+	}
+	return b
+}
+
+func TestBurstProofStatesTheClientSpread(t *testing.T) {
+	proof, loose := BurstProof(tightBursts(us(45), us(30), us(120), us(50), us(40)))
+	assert.False(t, loose)
+	assert.Equal(t, "5 bursts of 32 over http1, client release spread median 45 us, max 120 us "+
+		"(as released; when they reached the target is not measured): "+
+		"in every round at least two attempts left within 4 us of each other, and all of them within 120 us, "+
+		"so a check-then-insert window wider than 4 us is entered by two attempts at once; a narrower one may be missed", proof)
+}
+
+// A figure is rounded up, never down: the proof must not read tighter than
+// what was measured.
+func TestBurstProofNeverReadsTighter(t *testing.T) {
+	proof, _ := BurstProof(tightBursts(us(44)+1, us(120)+1))
+	assert.Contains(t, proof, "median 121 us, max 121 us")
+	assert.Contains(t, proof, "all of them within 121 us")
+	assert.Equal(t, "12.4 ms", fmtSpread(12*time.Millisecond+300*time.Microsecond+1))
+	assert.Equal(t, "10.0 ms", fmtSpread(10*time.Millisecond))
+	assert.Equal(t, "1.0 ms", fmtSpread(time.Millisecond))
+	assert.Equal(t, "999 us", fmtSpread(time.Millisecond-time.Microsecond))
+}
+
+// A round whose first burst was loose and whose repeat was tight counts;
+// the figures are over the bursts that counted, and the loose one is named.
+func TestBurstProofRepeatedRoundCounts(t *testing.T) {
+	b := tightBursts(us(60), us(80))
+	b = append(b[:1], idemcheck.Burst{ID: 2, Attempts: 32, Spread: 4 * time.Millisecond, Protocol: "http1",
+		Check: idemcheck.CheckConcurrentBurst, Round: 2, Loose: true}, b[1])
+	b[2].ID = 3
+	b[2].Round = 2
+	proof, loose := BurstProof(b)
+	assert.False(t, loose)
+	assert.Contains(t, proof, "2 bursts of 32 over http1, client release spread median 80 us, max 80 us")
+	assert.Contains(t, proof, "(1 looser burst was repeated; their attempts still count)")
+}
+
+// A round that never got a tight burst makes the check inconclusive, and
+// the proof says how loose the bursts were.
+func TestBurstProofLooseRoundIsInconclusive(t *testing.T) {
+	b := tightBursts(us(60))
+	for i := range 4 {
+		b = append(b, idemcheck.Burst{ID: 2 + i, Attempts: 32, Spread: time.Duration(33+i) * time.Millisecond,
+			Protocol: "http1", Check: idemcheck.CheckConcurrentBurst, Round: 2, Loose: true})
+	}
+	proof, loose := BurstProof(b)
+	assert.True(t, loose)
+	assert.Equal(t, "1 of 2 rounds got no burst released within "+fmtSpread(idemcheck.LooseSpread(32))+
+		", client release spread median 34.0 ms, max 36.0 ms over 5 bursts of 32 over http1: "+
+		"a race window narrower than the spread may have gone unseen (the machine was too busy)", proof)
+}
+
+func TestBurstProofNoBursts(t *testing.T) {
+	proof, loose := BurstProof(nil)
+	assert.Empty(t, proof)
+	assert.False(t, loose)
+}
+
+// A history written before bursts recorded their round: each burst is a
+// round of its own, none is loose.
+func TestBurstProofOldHistory(t *testing.T) {
+	proof, loose := BurstProof([]idemcheck.Burst{{ID: 1, Attempts: 8, Spread: us(10)}, {ID: 2, Attempts: 16, Spread: us(20), Protocol: "h2"}})
+	assert.False(t, loose)
+	assert.Contains(t, proof, "2 bursts of 8-16 over h2, client release spread median 20 us, max 20 us")
+}
+
+func TestLooseSpreadGrowsWithTheBurst(t *testing.T) {
+	assert.Less(t, idemcheck.LooseSpread(8), idemcheck.LooseSpread(32))
+	assert.Equal(t, 31*idemcheck.PairGapLimit, idemcheck.LooseSpread(32), "two of 32 within the limit of each other")
+	assert.Equal(t, idemcheck.PairGapLimit, idemcheck.LooseSpread(0))
+}
+
+func TestCheckBursts(t *testing.T) {
+	h := &idemcheck.History{
+		Bursts: []idemcheck.Burst{
+			{ID: 1, Check: idemcheck.CheckConcurrentBurst},
+			{ID: 2, Check: idemcheck.CheckWebhookRedeliver},
+			{ID: 3}, // an older history: the attempts say whose it was
+		},
+		Attempts: []idemcheck.Attempt{{ID: 1, Burst: 3, Check: idemcheck.CheckConcurrentBurst}, {ID: 2}},
+	}
+	var ids []int
+	for _, b := range CheckBursts(h, idemcheck.CheckConcurrentBurst) {
+		ids = append(ids, b.ID)
+	}
+	assert.Equal(t, []int{1, 3}, ids)
+	assert.Len(t, CheckBursts(h, idemcheck.CheckWebhookRedeliver), 1)
+	assert.Empty(t, CheckBursts(h, idemcheck.CheckSequentialReplay))
+}
