@@ -278,10 +278,12 @@ func RestartReplay(rounds int) Scenario {
 // client link. A key saved apart from the effect (in memory, in a second
 // transaction, by a write after the COMMIT) is then lost or left running,
 // and the retry executes again. It runs at least two rounds, one per
-// window.
+// window. The hold matches COMMITs alone (faults.CommitPattern): the kill
+// must come after an effect committed, and a handler that autocommits has
+// no COMMIT to wait for, so its kill lands at the reply.
 func CrashAfterCommit(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashAfterCommit, Rounds: max(rounds, 2), Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldKillAfterCommit, NthByRound: true},
+		{Attempts: 1, DBFault: faults.DBHold(faults.CommitPattern, 1), OnHold: HoldKillAfterCommit, NthByRound: true},
 		{Attempts: 1, RetryInProgress: true},
 	}}
 }

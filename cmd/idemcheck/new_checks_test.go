@@ -21,7 +21,7 @@ func TestCertifyNewChecksFromFlags(t *testing.T) {
 	}{
 		{orders.SavesValidationErrors, idemcheck.CheckCorrectedRetry, idemcheck.ExitAnomalies, "rejected-request-saved"},
 		{orders.TruncatesKeys, idemcheck.CheckKeySyntax, idemcheck.ExitAnomalies, "over-deduplication"},
-		{orders.Reference, idemcheck.CheckCorrectedRetry + "," + idemcheck.CheckKeySyntax, idemcheck.ExitHeld, "PASS  key-syntax"},
+		{orders.Reference, idemcheck.CheckCorrectedRetry + "," + idemcheck.CheckKeySyntax, idemcheck.ExitHeld, "PASS     key-syntax"},
 	}
 	for _, c := range cases {
 		t.Run(string(c.v), func(t *testing.T) {

@@ -44,7 +44,7 @@ func TestRunSuiteStartsACommand(t *testing.T) {
 	code, out, errOut := cli(t, "run", "-f", p, "--no-color")
 	require.Equal(t, idemcheck.ExitAnomalies, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "stuck-key in crash-lease")
-	assert.Contains(t, out, "PASS  failed-attempt")
+	assert.Contains(t, out, "PASS     failed-attempt")
 }
 
 // A suite can name an image: the same, on a container.
@@ -54,5 +54,5 @@ func TestRunSuiteStartsAnImage(t *testing.T) {
 	p := suiteFile(t, "  image: "+ordersImage+"\n  env: {ORDERS_LEASE: 1s}")
 	code, out, errOut := cli(t, "run", "-f", p, "--no-color", "--timeout", "20s")
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	assert.Equal(t, 4, strings.Count(out, "PASS  "), out)
+	assert.Equal(t, 4, strings.Count(out, "PASS     "), out)
 }
