@@ -122,6 +122,18 @@ type Powers interface {
 	// Restart starts the target again on the same address and waits until
 	// it is ready.
 	Restart(ctx context.Context) error
+	// Exits returns the target's ends that the harness did not cause (not
+	// Kill, Restart or closing it) since the last call, oldest first, as
+	// TargetExited events with Time, Instance, ExitStatus, LogTail and
+	// Detail set; the runner fills in where in the run they happened.
+	// With settle, it first waits (boundedly) for an instance that is
+	// dying to be gone, so that an exit that made a step's attempts fail
+	// is reported after that step and not after the next.
+	Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error)
+	// Revive starts instance i (from 0) again if it is down, waits until it
+	// is ready, and reports whether it had to; a running instance is left
+	// alone.
+	Revive(ctx context.Context, instance int) (bool, error)
 }
 
 // DefaultRate is the request-rate cap a run has unless told otherwise: far
@@ -187,6 +199,15 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 			}
 		}
 	}
+	// An exit after the last step still belongs in the history; nothing is
+	// left to restart the target for.
+	if s.Powers != nil && s.lastStep.Check != "" {
+		evs, err := s.Powers.Exits(ctx, false)
+		if err != nil {
+			return fmt.Errorf("watch the target: %w", err)
+		}
+		s.recordExits(s.lastStep, evs)
+	}
 	return nil
 }
 
@@ -200,6 +221,9 @@ type session struct {
 	sent   int
 	total  int
 	pace   *pacer
+	// lastStep places the step that ran last (Check, Intent, Round,
+	// Step), for the events that happen in its time.
+	lastStep idemcheck.Event
 }
 
 func (s *session) round(ctx context.Context, sc Scenario, round int) error {
@@ -213,6 +237,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 	s.h.Intents = append(s.h.Intents, in)
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
+		before := len(s.h.Attempts)
 		if st.HoldNthByRound {
 			st.DBFault = faults.DBHold(st.DBFault.Params["match"], (round-1)%2+1)
 		}
@@ -291,11 +316,91 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 				}
 			}
 		}
+		answered := true
+		for _, a := range s.h.Attempts[before:] {
+			answered = answered && a.Outcome == idemcheck.Replied
+		}
+		if err := s.watch(ctx, idemcheck.Event{Check: sc.Check, Intent: in.ID, Round: round, Step: i + 1}, answered); err != nil {
+			return err
+		}
 		if s.Progress != nil {
 			s.Progress(Progress{Check: sc.Check, Round: round, Rounds: sc.Rounds, Sent: s.sent, Total: s.total})
 		}
 	}
 	return s.observe(ctx, in)
+}
+
+// MaxLogTail is how many of the target's last output lines an exit event
+// keeps.
+const MaxLogTail = 20
+
+// watch records the target's exits that happened up to the end of a step
+// (at placed's step) and restarts the instances they took down, so that
+// the steps after them meet a live target. With answered false (some
+// attempt of the step got no reply) it first lets a dying target finish
+// dying, so its exit is placed at the step it broke. A target that cannot
+// be restarted stops the run.
+func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bool) error {
+	if s.Powers == nil {
+		return nil
+	}
+	s.lastStep = placed
+	evs, err := s.Powers.Exits(ctx, !answered)
+	if err != nil {
+		return fmt.Errorf("watch the target: %w", err)
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	s.recordExits(placed, evs)
+	seen := map[int]bool{}
+	for _, ev := range evs {
+		if seen[ev.Instance] {
+			continue
+		}
+		seen[ev.Instance] = true
+		restarted, err := s.Powers.Revive(ctx, ev.Instance)
+		if err != nil {
+			return fmt.Errorf("the target (instance %d) exited on its own during %s round %d step %d (%s) and could not be restarted: %w; its last output:\n%s",
+				ev.Instance, placed.Check, placed.Round, placed.Step, ev.ExitStatus, err, clipTail(ev.LogTail, MaxLogTail))
+		}
+		if restarted {
+			r := placed
+			r.Kind, r.Time, r.Instance = idemcheck.TargetRestarted, time.Now(), ev.Instance
+			r.Detail = fmt.Sprintf("the harness restarted instance %d after it exited on its own (%s), so the steps after it meet a live target", ev.Instance, ev.ExitStatus)
+			s.h.Events = append(s.h.Events, r)
+		}
+	}
+	return nil
+}
+
+// recordExits puts exit events in the history, placed at a step.
+func (s *session) recordExits(placed idemcheck.Event, evs []idemcheck.Event) {
+	for _, ev := range evs {
+		ev.Kind = idemcheck.TargetExited
+		ev.Check, ev.Intent, ev.Round, ev.Step = placed.Check, placed.Intent, placed.Round, placed.Step
+		ev.LogTail = clipTail(ev.LogTail, MaxLogTail)
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
+		where := fmt.Sprintf("during %s round %d step %d", placed.Check, placed.Round, placed.Step)
+		if ev.Detail == "" {
+			ev.Detail = fmt.Sprintf("instance %d of the target exited on its own (%s) %s", ev.Instance, ev.ExitStatus, where)
+		} else {
+			ev.Detail += " " + where
+		}
+		s.h.Events = append(s.h.Events, ev)
+	}
+}
+
+// clipTail keeps the last n lines of a log tail.
+func clipTail(tail string, n int) string {
+	tail = strings.TrimRight(tail, "\n")
+	lines := strings.Split(tail, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // faultNames names the faults an attempt went through, client link first.

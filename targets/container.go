@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -321,20 +320,17 @@ func (c *Container) Exits(ctx context.Context) ([]Exit, error) {
 	return []Exit{{Instance: 0, Label: c.cfg.Image, Status: status, Tail: lastLines(text, ExitTailLines), Time: when}}, nil
 }
 
-// Settle waits until the container accepts connections on its port or the
-// engine reports it stopped, for at most 5 s, so that Exits then reports a
+// Settle waits until the container shows it runs (it answers on its port,
+// see serving) or the engine reports it stopped, for at most 5 s, so that Exits then reports a
 // container that was dying when a step's attempts went unanswered.
 func (c *Container) Settle(ctx context.Context) {
 	deadline := time.Now().Add(processSettleTimeout)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port))
 	for {
 		state, err := c.ctr.State(ctx)
 		if err != nil || !state.Running || state.Paused {
 			return
 		}
-		d := net.Dialer{Timeout: containerProbeTimeout}
-		if conn, err := d.DialContext(ctx, "tcp", addr); err == nil {
-			_ = conn.Close()
+		if serving(ctx, c.port, c.cfg.Ready) {
 			return
 		}
 		if !time.Now().Before(deadline) {

@@ -366,13 +366,13 @@ func (p *Process) Exits() []Exit {
 	return out
 }
 
-// Settle waits until each instance is either accepting connections on its
-// port or has ended and had its end recorded, so that Exits then reports an
-// instance that was dying when Settle was called. Call it when attempts
-// went unanswered: a process that exits closes its listening socket before
-// the connections it served, so a client that saw its connection fail finds
-// the port refusing until the process is reaped. An instance that refuses
-// but does not end is waited for at most 5 s; ctx bounds the whole wait.
+// Settle waits until each instance either shows it runs (it answers on
+// its port, or holds a connection open; see serving) or has ended and had
+// its end recorded, so that Exits then reports an instance that was dying
+// when Settle was called. Call it when attempts went unanswered: the
+// process that broke them may not have been reaped yet. An instance that
+// neither runs nor ends is waited for at most 5 s; ctx bounds the whole
+// wait.
 func (p *Process) Settle(ctx context.Context) {
 	for _, inst := range p.instances {
 		inst.settle(ctx)
@@ -797,11 +797,10 @@ func (i *Instance) watch(r *processRun) {
 	i.p.exitMu.Unlock()
 }
 
-// settle waits until the instance accepts connections, or its current run
-// has ended and been watched, or the settle bound passes.
+// settle waits until the instance shows it runs, or its current run has
+// ended and been watched, or the settle bound passes.
 func (i *Instance) settle(ctx context.Context) {
 	deadline := time.Now().Add(processSettleTimeout)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(i.port))
 	for {
 		i.mu.Lock()
 		r := i.cur
@@ -814,9 +813,7 @@ func (i *Instance) settle(ctx context.Context) {
 			return
 		default:
 		}
-		d := net.Dialer{Timeout: processProbeTimeout}
-		if conn, err := d.DialContext(ctx, "tcp", addr); err == nil {
-			_ = conn.Close()
+		if i.p.cfg.Ready == ReadyTCP && serving(ctx, i.port, "") || i.p.cfg.Ready != ReadyTCP && serving(ctx, i.port, i.p.cfg.Ready) {
 			return
 		}
 		if !time.Now().Before(deadline) {
@@ -833,6 +830,40 @@ func (i *Instance) settle(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// serving reports whether a process runs code behind 127.0.0.1:port: it
+// answers GET path with any HTTP reply, or (with path empty, or when it
+// answers nothing) it keeps a new connection open rather than refusing or
+// resetting it. A process in the middle of exiting may still have its
+// listening socket, since the kernel releases a dying process's sockets in
+// no useful order, so a connection it accepts is reset moments later; it
+// never answers.
+func serving(ctx context.Context, port int, path string) bool {
+	ctx, cancel := context.WithTimeout(ctx, processProbeTimeout)
+	defer cancel()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if path != "" {
+		_, _ = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetReadDeadline(dl)
+	}
+	var b [1]byte
+	_, err = conn.Read(b[:])
+	if err == nil {
+		return true // it answered: it runs
+	}
+	// Held without an answer until the probe's bound: a slow or stuck
+	// process, but not a dying one, whose connections are reset.
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // copyOutput reads a run's output a line at a time into the instance's

@@ -186,3 +186,23 @@ func ParseEnv(list []string) (map[string]string, error) {
 	}
 	return env, nil
 }
+
+// Exits reports the container's end if it stopped without the harness
+// asking since the last call; with settle, it first waits for a dying
+// container to be stopped (see targets.Container.Settle).
+func (p *ContainerPowers) Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error) {
+	if settle {
+		p.ct.Container.Settle(ctx)
+	}
+	exits, err := p.ct.Container.Exits(ctx)
+	return exitEvents(exits), err
+}
+
+// Revive restarts the container if it is down; a container target is one
+// instance, 0.
+func (p *ContainerPowers) Revive(ctx context.Context, i int) (bool, error) {
+	if i != 0 {
+		return false, fmt.Errorf("no instance %d: a container target is one instance", i)
+	}
+	return p.ct.Container.Revive(ctx)
+}
