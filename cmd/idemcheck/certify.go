@@ -54,6 +54,7 @@ type runFlags struct {
 	maxDuration time.Duration
 	timeout     time.Duration
 	allowRemote bool
+	targetLog   string
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -64,6 +65,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
 	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
 	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
+	fs.StringVar(&r.targetLog, "target-log", "", "for a target idemcheck starts (--cmd, --image, a suite's target): write its stdout and stderr to `FILE`, named in the report (a container's when the run ends). "+
+		"Default: a temporary file, kept and named in the report only when the target exits on its own during the run, removed otherwise; each exit's last 20 lines are in the report either way")
 }
 
 func (r *runFlags) validate() error {
@@ -178,6 +181,8 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, idemcheck.Usagef("certify: --instances goes with --cmd: a container target is one instance")
 	case image != "" && !strings.HasPrefix(ready, "/"):
 		return 0, idemcheck.Usagef("--ready %q must be a path starting with /, such as /healthz", ready)
+	case rf.targetLog != "" && command == "" && image == "":
+		return 0, idemcheck.Usagef("certify: --target-log goes with --cmd or --image: idemcheck keeps the output of a target it starts")
 	case rawURL != "" && command != "":
 		return 0, idemcheck.Usagef("certify: give --url or --cmd, not both: with --cmd the URL is the one idemcheck starts the target on")
 	case instances < 1 || instances > 16:
@@ -197,7 +202,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		if err != nil {
 			return 0, idemcheck.Usagef("--env %v", err)
 		}
-		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready}
+		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready, log: rf.targetLog}
 		if started, err = startTarget(ctx, spec, db, stderr); err != nil {
 			return 0, err
 		}
@@ -304,6 +309,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	switch {
 	case started != nil:
 		cfg.Powers, cfg.Replicas = started.powers, started.replicas
+		cfg.TargetLog, cfg.TargetLogOnExit = started.log.path, started.log.temp
 		if effectSQL != "" {
 			cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 		}
@@ -316,7 +322,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		cfg.DB, cfg.DBName = database.Pool, targets.RedactDSN(db)
 	}
 
-	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr)
+	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr, started)
 }
 
 // loadPolicy reads --policy: a preset name, or a YAML file holding a
@@ -339,8 +345,9 @@ func loadPolicy(v string) (idemcheck.Policy, error) {
 
 // certifyAndReport runs one certification, prints it, writes the requested
 // files and returns the exit code; on error nothing is written.
-func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (int, error) {
+func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer, started *startedTarget) (int, error) {
 	res, err := certifyOne(ctx, cfg, out, stdout, stderr)
+	started.noteRun(res, err)
 	if err != nil {
 		return 0, err
 	}

@@ -26,6 +26,7 @@ type ContainerTarget struct {
 	DB        *targets.Database
 	Container *targets.Container
 	link      *faults.Link
+	output    io.Writer
 }
 
 // ContainerOptions say how to start a container target.
@@ -49,6 +50,9 @@ type ContainerOptions struct {
 	// Log receives one line for each fallback the database provider takes,
 	// with its reason. Nil discards them.
 	Log io.Writer
+	// Output receives the container's whole output (stdout and stderr,
+	// across restarts) when Close removes it. Nil discards it.
+	Output io.Writer
 }
 
 // killTimeout bounds a crash of the container. scenarios.Powers.Kill takes
@@ -69,7 +73,7 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	if o.Image == "" {
 		return nil, idemcheck.Usagef("--image: no image given")
 	}
-	ct := &ContainerTarget{}
+	ct := &ContainerTarget{output: o.Output}
 	defer func() {
 		if err != nil {
 			_ = ct.Close()
@@ -126,6 +130,13 @@ func (ct *ContainerTarget) Close() error {
 	// The container first: it is the database's client, and removing it
 	// ends its connections before the proxy and the database go.
 	if ct.Container != nil {
+		if ct.output != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+			if text, lerr := ct.Container.Logs(ctx); lerr == nil || text != "" {
+				_, _ = io.WriteString(ct.output, text)
+			}
+			cancel()
+		}
 		err = ct.Container.Close(context.Background())
 		ct.Container = nil
 	}

@@ -122,3 +122,36 @@ func TestTargetThatSurvivesACutLinkHasNoExit(t *testing.T) {
 		}
 	}
 }
+
+// A target that exits and then cannot start again stops the run, and the
+// error says how it ended and what it said last.
+func TestTargetThatCannotRestartStopsTheRun(t *testing.T) {
+	ctx := context.Background()
+	mark := filepath.Join(t.TempDir(), "started")
+	command := `if [ -e "` + mark + `" ]; then echo "orders: refusing a second start"; exit 2; fi; : > "` + mark + `"; exec ` +
+		ordersBinary(t) + " -lease " + testLease.String() + " -exit-on-db-error"
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: pgtest.DSN(t)})
+	require.NoError(t, err)
+	defer pt.Close()
+	cfg := ordersConfig(pt.URL, pt.DB.Pool)
+	cfg.Policy.Lease = testLease
+	cfg.Powers, cfg.Replicas = pt.Powers(), pt.Replicas()
+	cfg.Checks = []string{idemcheck.CheckFailedAttempt, idemcheck.CheckSequentialReplay}
+	cfg.TargetLog = "/some/target.log"
+	_, err = certify.Run(ctx, cfg)
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		"exited on its own during failed-attempt round 1 step 1",
+		"exit status 1",
+		"could not be restarted",
+		"refusing a second start",
+		"orders: database connection terminated unexpectedly",
+		"/some/target.log",
+	} {
+		assert.Contains(t, msg, want)
+	}
+	var ie *idemcheck.Error
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, idemcheck.ExitUnavailable, ie.Code)
+}

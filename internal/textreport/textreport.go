@@ -49,6 +49,9 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	} else {
 		fmt.Fprintf(w, "  %sno database: effects not counted, judged from the wire alone%s\n", c.dim, c.reset)
 	}
+	if t.Log != "" {
+		fmt.Fprintf(w, "  target output in %s\n", t.Log)
+	}
 	for _, ch := range r.Checks {
 		status := strings.ToUpper(string(ch.Status))
 		col := c.green
@@ -113,6 +116,7 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	if len(r.Anomalies) > 0 {
 		fmt.Fprintf(w, "\n")
 	}
+	writeExits(w, r, c)
 	verdict := c.green + "PASS" + c.reset
 	if r.Verdict == idemcheck.Fail {
 		verdict = c.red + "FAIL" + c.reset
@@ -127,6 +131,46 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	}
 	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies, %d attempts in %.1fs%s, seed %d\n",
 		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread, r.Seed)
+}
+
+// MaxExitTails is how many target exits the terminal report shows with
+// their last output; the rest are named by where they happened.
+const MaxExitTails = 3
+
+// writeExits shows each time the target died on its own: where in the run,
+// how it ended and, for the first few, its last output lines.
+func writeExits(w io.Writer, r idemcheck.Report, c palette) {
+	if len(r.TargetExits) == 0 {
+		return
+	}
+	n := len(r.TargetExits)
+	noun := "time"
+	if n > 1 {
+		noun = "times"
+	}
+	fmt.Fprintf(w, "  %sthe target exited on its own %d %s%s: a robustness finding apart from the idempotency verdict\n", c.red, n, noun, c.reset)
+	for i, e := range r.TargetExits {
+		where := "after the run"
+		if e.Check != "" {
+			where = fmt.Sprintf("during %s round %d step %d", e.Check, e.Round, e.Step)
+		}
+		status := e.ExitStatus
+		if status == "" {
+			status = "ended"
+		}
+		fmt.Fprintf(w, "    instance %d %s: %s\n", e.Instance, where, status)
+		if i >= MaxExitTails || e.LogTail == "" {
+			continue
+		}
+		fmt.Fprintf(w, "      %slast output:%s\n", c.dim, c.reset)
+		for _, line := range strings.Split(strings.TrimRight(e.LogTail, "\n"), "\n") {
+			fmt.Fprintf(w, "      %s| %s%s\n", c.dim, line, c.reset)
+		}
+	}
+	if r.Target.Log != "" {
+		fmt.Fprintf(w, "    its whole output: %s\n", r.Target.Log)
+	}
+	fmt.Fprintln(w)
 }
 
 func kindSummary(r idemcheck.Report, idx []int) string {

@@ -97,7 +97,7 @@ func run() error {
 		return fmt.Errorf("orders: DATABASE_URL: %w", err)
 	}
 	if *exitOnDBError {
-		exitOnConnError(&poolCfg.ConnConfig.Config)
+		serve.ExitOnConnError(&poolCfg.ConnConfig.Config, "orders")
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// exitOnConnError makes every database connection of cfg fatal to the
+// ExitOnConnError makes every database connection of cfg fatal to the
 // process: when one fails (the link dropped, the server reset it) and the
-// pool did not close it itself, the process says so on stderr and exits
-// with status 1. That is what a Node service using the pg driver does when
+// pool did not close it itself, the process says so on stderr, each line
+// starting with who, and exits with status 1. That is what a Node service using the pg driver does when
 // no 'error' handler is attached to its pool or client: the driver emits
 // 'error' ("Connection terminated unexpectedly"), nothing handles it, and
 // the process dies. Every later request is refused until it is restarted.
-func exitOnConnError(cfg *pgconn.Config) {
+func ExitOnConnError(cfg *pgconn.Config, who string) {
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
@@ -26,7 +26,7 @@ func exitOnConnError(cfg *pgconn.Config) {
 			// A failed connect is an error the caller gets and handles.
 			return nil, err
 		}
-		return &fatalConn{Conn: conn}, nil
+		return &fatalConn{Conn: conn, who: who}, nil
 	}
 }
 
@@ -35,6 +35,7 @@ func exitOnConnError(cfg *pgconn.Config) {
 // (the driver uses deadlines to interrupt reads on cancellation).
 type fatalConn struct {
 	net.Conn
+	who    string
 	closed atomic.Bool
 }
 
@@ -63,7 +64,7 @@ func (c *fatalConn) check(err error) {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "orders: database connection terminated unexpectedly: %v\n", err)
-	fmt.Fprintln(os.Stderr, "orders: exiting: nothing handles a database connection error (-exit-on-db-error)")
+	fmt.Fprintf(os.Stderr, "%s: database connection terminated unexpectedly: %v\n", c.who, err)
+	fmt.Fprintf(os.Stderr, "%s: exiting: nothing handles a database connection error (-exit-on-db-error)\n", c.who)
 	os.Exit(1)
 }
