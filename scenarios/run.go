@@ -206,7 +206,7 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		if err != nil {
 			return fmt.Errorf("watch the target: %w", err)
 		}
-		s.recordExits(s.lastStep, evs)
+		s.recordExits(s.lastStep, evs, "after")
 	}
 	return nil
 }
@@ -352,7 +352,7 @@ func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bo
 	if len(evs) == 0 {
 		return nil
 	}
-	s.recordExits(placed, evs)
+	s.recordExits(placed, evs, "during")
 	seen := map[int]bool{}
 	for _, ev := range evs {
 		if seen[ev.Instance] {
@@ -374,8 +374,9 @@ func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bo
 	return nil
 }
 
-// recordExits puts exit events in the history, placed at a step.
-func (s *session) recordExits(placed idemcheck.Event, evs []idemcheck.Event) {
+// recordExits puts exit events in the history, placed at a step; when says
+// how they relate to it ("during", or "after" the run's last step).
+func (s *session) recordExits(placed idemcheck.Event, evs []idemcheck.Event, when string) {
 	for _, ev := range evs {
 		ev.Kind = idemcheck.TargetExited
 		ev.Check, ev.Intent, ev.Round, ev.Step = placed.Check, placed.Intent, placed.Round, placed.Step
@@ -383,7 +384,7 @@ func (s *session) recordExits(placed idemcheck.Event, evs []idemcheck.Event) {
 		if ev.Time.IsZero() {
 			ev.Time = time.Now()
 		}
-		where := fmt.Sprintf("during %s round %d step %d", placed.Check, placed.Round, placed.Step)
+		where := fmt.Sprintf("%s %s round %d step %d", when, placed.Check, placed.Round, placed.Step)
 		if ev.Detail == "" {
 			ev.Detail = fmt.Sprintf("instance %d of the target exited on its own (%s) %s", ev.Instance, ev.ExitStatus, where)
 		} else {

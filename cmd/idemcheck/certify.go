@@ -66,7 +66,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
 	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target that is not on loopback")
 	fs.StringVar(&r.targetLog, "target-log", "", "for a target idemcheck starts (--cmd, --image, a suite's target): write its stdout and stderr to `FILE`, named in the report (a container's when the run ends). "+
-		"Default: a temporary file, kept and named in the report only when the target exits on its own during the run, removed otherwise; each exit's last 20 lines are in the report either way")
+		"Default: a temporary file, kept (and named in the report) only when the target exits on its own during the run or the run fails, removed otherwise and on Ctrl-C; each exit's last 20 lines are in the report either way")
 }
 
 func (r *runFlags) validate() error {
@@ -347,7 +347,7 @@ func loadPolicy(v string) (idemcheck.Policy, error) {
 // files and returns the exit code; on error nothing is written.
 func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer, started *startedTarget) (int, error) {
 	res, err := certifyOne(ctx, cfg, out, stdout, stderr)
-	started.noteRun(res, err)
+	started.noteRun(ctx, res, err)
 	if err != nil {
 		return 0, err
 	}

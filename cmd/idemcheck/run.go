@@ -113,7 +113,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			fmt.Fprintln(stdout)
 		}
 		res, err := certifyOne(ctx, cfg, rf.outputs, stdout, stderr)
-		started.noteRun(res, err)
+		started.noteRun(ctx, res, err)
 		if err != nil {
 			return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
 		}
@@ -150,12 +150,12 @@ type targetLog struct {
 
 // noteRun records, after a certification against the target, whether its
 // temporary log is worth keeping: the target exited on its own, or the run
-// failed. It is safe on nil.
-func (s *startedTarget) noteRun(res *certify.Result, err error) {
+// failed (an interrupted run leaves nothing behind). It is safe on nil.
+func (s *startedTarget) noteRun(ctx context.Context, res *certify.Result, err error) {
 	if s == nil {
 		return
 	}
-	if err != nil || res != nil && certify.Exited(res.History) {
+	if err != nil && ctx.Err() == nil || res != nil && certify.Exited(res.History) {
 		s.log.keep = true
 	}
 }
