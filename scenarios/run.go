@@ -195,7 +195,7 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 				return err
 			}
 			if err := s.round(ctx, sc, round); err != nil {
-				return err
+				return s.explain(ctx, err, idemcheck.Event{Check: sc.Check, Round: round})
 			}
 		}
 	}
@@ -328,6 +328,22 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) error {
 		}
 	}
 	return s.observe(ctx, in)
+}
+
+// explain adds to an error that stopped the run the target's exits that
+// came before it, which are often its cause (a target that died before it
+// reached a held statement), and records them.
+func (s *session) explain(ctx context.Context, err error, placed idemcheck.Event) error {
+	if s.Powers == nil || ctx.Err() != nil {
+		return err
+	}
+	evs, werr := s.Powers.Exits(ctx, true)
+	if werr != nil || len(evs) == 0 {
+		return err
+	}
+	s.recordExits(placed, evs, "during")
+	last := evs[len(evs)-1]
+	return fmt.Errorf("%w; the target (instance %d) had exited on its own (%s); its last output:\n%s", err, last.Instance, last.ExitStatus, clipTail(last.LogTail, MaxLogTail))
 }
 
 // MaxLogTail is how many of the target's last output lines an exit event
