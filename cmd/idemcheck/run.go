@@ -63,6 +63,9 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	// database of the first endpoint that names one (or a throwaway one),
 	// and every endpoint is certified against it with the fault powers.
 	var started *startedTarget
+	if s.Log != "" && !set["target-log"] {
+		rf.targetLog = s.Log
+	}
 	if rf.targetLog != "" && s.Command == "" && s.Image == "" {
 		return 0, idemcheck.Usagef("run: --target-log goes with a suite whose target idemcheck starts (target.cmd or target.image)")
 	}

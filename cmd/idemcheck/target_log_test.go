@@ -97,3 +97,20 @@ func TestTargetLogNeedsAStartedTarget(t *testing.T) {
 	assert.Equal(t, idemcheck.ExitUsage, code)
 	assert.Contains(t, errOut, "--target-log goes with --cmd or --image")
 }
+
+// A suite's target.log is where its started target's output goes, and the
+// report names it.
+func TestRunSuiteTargetLog(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("SELF", self)
+	logPath := filepath.Join(t.TempDir(), "target.log")
+	p := suiteFile(t, "  cmd: ${SELF} "+exampleServerCommand+" orders -lease 1s\n  log: "+logPath)
+	code, out, errOut := cli(t, "run", "-f", p, "--no-color")
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "target output in "+logPath)
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), exampleServerCommand+" orders: stopped", "the log holds the target's own output, to its end")
+}

@@ -34,6 +34,9 @@ type Suite struct {
 	Image   string
 	DBImage string
 	Env     []string
+	// Log is the file a started target's stdout and stderr go to (as
+	// --target-log, which overrides it); empty means a temporary file.
+	Log string
 }
 
 // Options apply to every endpoint of the suite.

@@ -117,3 +117,23 @@ func TestPolicyFile(t *testing.T) {
 	_, err = ParsePolicy("p.yaml", []byte("preset: stripe\nfoo: 1\n"), env(nil))
 	assert.ErrorContains(t, err, "p.yaml:2: foo: unknown field")
 }
+
+// target.log names the file a started target's output goes to, and goes
+// only with a target idemcheck starts.
+func TestTargetLog(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(`
+target: {cmd: "./bin/orders", log: "out/target.log"}
+endpoints:
+  - path: /orders
+`), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "out/target.log", s.Log)
+
+	_, err = Parse("s.yaml", []byte(`
+target: {url: "http://127.0.0.1:1", log: "target.log"}
+endpoints:
+  - path: /orders
+`), env(nil))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "log goes with cmd or image")
+}
