@@ -98,6 +98,10 @@ type Target struct {
 	Method   string `json:"method"`
 	Path     string `json:"path"`
 	Database string `json:"database,omitempty"`
+	// Log is the file that holds the target's stdout and stderr, for a
+	// target idemcheck started (--target-log); empty when its output was
+	// not kept.
+	Log string `json:"log,omitempty"`
 }
 
 // Stats are run facts.

@@ -157,6 +157,18 @@ type Powers interface {
 	// Restart starts the target again on the same address and waits until
 	// it is ready.
 	Restart(ctx context.Context) error
+	// Exits returns the target's ends that the harness did not cause (not
+	// Kill, Restart or closing it) since the last call, oldest first, as
+	// TargetExited events with Time, Instance, ExitStatus, LogTail and
+	// Detail set; the runner fills in where in the run they happened.
+	// With settle, it first waits (boundedly) for an instance that is
+	// dying to be gone, so that an exit that made a step's attempts fail
+	// is reported after that step and not after the next.
+	Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error)
+	// Revive starts instance i (from 0) again if it is down, waits until it
+	// is ready, and reports whether it had to; a running instance is left
+	// alone.
+	Revive(ctx context.Context, instance int) (bool, error)
 }
 
 // DefaultRate is the request-rate cap a run has unless told otherwise: far
@@ -235,7 +247,7 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 				}
 				loose, err := s.round(ctx, sc, round)
 				if err != nil {
-					return err
+					return s.explain(ctx, err, idemcheck.Event{Check: sc.Check, Round: round})
 				}
 				if !loose || repeat == LooseRepeats {
 					break
@@ -243,6 +255,15 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 				s.total += sc.Attempts() / sc.Rounds
 			}
 		}
+	}
+	// An exit after the last step still belongs in the history; nothing is
+	// left to restart the target for.
+	if s.Powers != nil && s.lastStep.Check != "" {
+		evs, err := s.Powers.Exits(ctx, false)
+		if err != nil {
+			return fmt.Errorf("watch the target: %w", err)
+		}
+		s.recordExits(s.lastStep, evs, "after")
 	}
 	return nil
 }
@@ -280,6 +301,9 @@ type session struct {
 	// that chose their write from it (nthByRound).
 	writes int
 	shifts map[string]int
+	// lastStep places the step that ran last (Check, Intent, Round,
+	// Step), for the events that happen in its time.
+	lastStep idemcheck.Event
 }
 
 // round sends one round of sc with a fresh intent. It reports whether one
@@ -295,6 +319,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.h.Intents = append(s.h.Intents, in)
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
+		before := len(s.h.Attempts)
 		if st.NthByRound {
 			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round)
 		}
@@ -394,6 +419,13 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				return false, err
 			}
 		}
+		answered := true
+		for _, a := range s.h.Attempts[before:] {
+			answered = answered && a.Outcome == idemcheck.Replied
+		}
+		if err := s.watch(ctx, idemcheck.Event{Check: sc.Check, Intent: in.ID, Round: round, Step: i + 1}, answered); err != nil {
+			return false, err
+		}
 		if s.Progress != nil {
 			s.Progress(Progress{Check: sc.Check, Round: round, Rounds: sc.Rounds, Sent: s.sent, Total: s.total})
 		}
@@ -419,6 +451,96 @@ func (s *session) looseAbove(n int) time.Duration {
 		return s.looseSpread(n)
 	}
 	return idemcheck.LooseSpread(n)
+}
+
+// explain adds to an error that stopped the run the target's exits that
+// came before it, which are often its cause (a target that died before it
+// reached a held statement), and records them.
+func (s *session) explain(ctx context.Context, err error, placed idemcheck.Event) error {
+	if s.Powers == nil || ctx.Err() != nil {
+		return err
+	}
+	evs, werr := s.Powers.Exits(ctx, true)
+	if werr != nil || len(evs) == 0 {
+		return err
+	}
+	s.recordExits(placed, evs, "during")
+	last := evs[len(evs)-1]
+	return fmt.Errorf("%w; the target (instance %d) had exited on its own (%s); its last output:\n%s", err, last.Instance, last.ExitStatus, clipTail(last.LogTail, MaxLogTail))
+}
+
+// MaxLogTail is how many of the target's last output lines an exit event
+// keeps.
+const MaxLogTail = 20
+
+// watch records the target's exits that happened up to the end of a step
+// (at placed's step) and restarts the instances they took down, so that
+// the steps after them meet a live target. With answered false (some
+// attempt of the step got no reply) it first lets a dying target finish
+// dying, so its exit is placed at the step it broke. A target that cannot
+// be restarted stops the run.
+func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bool) error {
+	if s.Powers == nil {
+		return nil
+	}
+	s.lastStep = placed
+	evs, err := s.Powers.Exits(ctx, !answered)
+	if err != nil {
+		return fmt.Errorf("watch the target: %w", err)
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	s.recordExits(placed, evs, "during")
+	seen := map[int]bool{}
+	for _, ev := range evs {
+		if seen[ev.Instance] {
+			continue
+		}
+		seen[ev.Instance] = true
+		restarted, err := s.Powers.Revive(ctx, ev.Instance)
+		if err != nil {
+			return fmt.Errorf("the target (instance %d) exited on its own during %s round %d step %d (%s) and could not be restarted: %w; its last output:\n%s",
+				ev.Instance, placed.Check, placed.Round, placed.Step, ev.ExitStatus, err, clipTail(ev.LogTail, MaxLogTail))
+		}
+		if restarted {
+			r := placed
+			r.Kind, r.Time, r.Instance = idemcheck.TargetRestarted, time.Now(), ev.Instance
+			r.Detail = fmt.Sprintf("the harness restarted instance %d after it exited on its own (%s), so the steps after it meet a live target", ev.Instance, ev.ExitStatus)
+			s.h.Events = append(s.h.Events, r)
+		}
+	}
+	return nil
+}
+
+// recordExits puts exit events in the history, placed at a step; when says
+// how they relate to it ("during", or "after" the run's last step).
+func (s *session) recordExits(placed idemcheck.Event, evs []idemcheck.Event, when string) {
+	for _, ev := range evs {
+		ev.Kind = idemcheck.TargetExited
+		ev.Check, ev.Intent, ev.Round, ev.Step = placed.Check, placed.Intent, placed.Round, placed.Step
+		ev.LogTail = clipTail(ev.LogTail, MaxLogTail)
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
+		where := fmt.Sprintf("%s %s round %d step %d", when, placed.Check, placed.Round, placed.Step)
+		if ev.Detail == "" {
+			ev.Detail = fmt.Sprintf("instance %d of the target exited on its own (%s) %s", ev.Instance, ev.ExitStatus, where)
+		} else {
+			ev.Detail += " " + where
+		}
+		s.h.Events = append(s.h.Events, ev)
+	}
+}
+
+// clipTail keeps the last n lines of a log tail.
+func clipTail(tail string, n int) string {
+	tail = strings.TrimRight(tail, "\n")
+	lines := strings.Split(tail, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // faultNames names the faults an attempt went through, client link first.

@@ -104,6 +104,13 @@ type Container struct {
 	ctr    *testcontainers.DockerContainer
 	docker *testcontainers.DockerClient
 
+	// mu guards the watch: deliberate says the harness stopped the current
+	// start (Kill, Restart, Close); reported is the FinishedAt of the last
+	// end that Exits reported.
+	mu         sync.Mutex
+	deliberate bool
+	reported   string
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -210,6 +217,7 @@ func (c *Container) ID() string { return c.ctr.GetContainerID() }
 // a power cut would. It returns once the container has stopped, so the port
 // refuses connections from then on. Restart brings it back.
 func (c *Container) Kill(ctx context.Context) error {
+	c.setDeliberate(true)
 	if _, err := c.docker.ContainerKill(ctx, c.ID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return fmt.Errorf("kill container %s: %w", c.cfg.Image, err)
 	}
@@ -253,6 +261,7 @@ func (c *Container) Restart(ctx context.Context) error {
 			return fmt.Errorf("restart container %s: unpause: %w", c.cfg.Image, err)
 		}
 	}
+	c.setDeliberate(true)
 	if state.Running {
 		grace := containerStopGrace
 		if err := c.ctr.Stop(ctx, &grace); err != nil {
@@ -264,7 +273,88 @@ func (c *Container) Restart(ctx context.Context) error {
 		tail := lastLogLines(ctx, c.ctr, 4)
 		return fmt.Errorf("restart container %s on 127.0.0.1:%d: %s; its last output: %s", c.cfg.Image, c.port, oneLine(err.Error()), tail)
 	}
+	// From here on an end the harness did not cause is an Exit again.
+	c.setDeliberate(false)
 	return nil
+}
+
+// setDeliberate records whether the harness is ending the current start.
+func (c *Container) setDeliberate(on bool) {
+	c.mu.Lock()
+	c.deliberate = on
+	c.mu.Unlock()
+}
+
+// Exits returns the container's end that the harness did not cause (not
+// Kill, Restart or Close), if it has ended since it was last started and
+// that end was not reported yet: the engine's exit code and the last
+// ExitTailLines lines of its output. The container stays down until
+// Restart or Revive.
+func (c *Container) Exits(ctx context.Context) ([]Exit, error) {
+	state, err := c.ctr.State(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.cfg.Image, err)
+	}
+	if state.Running || state.Paused || state.Restarting {
+		return nil, nil
+	}
+	c.mu.Lock()
+	if c.deliberate || state.FinishedAt == c.reported {
+		c.mu.Unlock()
+		return nil, nil
+	}
+	c.reported = state.FinishedAt
+	c.mu.Unlock()
+	status := fmt.Sprintf("exit code %d", state.ExitCode)
+	if state.OOMKilled {
+		status += " (out of memory)"
+	}
+	if state.Error != "" {
+		status += ": " + oneLine(state.Error)
+	}
+	text, _ := containerLogs(ctx, c.ctr)
+	when, err := time.Parse(time.RFC3339Nano, state.FinishedAt)
+	if err != nil {
+		when = time.Now()
+	}
+	return []Exit{{Instance: 0, Label: c.cfg.Image, Status: status, Tail: lastLines(text, ExitTailLines), Time: when}}, nil
+}
+
+// Settle waits until the container shows it runs (it answers on its port,
+// see serving) or the engine reports it stopped, for at most 5 s, so that Exits then reports a
+// container that was dying when a step's attempts went unanswered.
+func (c *Container) Settle(ctx context.Context) {
+	deadline := time.Now().Add(processSettleTimeout)
+	for {
+		state, err := c.ctr.State(ctx)
+		if err != nil || !state.Running || state.Paused {
+			return
+		}
+		if serving(ctx, c.port, c.cfg.Ready) {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Revive restarts the container, as Restart does, if it is not running,
+// and reports whether it did. A running or paused container is left alone.
+func (c *Container) Revive(ctx context.Context) (bool, error) {
+	state, err := c.ctr.State(ctx)
+	if err != nil {
+		return false, fmt.Errorf("container %s: %w", c.cfg.Image, err)
+	}
+	if state.Running || state.Paused {
+		return false, nil
+	}
+	return true, c.Restart(ctx)
 }
 
 // Pause freezes every process in the container (the cgroup freezer): the
@@ -308,6 +398,7 @@ func (c *Container) Close(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
+	c.setDeliberate(true)
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerCleanupTimeout)
 		defer cancel()
@@ -530,6 +621,20 @@ func containerLogs(ctx context.Context, ctr *testcontainers.DockerContainer) (st
 		return string(b), fmt.Errorf("logs of container %s: %w", ctr.GetContainerID(), err)
 	}
 	return string(b), nil
+}
+
+// lastLines returns the last n non-blank lines of text, one per line.
+func lastLines(text string, n int) string {
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimRight(line, " \t\r"); strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // lastLogLines returns the container's last n non-empty output lines

@@ -53,7 +53,16 @@ var (
 	// process of the group; a process in an uninterruptible system call
 	// stops only when the call returns.
 	processPauseTimeout = 5 * time.Second
+	// processSettleTimeout bounds Settle's wait for an instance whose port
+	// refuses connections to be reaped: one that is dying is gone within
+	// milliseconds, one that closed its listener and lingers is left be.
+	processSettleTimeout = 5 * time.Second
+	// processSettlePoll is the pause between Settle's looks.
+	processSettlePoll = 5 * time.Millisecond
 )
+
+// ExitTailLines is how many of its last output lines an Exit keeps.
+const ExitTailLines = 20
 
 // processTailSize is how much output each instance keeps for Tail.
 const processTailSize = 64 << 10
@@ -113,6 +122,10 @@ type Process struct {
 	// logMu keeps the lines of concurrent instances whole in cfg.Logs.
 	logMu sync.Mutex
 
+	// exitMu guards exits, the unexpected ends not yet taken by Exits.
+	exitMu sync.Mutex
+	exits  []Exit
+
 	// closed is set before the instances are stopped, so a Restart racing
 	// Close either runs first (and is stopped by it) or sees it.
 	closed    atomic.Bool
@@ -126,6 +139,7 @@ type Process struct {
 // no change when it comes back.
 type Instance struct {
 	p     *Process
+	index int
 	port  int    // set before the first start, never changed after StartProcess returns
 	label string // "name#index", for log lines and errors
 
@@ -148,13 +162,40 @@ type processRun struct {
 	// groupKilled records that the group got its SIGKILL. The group is
 	// never signalled again after that: once empty, its id may be reused.
 	groupKilled bool
+	// watched is closed once the end of the run has been looked at: an
+	// unexpected end is in Process.exits by then.
+	watched chan struct{}
+	// life says whether the run got ready, whether the harness ended it,
+	// and whether it ended; its decisions are made under one lock, so an
+	// end racing readiness or a kill is judged once.
+	life struct {
+		sync.Mutex
+		ready, deliberate, ended bool
+	}
+}
+
+// Exit is an end of an instance that the harness did not cause: not Kill,
+// Restart or Close, but the command exiting or dying by itself after it
+// had got ready.
+type Exit struct {
+	// Instance is the instance's index, from 0.
+	Instance int
+	// Label is "name#index", as in log lines.
+	Label string
+	// Status says how the command ended: "exit status 1", "signal: killed".
+	Status string
+	// Tail is the command's last output lines, up to ExitTailLines.
+	Tail string
+	// Time is when the harness saw it end.
+	Time time.Time
 }
 
 // processOutput is what one run's output says about its failure.
 type processOutput struct {
 	mu        sync.Mutex
-	last      string // the last non-blank line
-	portTaken bool   // a line said the port was in use
+	last      string   // the last non-blank line
+	portTaken bool     // a line said the port was in use
+	lines     []string // the last ExitTailLines lines, for an Exit
 }
 
 // StartProcess starts cfg.Instances copies of cfg.Command, each on a free
@@ -192,7 +233,7 @@ func StartProcess(ctx context.Context, cfg ProcessConfig) (*Process, error) {
 		closing: make(chan struct{}),
 	}
 	for i := range cfg.Instances {
-		p.instances = append(p.instances, &Instance{p: p, label: fmt.Sprintf("%s#%d", cfg.Name, i)})
+		p.instances = append(p.instances, &Instance{p: p, index: i, label: fmt.Sprintf("%s#%d", cfg.Name, i)})
 	}
 
 	// Replicas start together, as a deployment's do; the first failure
@@ -311,6 +352,31 @@ func (p *Process) URL() *url.URL {
 // in logs and errors.
 func (p *Process) Instances() []*Instance {
 	return slices.Clone(p.instances)
+}
+
+// Exits returns the instances' unexpected ends since the last call, oldest
+// first: every time an instance that had got ready exited or died without
+// the harness asking (Kill, Restart and Close are never reported). Each is
+// reported once. The instance stays down until Restart or Revive.
+func (p *Process) Exits() []Exit {
+	p.exitMu.Lock()
+	defer p.exitMu.Unlock()
+	out := p.exits
+	p.exits = nil
+	return out
+}
+
+// Settle waits until each instance either shows it runs (it answers on
+// its port, or holds a connection open; see serving) or has ended and had
+// its end recorded, so that Exits then reports an instance that was dying
+// when Settle was called. Call it when attempts went unanswered: the
+// process that broke them may not have been reaped yet. An instance that
+// neither runs nor ends is waited for at most 5 s; ctx bounds the whole
+// wait.
+func (p *Process) Settle(ctx context.Context) {
+	for _, inst := range p.instances {
+		inst.settle(ctx)
+	}
 }
 
 // Close stops the target. It stops every instance at once: resumes it if
@@ -453,6 +519,19 @@ func (i *Instance) Restart(ctx context.Context) error {
 	return i.waitReady(ctx, r)
 }
 
+// Revive restarts the instance, as Restart does, if it is not running (it
+// exited by itself, or was killed), and reports whether it did. A running
+// or paused instance is left alone.
+func (i *Instance) Revive(ctx context.Context) (bool, error) {
+	i.mu.Lock()
+	_, err := i.running("revive")
+	i.mu.Unlock()
+	if err == nil {
+		return false, nil
+	}
+	return true, i.Restart(ctx)
+}
+
 // Pause stops every process of the instance with SIGSTOP, as a long
 // garbage-collection pause or a frozen VM would: connections are still
 // accepted by the kernel but nothing is answered until Resume. On Linux it
@@ -546,10 +625,11 @@ func (i *Instance) start() (*processRun, error) {
 		return nil, fmt.Errorf("cannot start target %s %q: %v", i.label, i.p.cfg.Command, err)
 	}
 	_ = pw.Close()
-	r := &processRun{cmd: cmd, exited: make(chan struct{}), pipe: pr, logDone: make(chan struct{})}
+	r := &processRun{cmd: cmd, exited: make(chan struct{}), pipe: pr, logDone: make(chan struct{}), watched: make(chan struct{})}
 	go func() {
 		r.waitErr = cmd.Wait()
 		close(r.exited)
+		i.watch(r)
 	}()
 	go i.copyOutput(r)
 	return r, nil
@@ -569,13 +649,12 @@ func (i *Instance) waitReady(ctx context.Context, r *processRun) error {
 		ready, seen := i.p.probe(ctx, i.port)
 		if ready {
 			// Something answered; make sure it was not another process on
-			// a port ours failed to bind.
-			select {
-			case <-r.exited:
+			// a port ours failed to bind. From here on an end of the run
+			// that the harness did not cause is an Exit.
+			if !r.markReady() {
 				return i.failStart(r, nil)
-			default:
-				return nil
 			}
+			return nil
 		}
 		select {
 		case <-r.exited:
@@ -629,6 +708,7 @@ func (i *Instance) stop() error {
 		return nil
 	}
 	pid := r.cmd.Process.Pid
+	r.markDeliberate()
 	// A stopped process acts on SIGTERM only once continued.
 	err := errors.Join(signalGroup(pid, sigCont), signalGroup(pid, sigTerm))
 	grace, cancel := context.WithTimeout(context.Background(), processStopGrace)
@@ -652,6 +732,7 @@ func (i *Instance) stop() error {
 // leader has been reaped and collects the last output. Callers hold the
 // instance's mu.
 func (r *processRun) kill() {
+	r.markDeliberate()
 	if !r.groupKilled {
 		killGroup(r.cmd.Process)
 		r.groupKilled = true
@@ -665,6 +746,124 @@ func (r *processRun) kill() {
 		_ = r.pipe.Close()
 		<-r.logDone
 	}
+}
+
+// markReady records that the run passed its readiness probe, unless it has
+// already ended; it reports whether it had not.
+func (r *processRun) markReady() bool {
+	r.life.Lock()
+	defer r.life.Unlock()
+	if r.life.ended {
+		return false
+	}
+	r.life.ready = true
+	return true
+}
+
+// markDeliberate records that the harness is ending the run, before it
+// sends the signal that does.
+func (r *processRun) markDeliberate() {
+	r.life.Lock()
+	r.life.deliberate = true
+	r.life.Unlock()
+}
+
+// watch runs once the run's leader has been reaped. An end the harness did
+// not cause, of a run that had got ready, becomes an Exit with the run's
+// last output, read once every writer of the output is gone (or, when a
+// process outside the group holds the pipe, after a bounded wait).
+func (i *Instance) watch(r *processRun) {
+	defer close(r.watched)
+	r.life.Lock()
+	r.life.ended = true
+	unexpected := r.life.ready && !r.life.deliberate
+	r.life.Unlock()
+	if !unexpected {
+		return
+	}
+	t := time.NewTimer(processDrainTimeout)
+	select {
+	case <-r.logDone:
+	case <-t.C:
+	}
+	t.Stop()
+	status := "exit status 0"
+	if r.waitErr != nil {
+		status = r.waitErr.Error()
+	}
+	e := Exit{Instance: i.index, Label: i.label, Status: status, Tail: r.out.tail(), Time: time.Now()}
+	i.p.exitMu.Lock()
+	i.p.exits = append(i.p.exits, e)
+	i.p.exitMu.Unlock()
+}
+
+// settle waits until the instance shows it runs, or its current run has
+// ended and been watched, or the settle bound passes.
+func (i *Instance) settle(ctx context.Context) {
+	deadline := time.Now().Add(processSettleTimeout)
+	for {
+		i.mu.Lock()
+		r := i.cur
+		i.mu.Unlock()
+		if r == nil {
+			return
+		}
+		select {
+		case <-r.watched:
+			return
+		default:
+		}
+		if i.p.cfg.Ready == ReadyTCP && serving(ctx, i.port, "") || i.p.cfg.Ready != ReadyTCP && serving(ctx, i.port, i.p.cfg.Ready) {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		t := time.NewTimer(processSettlePoll)
+		select {
+		case <-r.watched:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// serving reports whether a process runs code behind 127.0.0.1:port: it
+// answers GET path with any HTTP reply, or (with path empty, or when it
+// answers nothing) it keeps a new connection open rather than refusing or
+// resetting it. A process in the middle of exiting may still have its
+// listening socket, since the kernel releases a dying process's sockets in
+// no useful order, so a connection it accepts is reset moments later; it
+// never answers.
+func serving(ctx context.Context, port int, path string) bool {
+	ctx, cancel := context.WithTimeout(ctx, processProbeTimeout)
+	defer cancel()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if path != "" {
+		_, _ = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetReadDeadline(dl)
+	}
+	var b [1]byte
+	_, err = conn.Read(b[:])
+	if err == nil {
+		return true // it answered: it runs
+	}
+	// Held without an answer until the probe's bound: a slow or stuck
+	// process, but not a dying one, whose connections are reset.
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // copyOutput reads a run's output a line at a time into the instance's
@@ -705,11 +904,30 @@ func (o *processOutput) note(line []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.last = text
+	// The tail keeps indentation (a stack trace's, say).
+	kept := strings.TrimRight(string(line), " \t")
+	if len(kept) > maxTailLine {
+		kept = kept[:maxTailLine] + "…"
+	}
+	if len(o.lines) == ExitTailLines {
+		o.lines = append(o.lines[:0], o.lines[1:]...)
+	}
+	o.lines = append(o.lines, kept)
 	// Go, Node and Python all say it this way; the retry is worth it only
 	// at the first start, where the port is ours to choose.
 	if strings.Contains(strings.ToLower(text), "address already in use") {
 		o.portTaken = true
 	}
+}
+
+// maxTailLine bounds each line an Exit's tail keeps, in bytes.
+const maxTailLine = 1000
+
+// tail returns the run's last non-blank lines, one per line.
+func (o *processOutput) tail() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.Join(o.lines, "\n")
 }
 
 func (o *processOutput) lastLine() string {

@@ -636,3 +636,92 @@ func TestProcessRetriesATakenPort(t *testing.T) {
 	_, err = getEcho(plainClient(30*time.Second), p.URL().String())
 	assert.NoError(t, err)
 }
+
+// An instance that exits by itself is reported once, with its exit status
+// and its last output; Kill, Restart and Close are never reported, and
+// Revive brings back only an instance that is down.
+func TestProcessExitIsWatched(t *testing.T) {
+	t.Parallel()
+	p := startTarget(t, targets.ProcessConfig{Command: echoCommand(t), Instances: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	insts := p.Instances()
+	require.Len(t, insts, 2)
+
+	// Instance 1 is killed on purpose: not an exit.
+	require.NoError(t, insts[1].Kill())
+
+	// Instance 0 exits by itself, before it answers.
+	exitURL := fmt.Sprintf("http://127.0.0.1:%d/exit?code=3", insts[0].Port())
+	resp, err := plainClient(30*time.Second).Post(exitURL, "text/plain", nil)
+	if err == nil {
+		resp.Body.Close()
+	}
+	require.Error(t, err, "the instance exits before it answers")
+
+	p.Settle(ctx)
+	exits := p.Exits()
+	require.Len(t, exits, 1, "one exit, and the kill is not one: %+v", exits)
+	e := exits[0]
+	assert.Equal(t, 0, e.Instance)
+	assert.Equal(t, "echo#0", e.Label)
+	assert.Equal(t, "exit status 3", e.Status)
+	assert.Contains(t, e.Tail, "echo: serving on")
+	assert.True(t, strings.HasSuffix(e.Tail, "echo: exiting with status 3 as asked"), "the tail ends with the last line: %q", e.Tail)
+	assert.False(t, e.Time.IsZero())
+	assert.Empty(t, p.Exits(), "an exit is reported once")
+
+	// Both are down; Revive starts both, then leaves them alone.
+	for i, inst := range insts {
+		revived, err := inst.Revive(ctx)
+		require.NoError(t, err)
+		assert.True(t, revived, "instance %d was down", i)
+		_, err = getEcho(plainClient(30*time.Second), fmt.Sprintf("http://127.0.0.1:%d/", inst.Port()))
+		require.NoError(t, err, "instance %d answers after Revive", i)
+	}
+	revived, err := insts[0].Revive(ctx)
+	require.NoError(t, err)
+	assert.False(t, revived, "a running instance is left alone")
+
+	// A restart of a running instance, a kill and Close are the harness's
+	// doing: none is an exit.
+	require.NoError(t, insts[0].Restart(ctx))
+	require.NoError(t, insts[1].Kill())
+	p.Settle(ctx)
+	assert.Empty(t, p.Exits(), "Restart and Kill are not exits")
+	require.NoError(t, p.Close())
+	assert.Empty(t, p.Exits(), "Close is not an exit")
+}
+
+// An exit is reported with the tail of the run that ended, at most
+// ExitTailLines lines, even when an earlier run of the instance wrote more.
+func TestProcessExitTailIsItsOwn(t *testing.T) {
+	t.Parallel()
+	// The first run writes a few lines and is restarted; the second writes
+	// 30, then echo's own two (serving, exiting).
+	script := `if [ -e "$MARK" ]; then i=0; while [ $i -lt 30 ]; do echo second-run-$i; i=$((i+1)); done; exec "$ECHO"; fi; : > "$MARK"; echo first-run; exec "$ECHO"`
+	p := startTarget(t, targets.ProcessConfig{
+		Command: script,
+		Env:     []string{"MARK=" + filepath.Join(t.TempDir(), "mark"), "ECHO=" + echoCommand(t)},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	inst := p.Instances()[0]
+	require.NoError(t, inst.Restart(ctx))
+	assert.Contains(t, inst.Tail(), "first-run", "the instance's Tail spans restarts")
+
+	resp, err := plainClient(30*time.Second).Post(p.URL().String()+"/exit?code=7", "text/plain", nil)
+	if err == nil {
+		resp.Body.Close()
+	}
+	require.Error(t, err)
+	p.Settle(ctx)
+	exits := p.Exits()
+	require.Len(t, exits, 1)
+	assert.Equal(t, "exit status 7", exits[0].Status)
+	assert.NotContains(t, exits[0].Tail, "first-run", "the tail is the ended run's own output")
+	lines := strings.Split(exits[0].Tail, "\n")
+	require.Len(t, lines, targets.ExitTailLines, "tail: %q", exits[0].Tail)
+	assert.Equal(t, "second-run-12", lines[0], "the last 20 lines: 18 of the loop, then serving and exiting")
+	assert.Equal(t, "echo: exiting with status 7 as asked", lines[len(lines)-1])
+}

@@ -102,6 +102,7 @@ type runFlags struct {
 	timeout     time.Duration
 	allowRemote bool
 	maxBody     int64
+	targetLog   string
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -113,6 +114,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
 	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
 	fs.Int64Var(&r.maxBody, "max-body", defaultMaxBody, "reply body `bytes` kept per attempt, in memory and in the history (the rest is read no further)")
+	fs.StringVar(&r.targetLog, "target-log", "", "for a target idemcheck starts (--cmd, --image, a suite's target): write its stdout and stderr to `FILE`, named in the report (a container's when the run ends). "+
+		"Default: a temporary file, kept (and named in the report) only when the target exits on its own during the run or the run fails, removed otherwise and on Ctrl-C; each exit's last 20 lines are in the report either way")
 }
 
 func (r *runFlags) validate() error {
@@ -251,6 +254,8 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, idemcheck.Usagef("certify: --instances goes with --cmd: a container target is one instance")
 	case image != "" && !strings.HasPrefix(ready, "/"):
 		return 0, idemcheck.Usagef("--ready %q must be a path starting with /, such as /healthz", ready)
+	case rf.targetLog != "" && command == "" && image == "":
+		return 0, idemcheck.Usagef("certify: --target-log goes with --cmd or --image: idemcheck keeps the output of a target it starts")
 	case rawURL != "" && command != "":
 		return 0, idemcheck.Usagef("certify: give --url or --cmd, not both: with --cmd the URL is the one idemcheck starts the target on")
 	case instances < 1 || instances > 16:
@@ -327,7 +332,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		if err != nil {
 			return 0, idemcheck.Usagef("--env %v", err)
 		}
-		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready, allowRemote: allowRemote}
+		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready, allowRemote: allowRemote, log: rf.targetLog}
 		if started, err = startTarget(ctx, spec, db, stderr); err != nil {
 			return 0, err
 		}
@@ -412,6 +417,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	switch {
 	case started != nil:
 		cfg.Powers, cfg.Replicas = started.powers, started.replicas
+		cfg.TargetLog, cfg.TargetLogOnExit = started.log.path, started.log.temp
 		if effectSQL != "" {
 			cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 		}
@@ -424,7 +430,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		cfg.DB, cfg.DBName, cfg.DSN = database.Pool, targets.RedactDSN(db), db
 	}
 
-	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr)
+	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr, started)
 }
 
 // statusFlags are the one-number policy overrides, applied on top of the
@@ -538,8 +544,9 @@ func loadPolicy(v string) (idemcheck.Policy, error) {
 
 // certifyAndReport runs one certification, prints it, writes the requested
 // files and returns the exit code; on error nothing is written.
-func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (int, error) {
+func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer, started *startedTarget) (int, error) {
 	res, err := certifyOne(ctx, cfg, out, stdout, stderr)
+	started.noteRun(ctx, res, err)
 	if err != nil {
 		return 0, err
 	}

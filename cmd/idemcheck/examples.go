@@ -33,6 +33,7 @@ func runExampleServer(ctx context.Context, args []string, stderr io.Writer) (int
 	fs := flag.NewFlagSet(exampleServerCommand, flag.ContinueOnError)
 	variant := fs.String("variant", "reference", "the example's variant")
 	lease := fs.Duration("lease", 30*time.Second, "orders: the lease on a claimed key")
+	exitOnDBError := fs.Bool("exit-on-db-error", false, "exit with status 1 when a database connection fails under the process, as a Node service using pg with no 'error' handler does")
 	if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return 0, err
 	}
@@ -43,6 +44,9 @@ func runExampleServer(ctx context.Context, args []string, stderr io.Writer) (int
 	cfg, err := serve.PoolConfig(dsn)
 	if err != nil {
 		return 0, idemcheck.Usagef("%s: DATABASE_URL: %v", exampleServerCommand, err)
+	}
+	if *exitOnDBError {
+		serve.ExitOnConnError(&cfg.ConnConfig.Config, app)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/certify"
@@ -75,6 +76,12 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 	}
 	var started *startedTarget
+	if s.Log != "" && !set["target-log"] {
+		rf.targetLog = s.Log
+	}
+	if rf.targetLog != "" && s.Command == "" && s.Image == "" {
+		return 0, idemcheck.Usagef("run: --target-log goes with a suite whose target idemcheck starts (target.cmd or target.image)")
+	}
 	if s.Command != "" || s.Image != "" {
 		dsn := ""
 		for _, e := range s.Endpoints {
@@ -87,7 +94,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if err != nil {
 			return 0, idemcheck.Usagef("%s: target: env: %v", file, err)
 		}
-		spec := targetSpec{command: s.Command, instances: s.Instances, image: s.Image, dbImage: s.DBImage, env: env, allowRemote: allowRemote}
+		spec := targetSpec{command: s.Command, instances: s.Instances, image: s.Image, dbImage: s.DBImage, env: env, allowRemote: allowRemote, log: rf.targetLog}
 		if started, err = startTarget(ctx, spec, dsn, stderr); err != nil {
 			return 0, fmt.Errorf("%s: target: %w", file, err)
 		}
@@ -104,6 +111,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if started != nil {
 			cfg.Endpoint.Base = &url.URL{Scheme: started.url.Scheme, Host: started.url.Host}
 			cfg.Powers, cfg.Replicas = started.powers, started.replicas
+			cfg.TargetLog, cfg.TargetLogOnExit = started.log.path, started.log.temp
 			if e.EffectSQL != "" {
 				cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
 			}
@@ -125,6 +133,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			fmt.Fprintln(stdout)
 		}
 		res, err := certifyOne(ctx, cfg, rf.outputs, stdout, stderr)
+		started.noteRun(ctx, res, err)
 		if err != nil {
 			return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
 		}
@@ -138,13 +147,53 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 }
 
 // startedTarget is a target that idemcheck started: a command or a
-// container image, with the database it was given.
+// container image, with the database it was given and the file its output
+// goes to.
 type startedTarget struct {
 	url      *url.URL
 	replicas int
 	powers   scenarios.Powers
 	db       *targets.Database
-	close    func()
+	log      targetLog
+	stop     func()
+	stderr   io.Writer
+}
+
+// targetLog is the file a started target's output goes to: --target-log,
+// or a temporary file kept only when the target died (or the run failed).
+type targetLog struct {
+	path string
+	temp bool
+	file *os.File
+	keep bool
+}
+
+// noteRun records, after a certification against the target, whether its
+// temporary log is worth keeping: the target exited on its own, or the run
+// failed (an interrupted run leaves nothing behind). It is safe on nil.
+func (s *startedTarget) noteRun(ctx context.Context, res *certify.Result, err error) {
+	if s == nil {
+		return
+	}
+	if err != nil && ctx.Err() == nil || res != nil && certify.Exited(res.History) {
+		s.log.keep = true
+	}
+}
+
+// close stops the target, then closes its log; a temporary log is removed
+// unless it is worth keeping, and then its path is said on stderr.
+func (s *startedTarget) close() {
+	s.stop()
+	if s.log.file == nil {
+		return
+	}
+	_ = s.log.file.Close()
+	switch {
+	case s.log.temp && !s.log.keep:
+		_ = os.Remove(s.log.path)
+	case s.log.temp:
+		fmt.Fprintf(s.stderr, "idemcheck: the target's output is in %s\n", s.log.path)
+	}
 }
 
 // targetSpec is a target for idemcheck to start: a command run as
@@ -158,29 +207,59 @@ type targetSpec struct {
 	ready     string
 	// allowRemote lets the target's database be off loopback.
 	allowRemote bool
+	// log is --target-log: the file for the target's output; empty means
+	// a temporary one.
+	log string
+}
+
+// openTargetLog creates the file a target's output goes to.
+func openTargetLog(path string) (targetLog, error) {
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return targetLog{}, idemcheck.Usagef("--target-log: %v", err)
+		}
+		return targetLog{path: path, file: f}, nil
+	}
+	f, err := os.CreateTemp("", "idemcheck-target-*.log")
+	if err != nil {
+		return targetLog{}, idemcheck.Unavailablef("a temporary file for the target's output: %v", err)
+	}
+	return targetLog{path: f.Name(), temp: true, file: f}, nil
 }
 
 // startTarget starts spec on the database dsn (a throwaway one when
 // empty). Its close says, rather than swallows, a container it could not
 // remove: that one is the user's to remove until the next run's sweep.
 func startTarget(ctx context.Context, spec targetSpec, dsn string, stderr io.Writer) (*startedTarget, error) {
+	log, err := openTargetLog(spec.log)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*startedTarget, error) {
+		_ = log.file.Close()
+		if log.temp {
+			_ = os.Remove(log.path)
+		}
+		return nil, err
+	}
 	if spec.image != "" {
 		ct, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{
-			Image: spec.image, DBImage: spec.dbImage, DSN: dsn, Env: spec.env, Ready: spec.ready, Log: stderr,
+			Image: spec.image, DBImage: spec.dbImage, DSN: dsn, Env: spec.env, Ready: spec.ready, Log: stderr, Output: log.file,
 			AllowRemote: spec.allowRemote,
 		})
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
-		return &startedTarget{url: ct.URL, replicas: 1, powers: ct.Powers(), db: ct.DB, close: func() {
+		return &startedTarget{url: ct.URL, replicas: 1, powers: ct.Powers(), db: ct.DB, log: log, stderr: stderr, stop: func() {
 			if err := ct.Close(); err != nil {
 				fmt.Fprintf(stderr, "idemcheck: %v\n", err)
 			}
 		}}, nil
 	}
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn, AllowRemote: spec.allowRemote})
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn, AllowRemote: spec.allowRemote, Logs: log.file})
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	return &startedTarget{url: pt.URL, replicas: pt.Replicas(), powers: pt.Powers(), db: pt.DB, close: pt.Close}, nil
+	return &startedTarget{url: pt.URL, replicas: pt.Replicas(), powers: pt.Powers(), db: pt.DB, log: log, stderr: stderr, stop: pt.Close}, nil
 }

@@ -6,6 +6,7 @@ package certify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -68,6 +69,12 @@ type Config struct {
 	// replicas at most, while a real deployment's
 	// per-request balancing spreads the attempts over all of them.
 	Replicas int
+	// TargetLog is the file the started target's stdout and stderr go to;
+	// the report names it (Target.Log).
+	TargetLog string
+	// TargetLogOnExit names TargetLog in the report only when the target
+	// exited on its own during the run: for a log kept only then.
+	TargetLogOnExit bool
 	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
 	MaxDuration time.Duration
 	Progress    func(scenarios.Progress)
@@ -148,6 +155,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
+		if cfg.TargetLog != "" && ctx.Err() == nil {
+			err = fmt.Errorf("%w (the target's output is in %s)", err, cfg.TargetLog)
+		}
 		if errors.Is(context.Cause(runCtx), errMaxDuration) && ctx.Err() == nil {
 			return nil, idemcheck.Unavailablef("the run went past its duration cap of %v: raise --max-duration, or send less (--burst-rounds, --rounds)", maxDur)
 		}
@@ -158,6 +168,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if n := refused(h); n == len(h.Attempts) && n > 0 {
 		return nil, idemcheck.Unavailablef("target %s refused every connection: is it still running?", cfg.Endpoint.Base.Host)
+	}
+	if cfg.TargetLog != "" && (!cfg.TargetLogOnExit || Exited(h)) {
+		h.Run.Target.Log = cfg.TargetLog
 	}
 	rep := assert.Report(h)
 	rep.Stats.DurationMS = time.Since(start).Milliseconds()
@@ -175,6 +188,17 @@ func redactNames(cfg Config) []string {
 		names = append(names, t.Name)
 	}
 	return names
+}
+
+// Exited reports whether the target exited on its own during the run
+// recorded in h.
+func Exited(h *idemcheck.History) bool {
+	for _, e := range h.Events {
+		if e.Kind == idemcheck.TargetExited {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckTarget refuses a URL that is not absolute http(s) and a non-loopback

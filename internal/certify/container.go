@@ -26,6 +26,7 @@ type ContainerTarget struct {
 	DB        *targets.Database
 	Container *targets.Container
 	link      *faults.Link
+	output    io.Writer
 }
 
 // ContainerOptions say how to start a container target.
@@ -51,6 +52,9 @@ type ContainerOptions struct {
 	Log io.Writer
 	// AllowRemote lets DSN name a database off loopback (--allow-remote).
 	AllowRemote bool
+	// Output receives the container's whole output (stdout and stderr,
+	// across restarts) when Close removes it. Nil discards it.
+	Output io.Writer
 }
 
 // killTimeout bounds a crash of the container. scenarios.Powers.Kill takes
@@ -71,7 +75,7 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	if o.Image == "" {
 		return nil, idemcheck.Usagef("--image: no image given")
 	}
-	ct := &ContainerTarget{}
+	ct := &ContainerTarget{output: o.Output}
 	defer func() {
 		if err != nil {
 			_ = ct.Close()
@@ -135,6 +139,13 @@ func (ct *ContainerTarget) Close() error {
 	// The container first: it is the database's client, and removing it
 	// ends its connections before the proxy and the database go.
 	if ct.Container != nil {
+		if ct.output != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+			if text, lerr := ct.Container.Logs(ctx); lerr == nil || text != "" {
+				_, _ = io.WriteString(ct.output, text)
+			}
+			cancel()
+		}
 		err = ct.Container.Close(context.Background())
 		ct.Container = nil
 	}
@@ -197,4 +208,24 @@ func ParseEnv(list []string) (map[string]string, error) {
 		env[name] = value
 	}
 	return env, nil
+}
+
+// Exits reports the container's end if it stopped without the harness
+// asking since the last call; with settle, it first waits for a dying
+// container to be stopped (see targets.Container.Settle).
+func (p *ContainerPowers) Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error) {
+	if settle {
+		p.ct.Container.Settle(ctx)
+	}
+	exits, err := p.ct.Container.Exits(ctx)
+	return exitEvents(exits), err
+}
+
+// Revive restarts the container if it is down; a container target is one
+// instance, 0.
+func (p *ContainerPowers) Revive(ctx context.Context, i int) (bool, error) {
+	if i != 0 {
+		return false, fmt.Errorf("no instance %d: a container target is one instance", i)
+	}
+	return p.ct.Container.Revive(ctx)
 }

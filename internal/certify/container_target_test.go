@@ -359,3 +359,46 @@ func ownContainers(t *testing.T, docker *testcontainers.DockerClient) []string {
 	}
 	return ids
 }
+
+// A container that exits when its database link is cut (ORDERS_EXIT_ON_DB_ERROR,
+// the image's -exit-on-db-error): each exit is recorded at the step that
+// cut the link, with the engine's exit code and the container's last
+// output; the container is restarted, the steps after it are answered,
+// and its whole output reaches Output when it is removed.
+func TestContainerTargetExitIsWatched(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
+	defer cancel()
+	var output strings.Builder
+	ct := startContainerTarget(t, ctx, certify.ContainerOptions{
+		Image: ordersImage, DSN: pgtest.DSN(t), Env: map[string]string{"ORDERS_EXIT_ON_DB_ERROR": "1"}, Output: &output,
+	})
+	res := certifyContainer(t, ctx, ct, idemcheck.CheckFailedAttempt, idemcheck.CheckSequentialReplay)
+	var exits, restarts []idemcheck.Event
+	for _, e := range res.History.Events {
+		switch e.Kind {
+		case idemcheck.TargetExited:
+			exits = append(exits, e)
+		case idemcheck.TargetRestarted:
+			restarts = append(restarts, e)
+		}
+	}
+	rounds := scenarios.Defaults.FaultRounds
+	require.Len(t, exits, rounds, "%+v", res.History.Events)
+	require.Len(t, restarts, rounds, "%+v", res.History.Events)
+	for i, e := range exits {
+		assert.Equal(t, idemcheck.CheckFailedAttempt, e.Check)
+		assert.Equal(t, i+1, e.Round)
+		assert.Equal(t, 1, e.Step)
+		assert.Equal(t, "exit code 1", e.ExitStatus)
+		assert.Contains(t, e.LogTail, "orders: database connection terminated unexpectedly")
+	}
+	for _, a := range res.History.Attempts {
+		if a.Check == idemcheck.CheckFailedAttempt && a.Step == 1 {
+			continue
+		}
+		assert.Equal(t, idemcheck.Replied, a.Outcome, "%s round %d step %d: %s", a.Check, a.Round, a.Step, a.Error)
+	}
+	require.NoError(t, ct.Close())
+	assert.Equal(t, rounds, strings.Count(output.String(), "orders: database connection terminated unexpectedly"), output.String())
+}

@@ -171,3 +171,35 @@ func (p *ProcessPowers) Restart(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Exits reports the instances that exited without the harness asking
+// since the last call; with settle, it first waits for a dying instance to
+// be gone (see targets.Process.Settle).
+func (p *ProcessPowers) Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error) {
+	if settle {
+		p.pt.Process.Settle(ctx)
+	}
+	return exitEvents(p.pt.Process.Exits()), nil
+}
+
+// Revive restarts instance i if it is down.
+func (p *ProcessPowers) Revive(ctx context.Context, i int) (bool, error) {
+	insts := p.pt.Process.Instances()
+	if i < 0 || i >= len(insts) {
+		return false, fmt.Errorf("no instance %d: the target has %d", i, len(insts))
+	}
+	return insts[i].Revive(ctx)
+}
+
+// exitEvents turns the targets' exits into history events.
+func exitEvents(exits []targets.Exit) []idemcheck.Event {
+	var evs []idemcheck.Event
+	for _, e := range exits {
+		evs = append(evs, idemcheck.Event{
+			Kind: idemcheck.TargetExited, Time: e.Time, Instance: e.Instance,
+			ExitStatus: e.Status, LogTail: e.Tail,
+			Detail: fmt.Sprintf("target %s exited on its own (%s)", e.Label, e.Status),
+		})
+	}
+	return evs
+}

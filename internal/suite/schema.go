@@ -27,6 +27,7 @@ type defaults struct {
 	image     string
 	dbImage   string
 	env       []string
+	log       string
 	policy    idemcheck.Policy
 	checks    []string
 }
@@ -49,6 +50,7 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 		}
 		s.Command, s.Instances = d.cmd, d.instances
 		s.Image, s.DBImage, s.Env = d.image, d.dbImage, d.env
+		s.Log = d.log
 	}
 	if pn, ok := f["policy"]; ok {
 		if d.policy, err = p.policy(pn, "policy", d.policy); err != nil {
@@ -88,7 +90,7 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 }
 
 func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
-	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances", "image", "db_image", "env")
+	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances", "image", "db_image", "env", "log")
 	if err != nil {
 		return err
 	}
@@ -130,6 +132,14 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 		}
 		if d.image == "" {
 			return p.errf(v, join(field, "db_image"), "db_image goes with image")
+		}
+	}
+	if v, ok := f["log"]; ok {
+		if d.log, err = p.str(v, join(field, "log")); err != nil {
+			return err
+		}
+		if d.cmd == "" && d.image == "" {
+			return p.errf(v, join(field, "log"), "log goes with cmd or image: idemcheck keeps the output of a target it starts")
 		}
 	}
 	if v, ok := f["env"]; ok {

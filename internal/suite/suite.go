@@ -37,6 +37,9 @@ type Suite struct {
 	// Secrets are the values ${NAME} expanded to: credentials, for all the
 	// suite can tell, hidden wherever they appear in a report or history.
 	Secrets []string
+	// Log is the file a started target's stdout and stderr go to (as
+	// --target-log, which overrides it); empty means a temporary file.
+	Log string
 }
 
 // Options apply to every endpoint of the suite.

@@ -188,3 +188,23 @@ func TestPolicyByNameOrFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 417, s.Endpoints[0].Policy.MismatchStatus)
 }
+
+// target.log names the file a started target's output goes to, and goes
+// only with a target idemcheck starts.
+func TestTargetLog(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(`
+target: {cmd: "./bin/orders", log: "out/target.log"}
+endpoints:
+  - path: /orders
+`), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "out/target.log", s.Log)
+
+	_, err = Parse("s.yaml", []byte(`
+target: {url: "http://127.0.0.1:1", log: "target.log"}
+endpoints:
+  - path: /orders
+`), env(nil))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "log goes with cmd or image")
+}

@@ -49,6 +49,9 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	} else {
 		fmt.Fprintf(w, "  %sno database: effects not counted, judged from the wire alone%s\n", c.dim, c.reset)
 	}
+	if t.Log != "" {
+		fmt.Fprintf(w, "  target output in %s\n", t.Log)
+	}
 	for _, ch := range r.Checks {
 		status := strings.ToUpper(string(ch.Status))
 		col := c.green
@@ -71,19 +74,6 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 		fmt.Fprintf(w, "  %s%-7s%s  %-18s %s\n", col, status, c.reset, ch.Name, detail)
 		if ch.Status == idemcheck.Pass && ch.Proof != "" {
 			fmt.Fprintf(w, "  %s%s%s\n", c.dim, indent(wrap(ch.Proof, 90), "           "), c.reset)
-		}
-	}
-	for _, e := range r.TargetExits {
-		fmt.Fprintf(w, "\n  %starget exited%s (%s) during %s, round %d, step %d", c.red, c.reset, orUnknown(e.ExitStatus), e.Check, e.Round, e.Step)
-		if e.Fault != "" {
-			fmt.Fprintf(w, ", after %s", e.Fault)
-		}
-		fmt.Fprintln(w)
-		if e.Detail != "" {
-			fmt.Fprintf(w, "%s\n", indent(wrap(e.Detail, 96), "    "))
-		}
-		if tail := strings.TrimRight(e.LogTail, "\n"); tail != "" {
-			fmt.Fprintf(w, "    %slast output:%s\n%s\n", c.dim, c.reset, indent(tail, "      | "))
 		}
 	}
 	// One anomaly of each kind and check in full; the others of that
@@ -132,6 +122,7 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	if len(r.Anomalies) > 0 {
 		fmt.Fprintf(w, "\n")
 	}
+	writeExits(w, r, c)
 	verdict := c.green + "PASS" + c.reset
 	switch r.Verdict {
 	case idemcheck.Fail:
@@ -177,6 +168,46 @@ func orUnknown(s string) string {
 		return "status unknown"
 	}
 	return s
+}
+
+// MaxExitTails is how many target exits the terminal report shows with
+// their last output; the rest are named by where they happened.
+const MaxExitTails = 3
+
+// writeExits shows each time the target died on its own: where in the run,
+// how it ended and, for the first few, its last output lines.
+func writeExits(w io.Writer, r idemcheck.Report, c palette) {
+	if len(r.TargetExits) == 0 {
+		return
+	}
+	n := len(r.TargetExits)
+	noun := "time"
+	if n > 1 {
+		noun = "times"
+	}
+	fmt.Fprintf(w, "  %sthe target exited on its own %d %s%s: a robustness finding apart from the idempotency verdict\n", c.red, n, noun, c.reset)
+	for i, e := range r.TargetExits {
+		where := "after the run"
+		if e.Check != "" {
+			where = fmt.Sprintf("during %s round %d step %d", e.Check, e.Round, e.Step)
+		}
+		status := e.ExitStatus
+		if status == "" {
+			status = "ended"
+		}
+		fmt.Fprintf(w, "    instance %d %s: %s\n", e.Instance, where, status)
+		if i >= MaxExitTails || e.LogTail == "" {
+			continue
+		}
+		fmt.Fprintf(w, "      %slast output:%s\n", c.dim, c.reset)
+		for _, line := range strings.Split(strings.TrimRight(e.LogTail, "\n"), "\n") {
+			fmt.Fprintf(w, "      %s| %s%s\n", c.dim, line, c.reset)
+		}
+	}
+	if r.Target.Log != "" {
+		fmt.Fprintf(w, "    its whole output: %s\n", r.Target.Log)
+	}
+	fmt.Fprintln(w)
 }
 
 func kindSummary(r idemcheck.Report, idx []int) string {

@@ -60,7 +60,7 @@ func TestProgressOffTerminalPrintsALinePerCheck(t *testing.T) {
 	assert.Equal(t, "orders: concurrent-burst ...\norders: lost-reply ...\n", b.String())
 }
 
-func TestWriteInconclusiveAndTargetExits(t *testing.T) {
+func TestWriteInconclusive(t *testing.T) {
 	r := idemcheck.Report{
 		Verdict: idemcheck.Inconclusive,
 		Target:  idemcheck.Target{URL: "http://127.0.0.1:1", Method: "POST", Path: "/orders"},
@@ -68,15 +68,41 @@ func TestWriteInconclusiveAndTargetExits(t *testing.T) {
 			{Name: "failed-attempt", Status: idemcheck.Inconclusive, Reason: "its fault never landed"},
 			{Name: "sequential-replay", Status: idemcheck.Pass, Proof: "3 of 3 rounds happened as meant"},
 		},
-		TargetExits: []idemcheck.Event{{Kind: idemcheck.TargetExited, Check: "failed-attempt", Round: 1, Step: 1,
-			ExitStatus: "exit status 1", Fault: "db-cut", LogTail: "Error: Connection terminated unexpectedly\n"}},
 	}
 	var b bytes.Buffer
 	Write(&b, r, false)
 	out := b.String()
 	assert.Contains(t, out, "INCONCL  failed-attempt     its fault never landed")
 	assert.Contains(t, out, "3 of 3 rounds happened as meant")
-	assert.Contains(t, out, "target exited (exit status 1) during failed-attempt, round 1, step 1, after db-cut")
-	assert.Contains(t, out, "| Error: Connection terminated unexpectedly")
 	assert.Contains(t, out, "verdict INCONCLUSIVE (some check's scenario did not happen)")
+}
+
+// A target that died on its own: the report names its output file and
+// shows each exit with its status, and the last output of the first few.
+func TestWriteShowsTargetExits(t *testing.T) {
+	r := report()
+	r.Target.Log = "/tmp/target.log"
+	exit := func(round int) idemcheck.Event {
+		return idemcheck.Event{Kind: idemcheck.TargetExited, Check: "failed-attempt", Round: round, Step: 1,
+			ExitStatus: "exit status 1", LogTail: "orders: serving\norders: database connection terminated unexpectedly: EOF"}
+	}
+	for round := 1; round <= MaxExitTails+1; round++ {
+		r.TargetExits = append(r.TargetExits, exit(round))
+	}
+	var b bytes.Buffer
+	Write(&b, r, false)
+	out := b.String()
+	assert.Contains(t, out, "  target output in /tmp/target.log\n")
+	assert.Contains(t, out, "the target exited on its own 4 times")
+	for round := 1; round <= MaxExitTails+1; round++ {
+		assert.Contains(t, out, "instance 0 during failed-attempt round "+string(rune('0'+round))+" step 1: exit status 1\n")
+	}
+	assert.Equal(t, MaxExitTails, strings.Count(out, "      | orders: database connection terminated unexpectedly: EOF\n"), "the tail of the first few exits")
+	assert.Contains(t, out, "    its whole output: /tmp/target.log\n")
+	assert.Less(t, strings.Index(out, "exited on its own"), strings.Index(out, "verdict FAIL"))
+
+	b.Reset()
+	Write(&b, report(), false)
+	assert.NotContains(t, b.String(), "exited on its own", "nothing about exits when the target lived")
+	assert.NotContains(t, b.String(), "target output", "no log line without a log")
 }

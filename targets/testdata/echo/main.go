@@ -2,7 +2,7 @@
 // answers GET / with what it was started with (its PORT, pid and the
 // variables a target is handed), so a test can tell which instance served a
 // request and what it was given. GET /healthz answers 200 and GET /unready
-// 503, for readiness probes that pass and fail. SIGTERM shuts it down
+// 503, for readiness probes that pass and fail; POST /exit exits at once. SIGTERM shuts it down
 // gracefully and says so, so a test can tell a graceful stop from a kill.
 package main
 
@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -35,6 +36,16 @@ func main() {
 	})
 	mux.HandleFunc("GET /unready", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not ready", http.StatusServiceUnavailable)
+	})
+	// POST /exit?code=N exits at once with status N (default 3), saying so
+	// on stderr first, before it answers: a target that dies on its own.
+	mux.HandleFunc("POST /exit", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.URL.Query().Get("code"))
+		if err != nil {
+			code = 3
+		}
+		fmt.Fprintf(os.Stderr, "echo: exiting with status %d as asked\n", code)
+		os.Exit(code)
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

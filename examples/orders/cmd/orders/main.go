@@ -2,7 +2,7 @@
 // POST /payments) for idemcheck to certify: the reference, or one of the
 // zoo's variants, each with one bug.
 //
-//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1]
+//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1] [-exit-on-db-error]
 //
 // It listens on 127.0.0.1:$PORT (ADDR overrides the host), creates its
 // tables, sweeps expired keys every minute and shuts down gracefully on
@@ -12,6 +12,13 @@
 // requests dealt in turn, as N replicas behind a load balancer: they share
 // the database and nothing else, which is what the in-memory-lock variant
 // needs to show its bug.
+//
+// -exit-on-db-error makes the process exit with status 1 when a database
+// connection fails under it (a link cut at COMMIT, say), as a Node service
+// using pg without an 'error' handler does. It is not a variant of the
+// idempotency logic, which stays the chosen variant's, but a robustness
+// flaw that combines with any of them: idemcheck must see the target die,
+// restart it, and go on.
 package main
 
 import (
@@ -64,6 +71,8 @@ func run() error {
 	autocommit := flag.Bool("autocommit", os.Getenv("ORDERS_AUTOCOMMIT") == "1",
 		"do the work in one autocommitted statement, with no BEGIN or COMMIT (env ORDERS_AUTOCOMMIT=1)")
 	instances := flag.Int("instances", 1, "independent instances of the API served on the port, requests dealt in turn")
+	exitOnDBError := flag.Bool("exit-on-db-error", os.Getenv("ORDERS_EXIT_ON_DB_ERROR") != "",
+		"exit with status 1 when a database connection fails under the process, as a Node service using pg with no 'error' handler does (env ORDERS_EXIT_ON_DB_ERROR)")
 	flag.Parse()
 	if *instances < 1 {
 		return errors.New("orders: -instances must be at least 1")
@@ -88,6 +97,9 @@ func run() error {
 	poolCfg, err := serve.PoolConfig(dsn)
 	if err != nil {
 		return fmt.Errorf("orders: DATABASE_URL: %w", err)
+	}
+	if *exitOnDBError {
+		serve.ExitOnConnError(&poolCfg.ConnConfig.Config, "orders")
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
