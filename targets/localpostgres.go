@@ -164,6 +164,9 @@ func StartLocalPostgres(ctx context.Context) (*LocalPostgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a PostgreSQL data directory: %v: set TMPDIR to a writable folder or pass --db DSN", err)
 	}
+	// Best effort: without the watcher, the next run's sweep still
+	// removes what a killed run left.
+	_ = removeWhenGone(os.Getpid(), dir)
 	p := &LocalPostgres{dir: dir}
 	started := false
 	defer func() {
