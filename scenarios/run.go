@@ -361,6 +361,13 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			if err != nil {
 				return false, err
 			}
+			// A webhook sender redelivers what the retry left
+			// unacknowledged, as after any other step.
+			if next.RedeliverUntilAck {
+				if err := s.redeliver(ctx, req, retry, s.h.Attempts[from:]); err != nil {
+					return false, err
+				}
+			}
 			i++
 		case st.Together:
 			if err := s.pace.wait(ctx, st.Attempts); err != nil {
@@ -745,7 +752,7 @@ func (s *session) redeliver(ctx context.Context, req wire.Request, base idemchec
 	if slices.ContainsFunc(sent, acked) {
 		return nil
 	}
-	addr, err := s.link.Addr(faults.None)
+	addr, err := s.addr(faults.None)
 	if err != nil {
 		return fmt.Errorf("redeliver: %w", err)
 	}
