@@ -186,6 +186,7 @@ func TestBadInput(t *testing.T) {
 		{"credentials in url", certifyArgs(strings.Replace(url, "http://", "http://user:hunter2@", 1), dsn), idemcheck.ExitUsage, "--url carries credentials"},
 		{"header without colon", append(certifyArgs(url, dsn), "--header", "Authorization Bearer hunter2"), idemcheck.ExitUsage, "is not a header"},
 		{"soak timeout too short", []string{"soak", "--url", url, "--timeout", "1ns"}, idemcheck.ExitUsage, "--timeout 1ns is too short"},
+		{"https against plain http", certifyArgs(strings.Replace(url, "http://", "https://", 1), dsn), idemcheck.ExitUsage, "--url is https:// but the target at"},
 		// Header names that are not HTTP tokens: refused before anything is sent.
 		{"replay header with a space", append(certifyArgs(url, dsn), "--replay-header", "bad header"), idemcheck.ExitUsage,
 			`--replay-header "bad header" is not an HTTP header name`},

@@ -5,6 +5,7 @@ package certify
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -225,7 +226,32 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 		}
 		return "", idemcheck.Unavailablef("cannot reach target %s: %v (is it running? check --url)", hostport, unwrapNet(err))
 	}
+	if base.Scheme == "https" {
+		if err := checkSpeaksTLS(ctx, addr, base.Hostname()); err != nil {
+			return "", err
+		}
+	}
 	return addr, nil
+}
+
+// checkSpeaksTLS opens one TLS handshake with an https:// target, so that
+// a target serving plain HTTP is a usage error naming --url before any
+// attempt, rather than every attempt failing as if the target were down.
+// Certificates are checked by the run itself, not here.
+func checkSpeaksTLS(ctx context.Context, addr, serverName string) error {
+	// A protocol probe: only a ClientHello is sent, and no data.
+	d := tls.Dialer{Config: &tls.Config{ServerName: serverName, InsecureSkipVerify: true}}
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err == nil {
+		return conn.Close()
+	}
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) {
+		return idemcheck.Usagef("--url is https:// but the target at %s answered in plain text, not TLS: use http://", addr)
+	}
+	return idemcheck.Unavailablef("TLS handshake with target %s: %v", addr, unwrapNet(err))
 }
 
 // CheckURL checks a target URL without sending anything: absolute http(s),
