@@ -111,6 +111,10 @@ type Runner struct {
 	// Secrets are values hidden wherever they appear in a history or
 	// report (the expansions of ${NAME} in a suite, say).
 	Secrets []string
+	// RedactFields are JSON pointers into request and reply bodies, and
+	// RedactQuery query parameter names, whose values are hidden wherever
+	// they appear (a card number, a token in a query).
+	RedactFields, RedactQuery []string
 	// Progress, when set, is called after every step.
 	Progress func(Progress)
 	// Rate caps requests per second over the run; 0 means no cap. A burst
@@ -231,6 +235,10 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 			_ = s.replies.Close()
 		}
 	}()
+	// The run's header names the target's path as the user wrote it: its
+	// secrets are hidden there too.
+	h.Run.Target.Path = s.scrubRequest(wire.Request{Path: h.Run.Target.Path})
+	h.Run.Target.URL = s.scrub(h.Run.Target.URL)
 	largest := 1
 	for _, sc := range scs {
 		s.total += sc.Attempts()
@@ -330,7 +338,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		}
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
-			Method: req.Method, Header: s.redact(req.Header), Path: s.scrub(req.Path), Body: s.scrub(string(req.Body)),
+			Method: req.Method, Header: s.redact(req.Header), Path: s.scrubRequest(req), Body: s.scrub(string(req.Body)),
 			Fingerprint: Fingerprint(req), Fault: stepFault(st),
 		}
 		from := len(s.h.Attempts)
@@ -983,6 +991,7 @@ func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 	}
 	if a.Outcome == idemcheck.Replied {
 		a.Status = res.Status
+		s.secret().learnBody(res.Body)
 		a.RespHeader = s.redact(res.Header)
 		a.RespBody = s.scrub(string(res.Body))
 	}
@@ -1004,11 +1013,20 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 // redact returns h with its secrets hidden (see secrets).
 func (s *session) redact(h http.Header) http.Header { return s.secret().header(h) }
 
+// scrubRequest learns the secrets a request carries in its body and query
+// and returns its path with every known secret hidden; its body is then
+// scrubbed with them too.
+func (s *session) scrubRequest(req wire.Request) string {
+	s.secret().learnBody(req.Body)
+	s.secret().learnQuery(req.Path)
+	return s.scrub(req.Path)
+}
+
 // scrub hides every known secret in v.
 func (s *session) scrub(v string) string { return s.secret().text(v) }
 
 func (s *session) secret() *secrets {
-	s.secretsOnce.Do(func() { s.secrets = newSecrets(s.Redact, s.Secrets) })
+	s.secretsOnce.Do(func() { s.secrets = newSecrets(s.Redact, s.Secrets, s.RedactFields, s.RedactQuery) })
 	return s.secrets
 }
 

@@ -1,7 +1,10 @@
 package scenarios
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 	"slices"
 	"strings"
 	"sync"
@@ -25,13 +28,16 @@ const minSecret = 4
 // (the expansions of ${NAME} in a suite) are hidden the same way.
 type secrets struct {
 	names map[string]bool // canonical header names
+	// fields are JSON pointers into request and reply bodies, and queries
+	// are query parameter names, whose values are credentials too.
+	fields, queries []string
 
 	mu     sync.Mutex
 	values []string // longest first, so a value never hides part of a longer one
 }
 
-func newSecrets(names, values []string) *secrets {
-	s := &secrets{names: map[string]bool{}}
+func newSecrets(names, values, fields, queries []string) *secrets {
+	s := &secrets{names: map[string]bool{}, fields: fields, queries: queries}
 	for _, n := range append(slices.Clone(secretHeaders), names...) {
 		s.names[http.CanonicalHeaderKey(n)] = true
 	}
@@ -93,4 +99,78 @@ func (s *secrets) text(v string) string {
 		}
 	}
 	return v
+}
+
+// learnBody learns the values at the secret JSON pointers of a body, so
+// that text hides them wherever they appear; the body's bytes are left as
+// they are (a body that is not JSON has no fields).
+func (s *secrets) learnBody(body []byte) {
+	if len(s.fields) == 0 {
+		return
+	}
+	v, ok := decodeJSON(body)
+	if !ok {
+		return
+	}
+	for _, p := range s.fields {
+		if x, ok := pointerValue(v, p); ok {
+			s.learn(x)
+		}
+	}
+}
+
+// learnQuery learns the values of the secret query parameters of a path,
+// as sent and decoded.
+func (s *secrets) learnQuery(path string) {
+	if len(s.queries) == 0 {
+		return
+	}
+	_, raw, ok := strings.Cut(path, "?")
+	if !ok {
+		return
+	}
+	for _, kv := range strings.Split(raw, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		dk, err := url.QueryUnescape(k)
+		if err != nil {
+			dk = k
+		}
+		if !slices.Contains(s.queries, dk) {
+			continue
+		}
+		s.learn(v)
+		if dv, err := url.QueryUnescape(v); err == nil {
+			s.learn(dv)
+		}
+	}
+}
+
+// pointerValue returns the scalar at an RFC 6901 pointer in v, as text.
+func pointerValue(v any, pointer string) (string, bool) {
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := v.(type) {
+		case map[string]any:
+			x, ok := c[tok]
+			if !ok {
+				return "", false
+			}
+			v = x
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return "", false
+			}
+			v = c[i]
+		default:
+			return "", false
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	}
+	return "", false
 }

@@ -392,7 +392,7 @@ type doneIntent struct {
 func (s *session) attempt(h *soakHit, step int, fault string) idemcheck.Attempt {
 	return idemcheck.Attempt{
 		Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step,
-		Method: h.req.Method, Header: s.redact(h.req.Header), Path: s.scrub(h.req.Path), Body: s.scrub(string(h.req.Body)),
+		Method: h.req.Method, Header: s.redact(h.req.Header), Path: s.scrubRequest(h.req), Body: s.scrub(string(h.req.Body)),
 		Fingerprint: h.fingerprint(), Fault: fault,
 	}
 }
@@ -414,6 +414,7 @@ func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result) {
 		a.Outcome, a.Error = idemcheck.Unknown, s.scrub(r.Error)
 		return
 	}
+	s.secret().learnBody(r.Body)
 	a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, int(r.Code), s.redact(r.Headers), s.scrub(string(r.Body))
 }
 

@@ -192,6 +192,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		instances                                               int
 		lease                                                   time.Duration
 		headers, effectArgs, ignore, redact, env, tenants       listFlag
+		redactFields, redactQuery                               listFlag
 		keyPointer                                              string
 		rf                                                      runFlags
 		statuses                                                statusFlags
@@ -222,6 +223,8 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.StringVar(&resourceID, "resource-id", "", "JSON `pointer` of the created resource's id in success bodies (default: detected)")
 	fs.Var(&ignore, "ignore-field", "JSON pointer left out when comparing replays (repeatable)")
 	fs.Var(&redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization and Cookie always are)")
+	fs.Var(&redactFields, "redact-field", "JSON `pointer` into request and reply bodies, such as /card/number, whose value never reaches a report or history (repeatable)")
+	fs.Var(&redactQuery, "redact-query", "query parameter `name` whose value never reaches a report or history (repeatable)")
 	fs.IntVar(&opts.BurstSize, "burst", opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
 	fs.IntVar(&opts.BurstRounds, "burst-rounds", opts.BurstRounds, "concurrent-burst rounds, each with a fresh intent (1 to 10000)")
 	fs.IntVar(&opts.Rounds, "rounds", opts.Rounds, "rounds of the sequential checks (1 to 10000)")
@@ -369,8 +372,13 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if opts.RetryWindow < 0 {
 		return 0, idemcheck.Usagef("--retry-window %v must not be negative", opts.RetryWindow)
 	}
+	for _, p := range redactFields {
+		if err := assert.ValidatePointer(p); err != nil || p == "" {
+			return 0, idemcheck.Usagef("--redact-field %q must be a JSON pointer such as /card/number", p)
+		}
+	}
 	cfg := certify.Config{
-		Name: name, Options: opts, Redact: redact,
+		Name: name, Options: opts, Redact: redact, RedactFields: redactFields, RedactQuery: redactQuery,
 		Checks: splitList(checks), EffectSQL: effectSQL,
 	}
 	rf.apply(&cfg)

@@ -68,6 +68,19 @@ func TestPlantedSecretsReachNoArtefact(t *testing.T) {
 		assert.Contains(t, all, "[redacted]")
 	})
 
+	t.Run("body field and query", func(t *testing.T) {
+		dir := t.TempDir()
+		code, out, errOut := cli(t, "certify", "--url", url, "--path", "/orders?token=qtok-PLANTED7&x=1", "--no-color",
+			"--body", `{"customerId":"{{intent}}","card":{"number":"4242-PLANTED8"}}`,
+			"--checks", "sequential-replay", "--rounds", "1",
+			"--redact-field", "/card/number", "--redact-query", "token",
+			"--json", filepath.Join(dir, "r.json"), "--junit", filepath.Join(dir, "r.xml"), "--history", filepath.Join(dir, "h.jsonl"))
+		require.NotEqual(t, 2, code, errOut)
+		all := artefacts(t, dir, out, errOut)
+		assert.NotContains(t, all, "PLANTED")
+		assert.Contains(t, all, "x=1", "the rest of the query is kept")
+	})
+
 	t.Run("suite", func(t *testing.T) {
 		dir := t.TempDir()
 		t.Setenv("TOKEN", "tok-PLANTED5")

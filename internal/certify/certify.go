@@ -50,6 +50,9 @@ type Config struct {
 	// Secrets are values hidden wherever they appear in a report or
 	// history (a suite's ${NAME} expansions).
 	Secrets []string
+	// RedactFields (JSON pointers into bodies) and RedactQuery (query
+	// parameter names) name more values to hide wherever they appear.
+	RedactFields, RedactQuery []string
 	// Powers, when set, let the harness crash the target and fault its
 	// database link: the target was started by idemcheck.
 	Powers scenarios.Powers
@@ -152,7 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
-		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol,
+		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol,
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
