@@ -259,22 +259,35 @@ func (c *intentCheck) checkStuck() {
 			map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
 		return
 	}
-	if last.Outcome != idemcheck.Replied || !p.InProgress(last.Status) {
+	if last.Outcome != idemcheck.Replied || !p.InProgress(last.Status) || p.Lease <= 0 {
+		// Without a declared lease a key still in progress after the
+		// bounded wait may be stuck for ever or held by a lease longer
+		// than the wait: that round proves nothing (stuckWithoutLease).
 		return
 	}
-	lease := fmt.Sprintf("the lease is %v", p.Lease)
-	if p.Lease <= 0 {
-		// Without a lease the harness cannot tell a slow takeover from a
-		// key stuck for ever: it says how long it waited, and what to do
-		// if the target does have a lease.
-		lease = "the policy declares no lease, so the retries gave up after a short bounded wait; if the target does retake keys " +
-			"after a lease, give it (--lease, or lease: in the policy) and the retries wait that long"
-	}
 	c.add(idemcheck.StuckKey, ids(conflicts),
-		fmt.Sprintf("after the first attempt died inside the server, %d retries with key %s over %.1fs all got %s (in progress); %s: "+
+		fmt.Sprintf("after the first attempt died inside the server, %d retries with key %s over %.1fs all got %s (in progress); the lease is %v: "+
 			"a key left running by a dead attempt must become retakable, or the client can never complete its intent.",
-			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), statusesOf(conflicts), lease),
+			len(conflicts), c.intent.Key, last.End.Sub(conflicts[0].Start).Seconds(), statusesOf(conflicts), p.Lease),
 		map[string]any{"conflicts": len(conflicts), "lease_ms": p.Lease.Milliseconds()})
+}
+
+// stuckWithoutLease says why a round of a fault check proves nothing when
+// the policy declares no lease and the key was still in progress when the
+// retries stopped: a key stuck for ever and a lease longer than the wait
+// look the same. "" otherwise.
+func (c *intentCheck) stuckWithoutLease() string {
+	p := c.policy
+	if !faultChecks[c.intent.Check] || p.Lease > 0 || p.AckOnly || len(c.attempts) < 2 {
+		return ""
+	}
+	last := c.attempts[len(c.attempts)-1]
+	if last.Outcome != idemcheck.Replied || !p.InProgress(last.Status) {
+		return ""
+	}
+	return fmt.Sprintf("the key was still in progress (%d) when the retries stopped, %.1fs after the crash, and the policy declares no lease: "+
+		"a key stuck for ever cannot be told from a lease longer than that; give the target's lease (--lease, or lease: in the policy)",
+		last.Status, last.End.Sub(c.attempts[0].End).Seconds())
 }
 
 // checkAcknowledged judges the events of an ack-only policy (a webhook

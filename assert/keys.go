@@ -206,6 +206,9 @@ func (c *intentCheck) asSuccess(a idemcheck.Attempt) success {
 // answered. It returns "" when the scenario happened (or the intent
 // belongs to another check).
 func (c *intentCheck) missedScenario() string {
+	if why := c.stuckWithoutLease(); why != "" {
+		return why
+	}
 	p := c.policy
 	switch c.intent.Check {
 	case idemcheck.CheckCorrectedRetry:

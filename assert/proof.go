@@ -38,6 +38,10 @@ type checkEvidence struct {
 	landings map[string]int // where faults landed: "commit", "autocommit-write", ...
 	kills    int
 	exits    []idemcheck.Event
+	// undecided says why a round's outcome could not be judged either way
+	// (a key still in progress with no lease declared): the check cannot
+	// pass while one round is undecided.
+	undecided string
 }
 
 // gatherEvidence reads the check's intents, attempts and events.
@@ -97,7 +101,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				ev.landed++
 			}
 		}
-		scenario := (&intentCheck{policy: h.Run.Policy, intent: in, attempts: atts}).missedScenario()
+		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts}
+		if why := ic.stuckWithoutLease(); why != "" && ev.undecided == "" {
+			ev.undecided = why
+		}
+		scenario := ic.missedScenario()
 		switch {
 		case faulted && !landed:
 			if missedWhy == "" {
@@ -134,6 +142,9 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 		e := ev.exits[0]
 		return idemcheck.Inconclusive, "", fmt.Sprintf("the target exited on its own (%s) during round %d, step %d%s: what followed tested a restarted target, not the scenario",
 			orUnknown(e.ExitStatus), e.Round, e.Step, after(e))
+	}
+	if ev.undecided != "" {
+		return idemcheck.Inconclusive, "", ev.undecided
 	}
 	if ev.answered == 0 {
 		why := fmt.Sprintf("none of its %d attempts was answered", ev.attempts)

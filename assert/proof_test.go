@@ -2,6 +2,7 @@ package assert
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,4 +160,23 @@ func TestWorstVerdict(t *testing.T) {
 	assert.Equal(t, idemcheck.Pass, idemcheck.WorstVerdict())
 	assert.Equal(t, idemcheck.Inconclusive, idemcheck.WorstVerdict(idemcheck.Pass, idemcheck.Inconclusive, idemcheck.Empty))
 	assert.Equal(t, idemcheck.Fail, idemcheck.WorstVerdict(idemcheck.NoAnswers, idemcheck.Fail, idemcheck.Pass))
+}
+
+// A key still in progress after a crash, with no lease declared: stuck for
+// ever or a lease longer than the wait? The round proves nothing, and the
+// check says what to give; with a lease declared it is a stuck key.
+func TestStuckKeyWithoutALeaseIsInconclusive(t *testing.T) {
+	const c = idemcheck.CheckCrashLease
+	b := newHist(t, idemcheck.IETF(), c)
+	in := b.intent(c, 0, `1 0-5 unknown`, `2 10-12 409 {}`, `2 2000-2002 409 {}`)
+	b.fault(in, "kill-at-commit+db-hold:nth=1")
+	b.event(idemcheck.Event{Kind: idemcheck.TargetKilled, Intent: in, Check: c})
+	r := Report(&b.h)
+	assert.Empty(t, r.Anomalies)
+	assert.Equal(t, idemcheck.Inconclusive, status(t, r, c).Status)
+	assert.Contains(t, status(t, r, c).Reason, "the policy declares no lease")
+
+	b.h.Run.Policy.Lease = time.Second
+	r = Report(&b.h)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.StuckKey}, kinds(r.Anomalies))
 }

@@ -3,6 +3,7 @@ package assert
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,6 +95,7 @@ func TestStuckKeyWithASecondInProgressStatus(t *testing.T) {
 	const c = idemcheck.CheckCrashLease
 	p := idemcheck.IETF()
 	p.SetInProgress(409, 423)
+	p.Lease = time.Second
 	b := newHist(t, p, c)
 	b.intent(c, 0, `1 0-5 unknown`, `2 10-12 423 {}`, `2 20-22 409 {}`, `2 30-32 423 {}`)
 	got := Check(&b.h)

@@ -81,6 +81,9 @@ func TestCertifyReferenceContainer(t *testing.T) {
 		if !ok {
 			w = 1
 		}
+		if o.Check == idemcheck.CheckKeySyntax {
+			w = keySyntaxEffects(res.History, o.Intent)
+		}
 		assert.Equal(t, w, o.Effects, "intent %s of %s", o.Intent, o.Check)
 	}
 }
