@@ -278,7 +278,11 @@ endpoints:
 	require.Len(t, rep.Reports, 2)
 	assert.Len(t, rep.Reports[1].Checks, 2)
 	assert.EqualValues(t, 7, rep.Seed)
-	assert.Equal(t, 8*2, rep.Reports[0].Checks[0].Attempts, "suite options apply")
+	// Suite options apply: bursts of 8, two rounds. On a busy machine a
+	// loose burst is repeated, so there may be more bursts, never other sizes.
+	burst := rep.Reports[0].Checks[0]
+	assert.GreaterOrEqual(t, burst.Attempts, 8*2, "suite options apply")
+	assert.Zero(t, burst.Attempts%8, "bursts of 8: %d attempts", burst.Attempts)
 
 	x, err := os.ReadFile(junitPath)
 	require.NoError(t, err)
