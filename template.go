@@ -39,7 +39,13 @@ func ParseTemplate(s string) (Template, error) {
 		switch name {
 		case "key", "intent", "seq":
 		default:
-			return Template{}, fmt.Errorf("unknown template name {{%s}} (known: {{key}}, {{intent}}, {{seq}})", name)
+			shown := "{{" + name + "}}"
+			if strings.ContainsFunc(shown, func(r rune) bool { return !strconv.IsPrint(r) }) {
+				// A line break or control character in the text must not
+				// split or garble a one-line error.
+				shown = strconv.Quote(shown)
+			}
+			return Template{}, fmt.Errorf("unknown template name %s (known: {{key}}, {{intent}}, {{seq}})", shown)
 		}
 		t.parts = append(t.parts, templatePart{text: rest[:i]}, templatePart{hole: name})
 		rest = rest[i+j+2:]
