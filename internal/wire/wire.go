@@ -400,6 +400,11 @@ func (a *attempt) read() {
 			a.fail(tooLarge("reply has %d header fields, over %d", n, a.c.maxHeaders()), KindMalformed)
 			return
 		}
+		if resp.StatusCode < 100 || resp.StatusCode > 999 {
+			// net/http parses "000" too: no HTTP status, so no reply.
+			a.fail(fmt.Errorf("malformed HTTP status %d in the reply", resp.StatusCode), KindMalformed)
+			return
+		}
 		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
