@@ -221,38 +221,52 @@ func TestDoCloseDelimitedBody(t *testing.T) {
 
 func TestDoTimeout(t *testing.T) {
 	release := make(chan struct{})
+	read := make(chan struct{}, 3) // one per request the server read whole
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
+		if _, err := io.ReadAll(r.Body); err == nil {
+			read <- struct{}{}
+		}
 		<-release
 	}))
 	defer srv.Close()
 	defer close(release)
 
-	c := &Client{Timeout: 150 * time.Millisecond}
+	// The server never answers. Whether the request was written before the
+	// timeout depends on the machine's load; a request the server read whole
+	// certainly was, so Written is checked against what the server saw.
+	wasWritten := func(res Result) {
+		t.Helper()
+		select {
+		case <-read:
+			assert.True(t, res.Written, "the server read the request whole, yet it is not marked written")
+		case <-time.After(10 * time.Second):
+			t.Log("the server never read the request: the machine delayed it past the timeout")
+		}
+	}
+
+	c := &Client{Timeout: time.Second}
 	res := c.Do(context.Background(), addrOf(t, srv), Request{Method: "POST", Body: []byte("x")})
 	require.Error(t, res.Err)
 	assert.Equal(t, KindTimeout, res.ErrKind, "%v", res.Err)
-	assert.True(t, res.Written)
-	took := res.End.Sub(res.Start)
-	assert.GreaterOrEqual(t, took, 150*time.Millisecond)
-	assert.Less(t, took, 2*time.Second)
+	assert.GreaterOrEqual(t, res.End.Sub(res.Start), time.Second)
+	wasWritten(res)
 
 	// A context deadline shorter than Timeout wins and is still a timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	res = (&Client{}).Do(ctx, addrOf(t, srv), Request{Method: "POST", Body: []byte("x")})
+	res = (&Client{Timeout: time.Hour}).Do(ctx, addrOf(t, srv), Request{Method: "POST", Body: []byte("x")})
 	assert.Equal(t, KindTimeout, res.ErrKind, "%v", res.Err)
 	assert.ErrorIs(t, res.Err, context.DeadlineExceeded)
-	assert.True(t, res.Written)
+	wasWritten(res)
 
-	// Cancelling the context ends a blocked read at once.
+	// Cancelling the context, once the server has the request, ends the
+	// blocked read: without it the attempt would wait for a reply forever.
 	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	res = (&Client{}).Do(ctx, addrOf(t, srv), Request{Method: "POST", Body: []byte("x")})
+	go func() { <-read; cancel() }()
+	res = (&Client{Timeout: time.Hour}).Do(ctx, addrOf(t, srv), Request{Method: "POST", Body: []byte("x")})
 	assert.Equal(t, KindOther, res.ErrKind, "%v", res.Err)
 	assert.ErrorIs(t, res.Err, context.Canceled)
 	assert.True(t, res.Written)
-	assert.Less(t, res.End.Sub(res.Start), 2*time.Second)
 }
 
 func TestDoBodyLimit(t *testing.T) {
@@ -335,7 +349,8 @@ func earlyReplyServer(t *testing.T) string {
 // neither may claim the request was written.
 func TestDoEarlyReplyThenReset(t *testing.T) {
 	addr := earlyReplyServer(t)
-	res := (&Client{Timeout: 5 * time.Second}).Do(context.Background(), addr,
+	// The timeout is only a safety net: the server answers at once.
+	res := (&Client{Timeout: time.Minute}).Do(context.Background(), addr,
 		Request{Method: "POST", Body: make([]byte, 32<<20)})
 	assert.False(t, res.Written)
 	t.Logf("early reply: status=%d kind=%q err=%v", res.Status, res.ErrKind, res.Err)
@@ -352,7 +367,7 @@ func TestDoEarlyReplyThenReset(t *testing.T) {
 func TestBurstEarlyReplyNotReleased(t *testing.T) {
 	addr := earlyReplyServer(t)
 	reqs := []Request{{Method: "POST", Body: make([]byte, 32<<20)}, {Method: "POST", Body: make([]byte, 32<<20)}}
-	results, spread := (&Client{Timeout: 5 * time.Second}).Burst(context.Background(), addr, reqs)
+	results, spread := (&Client{Timeout: time.Minute}).Burst(context.Background(), addr, reqs)
 	assert.Zero(t, spread, "nothing was released")
 	for _, res := range results {
 		assert.False(t, res.Written)
