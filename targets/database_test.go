@@ -90,7 +90,7 @@ func TestOpenDatabaseIsBoundedByContext(t *testing.T) {
 	start := time.Now()
 	_, err = OpenDatabase(ctx, "postgres://u:secret@"+l.Addr().String()+"/x?sslmode=disable")
 	require.Error(t, err)
-	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Less(t, time.Since(start), time.Minute, "only the 300 ms deadline can end this wait; a minute means it did not")
 	assert.NotContains(t, err.Error(), "secret")
 	assert.NotContains(t, err.Error(), "\n")
 }
