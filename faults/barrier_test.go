@@ -141,6 +141,7 @@ func TestBarrierForcesTheCheckThenInsertRace(t *testing.T) {
 		cancel()
 		sched := release()
 		require.NoError(t, err)
+		t.Logf("round %d: %s, held %v, released %v after arming", round, sched.Detail(), sched.Held[0].Held.Sub(sched.Armed), sched.Released.Sub(sched.Armed))
 		assert.Equal(t, n, s.seen(t, round), "round %d: every attempt inserted", round)
 		assert.Equal(t, idemcheck.ReleaseAllWrites, sched.Reason, "round %d: %s", round, sched.Detail())
 		assert.Equal(t, n, sched.ReleasedTogether(), "round %d", round)
