@@ -33,11 +33,12 @@ import (
 //     every connection the target has open to the database is held (or
 //     waits on a lock) and that stays so for a short settle time (twice
 //     what the first held attempt took from its first statement to its
-//     write, at least 2 ms), nothing more can reach a write;
+//     write, from 2 to 50 ms), nothing more can reach a write;
 //   - anything else (a lock in the target's own memory, a background job)
 //     shows as a quiet link: when no statement arrives for BarrierQuiet
-//     (or ten settle times, if longer) the held writes are released, and
-//     in every case they are released within MaxWait of the first hold.
+//     (or ten settle times, if longer, up to 500 ms) the held writes are
+//     released, and in every case they are released within MaxWait of the
+//     first hold.
 //
 // A release never changes what the target does, only when its writes run;
 // a barrier released early schedules fewer writes together, and the
@@ -61,8 +62,11 @@ const (
 	// BarrierQuiet is the shortest quiet time after which the held writes
 	// are released.
 	BarrierQuiet = 100 * time.Millisecond
-	// barrierSettle is the shortest settle time.
+	// barrierSettle and maxSettle bound the settle time, maxQuiet the
+	// quiet time (which grows with the settle time on a slow machine).
 	barrierSettle = 2 * time.Millisecond
+	maxSettle     = 50 * time.Millisecond
+	maxQuiet      = 500 * time.Millisecond
 	// probeGap spaces lock-waiter probes.
 	probeGap = 2 * time.Millisecond
 )
@@ -290,9 +294,9 @@ func (b *barrier) run() {
 		if held > 0 {
 			settle := barrierSettle
 			if !first.IsZero() {
-				settle = max(settle, 2*firstHold.Sub(first))
+				settle = min(max(settle, 2*firstHold.Sub(first)), maxSettle)
 			}
-			quiet := min(max(BarrierQuiet, 10*settle), b.maxWait)
+			quiet := min(max(BarrierQuiet, 10*settle), maxQuiet, b.maxWait)
 			// Blocked: every attempt, or every connection the target has
 			// open, is held or waits on a lock, as read by a probe that
 			// started after the last activity. Then only a connection
