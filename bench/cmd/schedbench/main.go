@@ -5,7 +5,7 @@
 // anomalies of full certifications with scheduling on and how long a
 // default certification takes each way.
 //
-//	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0]
+//	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0] [-only races|references] [-variants orders/check-then-insert,...]
 //
 // Every target is an example binary in a process of its own, on a database
 // of its own, certified through internal/certify exactly as `idemcheck
@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ func main() {
 // with the check whose bursts expose it.
 var raceVariants = []struct{ app, variant, check string }{
 	{"orders", "check-then-insert", idemcheck.CheckConcurrentBurst},
+	{"orders", "narrow-check-then-insert", idemcheck.CheckConcurrentBurst},
 	{"orders", "check-in-transaction", idemcheck.CheckConcurrentBurst},
 	{"orders", "unique-violation-500", idemcheck.CheckConcurrentBurst},
 	{"orders", "in-memory-lock", idemcheck.CheckConcurrentBurst},
@@ -54,6 +56,7 @@ func run() error {
 	runs := flag.Int("runs", 3, "full certifications of each reference per mode")
 	busy := flag.Int("busy", 0, "busy loops to run meanwhile")
 	only := flag.String("only", "", "measure only: races or references")
+	variants := flag.String("variants", "", "comma-separated race variants to measure (app/variant; default: all)")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -90,6 +93,9 @@ func run() error {
 		fmt.Println("| variant | check | scheduled: rounds caught | held writes per round | released because | timed: rounds caught |")
 		fmt.Println("|---|---|---|---|---|---|")
 		for _, rv := range raceVariants {
+			if *variants != "" && !slices.Contains(strings.Split(*variants, ","), rv.app+"/"+rv.variant) {
+				continue
+			}
 			e, ok := zoo.Lookup(rv.app, rv.variant)
 			if !ok {
 				return fmt.Errorf("no zoo entry %s/%s", rv.app, rv.variant)
