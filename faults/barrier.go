@@ -304,8 +304,9 @@ func (b *barrier) run() {
 			blocked := waiting >= 0 && (held+waiting >= b.opts.Attempts || held+waiting >= open)
 			// Under heavy load a probe can take longer than the quiet time:
 			// the quiet rule waits for one that started after the last
-			// activity, so a blocked burst is told apart from a quiet one.
-			probed := b.opts.LockWaiters == nil || valid != nil
+			// activity, so a blocked burst is told apart from a quiet one,
+			// but not past twice the quiet time.
+			probed := b.opts.LockWaiters == nil || valid != nil || now.Sub(last) >= 2*quiet
 			switch {
 			case held >= b.opts.Attempts:
 				reason = ReleaseAllWrites
@@ -325,8 +326,15 @@ func (b *barrier) run() {
 				}
 				return
 			}
-			next = min(firstHold.Add(b.maxWait).Sub(now), last.Add(quiet).Sub(now))
-			if blocked {
+			// Wake at the next moment a rule may hold (a probe's result
+			// wakes the loop by itself).
+			next = firstHold.Add(b.maxWait).Sub(now)
+			for _, at := range []time.Time{last.Add(quiet), last.Add(2 * quiet)} {
+				if at.After(now) {
+					next = min(next, at.Sub(now))
+				}
+			}
+			if blocked && last.Add(settle).After(now) {
 				next = min(next, last.Add(settle).Sub(now))
 			}
 			// A probe is stale once something happened after it started, and
