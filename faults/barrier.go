@@ -58,7 +58,7 @@ const (
 const (
 	// DefaultBarrierWait bounds a hold: the held writes are released at
 	// most this long after the first was held.
-	DefaultBarrierWait = 2 * time.Second
+	DefaultBarrierWait = time.Second
 	// BarrierQuiet is the shortest quiet time after which the held writes
 	// are released.
 	BarrierQuiet = 100 * time.Millisecond
