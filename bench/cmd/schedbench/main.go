@@ -118,12 +118,12 @@ func run() error {
 		fmt.Println()
 	}
 	if *only != "races" {
-		fmt.Println("| reference | mode | certifications | anomalies | inconclusive checks | wall time per certification (median, range) |")
-		fmt.Println("|---|---|---|---|---|---|")
+		fmt.Println("| reference | mode | certifications | anomalies | inconclusive checks | wall time per certification (median, range) | writes held per certification (median, range) |")
+		fmt.Println("|---|---|---|---|---|---|---|")
 		for _, name := range []string{"orders/reference", "webhooks/reference"} {
 			app, variant, _ := strings.Cut(name, "/")
 			e, _ := zoo.Lookup(app, variant)
-			walls := map[bool][]time.Duration{}
+			walls, holds := map[bool][]time.Duration{}, map[bool][]time.Duration{}
 			anomalies, inconclusive := map[bool]int{}, map[bool]int{}
 			for range *runs {
 				for _, timed := range []bool{false, true} {
@@ -133,6 +133,7 @@ func run() error {
 						return fmt.Errorf("%s: %w", name, err)
 					}
 					walls[timed] = append(walls[timed], time.Since(start))
+					holds[timed] = append(holds[timed], heldTime(res.History))
 					anomalies[timed] += len(res.Report.Anomalies)
 					for _, c := range res.Report.Checks {
 						if c.Status == idemcheck.Inconclusive {
@@ -146,7 +147,7 @@ func run() error {
 				if timed {
 					mode = "timed"
 				}
-				fmt.Printf("| %s | %s | %d | %d | %d | %s |\n", name, mode, *runs, anomalies[timed], inconclusive[timed], stat(walls[timed]))
+				fmt.Printf("| %s | %s | %d | %d | %d | %s | %s |\n", name, mode, *runs, anomalies[timed], inconclusive[timed], stat(walls[timed]), stat(holds[timed]))
 			}
 		}
 		fmt.Println()
@@ -234,13 +235,38 @@ func schedule(h *idemcheck.History, check string) (held, why string) {
 	return held, strings.Join(parts, ", ")
 }
 
+// heldTime is how long the target's writes were held in a run: for each
+// scheduled burst, from its first held write to the release.
+func heldTime(h *idemcheck.History) time.Duration {
+	first := map[string]time.Time{}
+	var total time.Duration
+	for _, e := range h.Events {
+		switch e.Kind {
+		case idemcheck.WriteHeld:
+			if t, ok := first[e.Intent]; !ok || e.Time.Before(t) {
+				first[e.Intent] = e.Time
+			}
+		case idemcheck.WritesReleased:
+			if t, ok := first[e.Intent]; ok {
+				total += e.Time.Sub(t)
+			}
+		}
+	}
+	return total
+}
+
 func stat(d []time.Duration) string {
 	if len(d) == 0 {
 		return "-"
 	}
 	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	r := func(x time.Duration) string { return x.Round(10 * time.Millisecond).String() }
+	r := func(x time.Duration) string {
+		if x < time.Second {
+			return x.Round(time.Millisecond).String()
+		}
+		return x.Round(10 * time.Millisecond).String()
+	}
 	return fmt.Sprintf("%s (%s-%s)", r(s[len(s)/2]), r(s[0]), r(s[len(s)-1]))
 }
 
