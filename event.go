@@ -25,6 +25,31 @@ const (
 	// TargetRestarted: the harness started the target again and it was
 	// ready.
 	TargetRestarted EventKind = "target-restarted"
+	// WriteHeld: during a scheduled burst the database link held a target
+	// connection's first write (SQL, Landing) until the burst's writes were
+	// released together. Conn numbers the connection, Order is its place
+	// in the release (0: its connection ended while held, so it never ran).
+	WriteHeld EventKind = "write-held"
+	// WritesReleased: the held writes of a scheduled burst were released
+	// together. Reason says why then (a Release* value), Detail in a
+	// sentence; Order is how many were released.
+	WritesReleased EventKind = "writes-released"
+)
+
+// Why the held writes of a scheduled burst were released (the Reason of a
+// WritesReleased event, and of Burst.Release).
+const (
+	// ReleaseAllWrites: every attempt had reached its first write.
+	ReleaseAllWrites = "all-writes"
+	// ReleaseBlocked: the attempts not held waited on a lock in the
+	// database, or for a pooled connection that was held.
+	ReleaseBlocked = "blocked"
+	// ReleaseQuiet: nothing else reached the database link for a while.
+	ReleaseQuiet = "quiet"
+	// ReleaseBound: the bounded wait passed.
+	ReleaseBound = "bound"
+	// ReleaseBurstEnded: the burst ended before any other reason held.
+	ReleaseBurstEnded = "burst-ended"
 )
 
 // Landings of a database-link fault: the kind of statement it acted on.
@@ -36,6 +61,9 @@ const (
 	LandedAutocommitWrite = "autocommit-write"
 	// LandedReply: the target's reply on the client link (cut-reply).
 	LandedReply = "reply"
+	// LandedWrite: an INSERT, UPDATE, DELETE or MERGE inside a transaction
+	// block (held by a write barrier; it commits later).
+	LandedWrite = "write"
 )
 
 // Event is one thing that happened to the target or its links. Check,
@@ -63,4 +91,12 @@ type Event struct {
 	LogTail string `json:"log_tail,omitempty"`
 	// Detail says in a sentence what happened, for the reader.
 	Detail string `json:"detail,omitempty"`
+	// Conn numbers a target connection on the database link (WriteHeld).
+	Conn int `json:"conn,omitempty"`
+	// Order is a held write's place in the release (WriteHeld), or how
+	// many writes were released together (WritesReleased).
+	Order int `json:"order,omitempty"`
+	// Reason is why held writes were released (WritesReleased): a
+	// Release* value.
+	Reason string `json:"reason,omitempty"`
 }

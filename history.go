@@ -121,10 +121,26 @@ type Burst struct {
 	Fallback string `json:"fallback,omitempty"`
 	// Loose: the burst's Spread was over LooseSpread(Attempts) when it was
 	// sent, too wide to say which race windows it would catch, so its round
-	// was repeated. Its attempts still count: a duplicate it caused is a
-	// duplicate.
+	// was repeated (unless it was scheduled: see Held). Its attempts still
+	// count: a duplicate it caused is a duplicate.
 	Loose bool `json:"loose,omitempty"`
+	// Scheduled: the target's database link held the burst's writes (a
+	// write barrier: each connection's first write held until every attempt
+	// had reached its own, then all released together). False: the burst
+	// was timed only, and races narrower than its spread may be missed.
+	Scheduled bool `json:"scheduled,omitempty"`
+	// Held is how many writes the barrier held and released together. With
+	// two or more, every one of those attempts had done what came before
+	// its first write (its read of the key) before any of them wrote: the
+	// round's race was scheduled, whatever the spread.
+	Held int `json:"held,omitempty"`
+	// Release is why the held writes were released (ReleaseAllWrites, ...).
+	Release string `json:"release,omitempty"`
 }
+
+// RaceScheduled reports whether the burst's race was scheduled: two or more
+// writes held and released together.
+func (b Burst) RaceScheduled() bool { return b.Scheduled && b.Held >= 2 }
 
 // LooseSpread is the client release spread above which a burst of n
 // attempts is loose: too wide to mean anything about a race.

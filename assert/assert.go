@@ -179,6 +179,12 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 	p := h.Run.Policy
 	byIntent := h.ByIntent()
 	obs := h.ObservationsByIntent()
+	scheduled := map[string]idemcheck.Burst{}
+	for _, b := range h.Bursts {
+		if b.RaceScheduled() && b.Intent != "" {
+			scheduled[b.Intent] = b
+		}
+	}
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
 		atts := byIntent[in.ID]
@@ -186,6 +192,9 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 			continue
 		}
 		ic := intentCheck{policy: p, intent: in, attempts: atts}
+		if b, ok := scheduled[in.ID]; ok {
+			ic.scheduled = &b
+		}
 		if o, ok := obs[in.ID]; ok {
 			ic.obs = &o
 		}
@@ -204,7 +213,10 @@ type intentCheck struct {
 	intent   idemcheck.Intent
 	attempts []idemcheck.Attempt // in start order
 	obs      *idemcheck.Observation
-	out      []idemcheck.Anomaly
+	// scheduled is the intent's burst when its race was scheduled at the
+	// database link.
+	scheduled *idemcheck.Burst
+	out       []idemcheck.Anomaly
 }
 
 // success is a success reply with its decoded identity.
@@ -702,8 +714,8 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	switch {
 	case n > allowed:
 		c.add(idemcheck.DuplicateEffect, witness,
-			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s with %s). One intent must leave exactly one effect.",
-				len(c.attempts), c.intent.Key, n, allowed, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s with %s). One intent must leave exactly one effect.%s",
+				len(c.attempts), c.intent.Key, n, allowed, c.obs.Query, strings.Join(c.obs.Args, ", "), c.scheduleText()),
 			observed)
 	case n < promised:
 		first := c.attempts[0].ID
@@ -725,6 +737,18 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 				promised, first, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
 			observed)
 	}
+}
+
+// scheduleText says, for an intent whose race was scheduled, what the
+// database link did: "" otherwise.
+func (c *intentCheck) scheduleText() string {
+	b := c.scheduled
+	if b == nil {
+		return ""
+	}
+	return fmt.Sprintf(" The race was scheduled, not timed: the database link held the first write of each of %d attempts until %s, "+
+		"then released them together, so all %d had read the key before any wrote it (write-held and writes-released events of burst %d).",
+		b.Held, releaseText[b.Release], b.Held, b.ID)
 }
 
 // firstAck returns the first acknowledged delivery of an event.

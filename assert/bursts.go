@@ -3,6 +3,7 @@ package assert
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
@@ -26,38 +27,45 @@ func BurstProof(bursts []idemcheck.Burst) (proof string, loose bool) {
 		return "", false
 	}
 	// A round is repeated, with a fresh intent, while its burst is loose:
-	// it counts when one of its bursts was tight. A burst without a round
-	// (a history written before rounds were recorded) is a round of its own.
+	// it counts when one of its bursts was tight, or its race was
+	// scheduled at the database link. A burst without a round (a history
+	// written before rounds were recorded) is a round of its own.
 	type round struct {
 		check string
 		n     int
 	}
 	var order []round
-	tightIn := map[round]bool{}
-	var tight, all []idemcheck.Burst
-	repeated := 0
+	countedIn := map[round]bool{}
+	var tight, sched, all []idemcheck.Burst
+	repeated, offered := 0, 0
 	for _, b := range bursts {
 		r := round{b.Check, b.Round}
 		if b.Round == 0 {
 			r = round{b.Check, -b.ID}
 		}
-		if _, seen := tightIn[r]; !seen {
+		if _, seen := countedIn[r]; !seen {
 			order = append(order, r)
-			tightIn[r] = false
+			countedIn[r] = false
 		}
 		all = append(all, b)
-		if b.Loose {
-			repeated++
-			continue
+		if b.Scheduled {
+			offered++
 		}
-		if !tightIn[r] {
-			tightIn[r] = true
+		switch {
+		case countedIn[r]:
+		case b.RaceScheduled():
+			countedIn[r] = true
+			sched = append(sched, b)
+		case b.Loose:
+			repeated++
+		default:
+			countedIn[r] = true
 			tight = append(tight, b)
 		}
 	}
 	stayed := 0
 	for _, r := range order {
-		if !tightIn[r] {
+		if !countedIn[r] {
 			stayed++
 		}
 	}
@@ -68,16 +76,67 @@ func BurstProof(bursts []idemcheck.Burst) (proof string, loose bool) {
 			"a race window narrower than the spread may have gone unseen (the machine was too busy)",
 			stayed, len(order), fmtSpread(limit), fmtSpread(med), fmtSpread(hi), len(all), burstsOf(all)), true
 	}
-	med, hi := spreadStats(tight)
-	pair := hi / time.Duration(max(minAttempts(tight)-1, 1))
-	s := fmt.Sprintf("%d %s, client release spread median %s, max %s (as released; when they reached the target is not measured): "+
-		"in every round at least two attempts left within %s of each other, and all of them within %s, so a check-then-insert window "+
-		"wider than %s is entered by two attempts at once; a narrower one may be missed",
-		len(tight), burstsOf(tight), fmtSpread(med), fmtSpread(hi), fmtSpread(pair), fmtSpread(hi), fmtSpread(pair))
+	var parts []string
+	if len(sched) > 0 {
+		parts = append(parts, scheduledProof(sched, len(order)))
+	}
+	if len(tight) > 0 {
+		med, hi := spreadStats(tight)
+		pair := hi / time.Duration(max(minAttempts(tight)-1, 1))
+		s := ""
+		if len(sched) > 0 {
+			s = fmt.Sprintf("%d timed %s: ", len(tight), plural(len(tight), "round", "rounds"))
+		}
+		s += fmt.Sprintf("%d %s, client release spread median %s, max %s (as released; when they reached the target is not measured): "+
+			"in every round at least two attempts left within %s of each other, and all of them within %s, so a check-then-insert window "+
+			"wider than %s is entered by two attempts at once; a narrower one may be missed",
+			len(tight), burstsOf(tight), fmtSpread(med), fmtSpread(hi), fmtSpread(pair), fmtSpread(hi), fmtSpread(pair))
+		switch {
+		case offered > 0:
+			s += " (in those rounds fewer than two writes reached the database link together, so their race was timed, not scheduled)"
+		default:
+			s += " (timed: idemcheck did not schedule the writes at the target's database link, which it holds only for a target it starts, and not with --timed-bursts)"
+		}
+		parts = append(parts, s)
+	}
+	s := strings.Join(parts, "; ")
 	if repeated > 0 {
 		s += fmt.Sprintf(" (%d looser %s repeated; their attempts still count)", repeated, plural(repeated, "burst was", "bursts were"))
 	}
 	return s, false
+}
+
+// scheduledProof states what the scheduled rounds show.
+func scheduledProof(sched []idemcheck.Burst, rounds int) string {
+	lo, hi := sched[0].Held, sched[0].Held
+	reasons := map[string]int{}
+	for _, b := range sched {
+		lo, hi = min(lo, b.Held), max(hi, b.Held)
+		reasons[b.Release]++
+	}
+	held := fmt.Sprint(lo)
+	if hi != lo {
+		held = fmt.Sprintf("%d-%d", lo, hi)
+	}
+	var why []string
+	for _, r := range []string{idemcheck.ReleaseAllWrites, idemcheck.ReleaseBlocked, idemcheck.ReleaseQuiet, idemcheck.ReleaseBound, idemcheck.ReleaseBurstEnded} {
+		if n := reasons[r]; n > 0 {
+			why = append(why, fmt.Sprintf("%s x%d", releaseText[r], n))
+		}
+	}
+	return fmt.Sprintf("%d of %d rounds scheduled at the database link (deterministic): in each, the first writes of %s attempts were held "+
+		"until the burst's other attempts had reached theirs or could not, then released together, so every one of them had done what comes "+
+		"before its first write (its read of the key) before any wrote: a read-then-write race shows whatever its window (released when %s)",
+		len(sched), rounds, held, strings.Join(why, ", "))
+}
+
+// releaseText says why a scheduled burst's writes were released.
+var releaseText = map[string]string{
+	idemcheck.ReleaseAllWrites:  "every attempt had reached its write",
+	idemcheck.ReleaseBlocked:    "the others waited on a lock or a held pooled connection",
+	idemcheck.ReleaseQuiet:      "nothing else reached the link for a while",
+	idemcheck.ReleaseBound:      "the bounded wait passed",
+	idemcheck.ReleaseBurstEnded: "the burst ended",
 }
 
 // CheckBursts returns the bursts check sent in h, for BurstProof. A burst

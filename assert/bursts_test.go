@@ -26,7 +26,39 @@ func TestBurstProofStatesTheClientSpread(t *testing.T) {
 	assert.Equal(t, "5 bursts of 32 over http1, client release spread median 45 us, max 120 us "+
 		"(as released; when they reached the target is not measured): "+
 		"in every round at least two attempts left within 4 us of each other, and all of them within 120 us, "+
-		"so a check-then-insert window wider than 4 us is entered by two attempts at once; a narrower one may be missed", proof)
+		"so a check-then-insert window wider than 4 us is entered by two attempts at once; a narrower one may be missed "+
+		"(timed: idemcheck did not schedule the writes at the target's database link, which it holds only for a target it starts, and not with --timed-bursts)", proof)
+}
+
+// Rounds whose race was scheduled at the database link count whatever
+// their spread, and are not loose; a scheduled burst that held fewer than
+// two writes is a timed round like any other.
+func TestBurstProofScheduledRounds(t *testing.T) {
+	b := tightBursts(us(45), 9*time.Millisecond, 40*time.Millisecond)
+	for i := range b {
+		b[i].Scheduled, b[i].Held, b[i].Release = true, 8, idemcheck.ReleaseAllWrites
+	}
+	b[1].Loose, b[2].Loose = true, true
+	b[2].Release = idemcheck.ReleaseBlocked
+	proof, loose := BurstProof(b)
+	assert.False(t, loose, proof)
+	assert.Equal(t, "3 of 3 rounds scheduled at the database link (deterministic): in each, the first writes of 8 attempts were held "+
+		"until the burst's other attempts had reached theirs or could not, then released together, so every one of them had done what comes "+
+		"before its first write (its read of the key) before any wrote: a read-then-write race shows whatever its window "+
+		"(released when every attempt had reached its write x2, the others waited on a lock or a held pooled connection x1)", proof)
+
+	b[0].Held = 1
+	proof, loose = BurstProof(b)
+	assert.False(t, loose, proof)
+	assert.Contains(t, proof, "2 of 3 rounds scheduled at the database link")
+	assert.Contains(t, proof, "1 timed round: 1 burst of 32 over http1")
+	assert.Contains(t, proof, "fewer than two writes reached the database link together")
+
+	// A loose burst whose race was not scheduled still makes its round
+	// repeat, and inconclusive when no repeat counted.
+	b[2].Held = 0
+	_, loose = BurstProof(b)
+	assert.True(t, loose)
 }
 
 // A figure is rounded up, never down: the proof must not read tighter than

@@ -298,6 +298,10 @@ type pgWatchToxic struct {
 	// armed is the rule in force on a watched proxy (action "armed"); nil
 	// lets everything pass.
 	armed atomic.Pointer[watchRule]
+	// barrier is the write barrier armed on a watched proxy, if any.
+	barrier atomic.Pointer[barrier]
+	// conns numbers the connections; live counts those open.
+	conns, live atomic.Int64
 }
 
 func (t *pgWatchToxic) bind(h *hub, f Fault) error {
@@ -321,10 +325,36 @@ type pgWatchState struct {
 	pend     []byte
 	held     *hold
 	heldSize int
+	// id numbers the connection on its proxy, from 1; ended: it was
+	// closed and no longer counts as live.
+	id    int
+	ended bool
+	// barrier is the last barrier this connection's first write met: it
+	// holds a connection's first write only.
+	barrier *barrier
 }
 
+// NewState is called once for each connection: the watch toxic acts on
+// one direction only.
 func (t *pgWatchToxic) NewState() any {
-	return &pgWatchState{scan: newPGScanner()}
+	st := &pgWatchState{scan: newPGScanner(), id: int(t.conns.Add(1))}
+	t.live.Add(1)
+	if b := t.barrier.Load(); b != nil {
+		b.touch()
+	}
+	return st
+}
+
+// closeConn closes the connection, both sides, and stops counting it.
+func (t *pgWatchToxic) closeConn(stub *toxics.ToxicStub, st *pgWatchState) {
+	stub.Close()
+	if !st.ended {
+		st.ended = true
+		t.live.Add(-1)
+		if b := t.barrier.Load(); b != nil {
+			b.touch()
+		}
+	}
 }
 
 func (t *pgWatchToxic) Pipe(stub *toxics.ToxicStub) {
@@ -341,8 +371,11 @@ func (t *pgWatchToxic) Pipe(stub *toxics.ToxicStub) {
 			return // st keeps what is pending for the next Pipe
 		case c := <-stub.Input:
 			if c == nil {
-				stub.Close()
+				t.closeConn(stub, st)
 				return
+			}
+			if b := t.barrier.Load(); b != nil {
+				b.touch()
 			}
 			st.pend = append(st.pend, c.Data...)
 			if !t.advance(stub, st) {
@@ -365,7 +398,7 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 			return true
 		case scanRefuse:
 			forward(stub, st, pass)
-			stub.Close()
+			t.closeConn(stub, st)
 			drain(stub)
 			return false
 		}
@@ -373,25 +406,33 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 		if r == nil {
 			r = t.armed.Load()
 		}
-		if r == nil || !r.match(ev) {
-			pass += size
-			continue
+		if r != nil && r.match(ev) {
+			if l, acts := r.land(ev); acts {
+				// The work sent before the match reaches the database; the
+				// matching message does not (yet).
+				forward(stub, st, pass)
+				if r.action == actionCut {
+					t.closeConn(stub, st)
+					drain(stub)
+					return false
+				}
+				st.held, st.heldSize = newHold(l), size
+				return true
+			}
 		}
-		l, acts := r.land(ev)
-		if !acts {
-			pass += size
-			continue
+		if ev.writeKind != "" {
+			if b := t.barrier.Load(); b != nil && st.barrier != b {
+				// The connection's first write since the barrier was armed
+				// (the barrier holds no other).
+				st.barrier = b
+				if h := b.hold(st.id, ev); h != nil {
+					forward(stub, st, pass)
+					st.held, st.heldSize = h, size
+					return true
+				}
+			}
 		}
-		// The work sent before the match reaches the database; the
-		// matching message does not (yet).
-		forward(stub, st, pass)
-		if r.action == actionCut {
-			stub.Close()
-			drain(stub)
-			return false
-		}
-		st.held, st.heldSize = newHold(l), size
-		return true
+		pass += size
 	}
 }
 
@@ -424,7 +465,7 @@ func (t *pgWatchToxic) waitHold(stub *toxics.ToxicStub, st *pgWatchState) bool {
 			h.resolve(outcomeReleased)
 			return t.advance(stub, st)
 		}
-		stub.Close()
+		t.closeConn(stub, st)
 		h.resolve(o)
 		drain(stub)
 		return false
@@ -432,7 +473,7 @@ func (t *pgWatchToxic) waitHold(stub *toxics.ToxicStub, st *pgWatchState) bool {
 		if c == nil {
 			// The target closed its side (it was killed, say) while its
 			// statement was held: the statement never reaches the database.
-			stub.Close()
+			t.closeConn(stub, st)
 			h.resolve(outcomeEnded)
 			return false
 		}
@@ -499,6 +540,10 @@ type pgEvent struct {
 	// sync: the message is a Sync, which carries no SQL of its own; an
 	// explicit match never acts on it.
 	sync bool
+	// writeKind is set when the statement writes or commits (a write
+	// barrier holds it): idemcheck.LandedCommit,
+	// idemcheck.LandedAutocommitWrite or idemcheck.LandedWrite.
+	writeKind string
 }
 
 // stmt is a prepared statement or portal the scanner follows.
@@ -609,6 +654,9 @@ func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
 		delete(s.portals, "")
 		ev := pgEvent{sql: q, kind: LandedStatement}
 		for _, c := range classifySQL(q) {
+			if ev.writeKind == "" && (c == sqlWrite || c == sqlCommit || c == sqlChain) {
+				ev.writeKind = kindOfWrite(c, s.inBlock)
+			}
 			if k := s.step(c); k != "" && !ev.effect {
 				ev.kind, ev.effect = k, true
 			}
@@ -637,6 +685,9 @@ func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
 			return pgEvent{}, false
 		}
 		ev := pgEvent{sql: st.sql, kind: LandedStatement}
+		if c := st.class; c == sqlWrite || c == sqlCommit || c == sqlChain {
+			ev.writeKind = kindOfWrite(c, s.inBlock)
+		}
 		switch k := s.step(st.class); k {
 		case idemcheck.LandedAutocommitWrite:
 			// It runs now and commits at the next Sync, with whatever

@@ -140,6 +140,9 @@ type Runner struct {
 	// last-byte synchronisation), ProtocolHTTP1 or ProtocolH2. Empty means
 	// auto.
 	Protocol wire.Protocol
+	// Timed turns the write barrier off: bursts are timed only, even where
+	// Powers could schedule their writes (see Scheduler).
+	Timed bool
 
 	// dial, when set, is the wire client's dialer (tests).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -173,6 +176,17 @@ type Powers interface {
 	// is ready, and reports whether it had to; a running instance is left
 	// alone.
 	Revive(ctx context.Context, instance int) (bool, error)
+}
+
+// Scheduler is a Powers that can schedule a burst's writes at the target's
+// database link: a write barrier (faults.Link.Barrier) holds each target
+// connection's first write until every attempt of the burst has reached
+// its own, then releases them together, so a read-then-write race shows
+// whatever its window and whatever the load.
+type Scheduler interface {
+	// Barrier arms a write barrier for a burst of attempts until release,
+	// which returns what it did.
+	Barrier(attempts int) (release func() faults.Schedule, err error)
 }
 
 // DefaultRate is the request-rate cap a run has unless told otherwise: far
@@ -385,6 +399,13 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			if err != nil {
 				return false, err
 			}
+			var unbar func() faults.Schedule
+			if sch, ok := s.Powers.(Scheduler); ok && !s.Timed && st.DBFault.IsNone() {
+				if unbar, err = sch.Barrier(st.Attempts); err != nil {
+					disarm()
+					return false, fmt.Errorf("write barrier: %w", err)
+				}
+			}
 			reqs := make([]wire.Request, st.Attempts)
 			for j := range reqs {
 				reqs[j] = req
@@ -395,7 +416,14 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: br.Spread,
 				Protocol: string(br.Protocol), Fallback: br.Fallback, Intent: in.ID, Check: sc.Check, Round: round,
 				Loose: br.Spread > s.looseAbove(len(results))}
-			loose = loose || burst.Loose
+			if unbar != nil {
+				sched := unbar()
+				burst.Scheduled, burst.Held, burst.Release = true, sched.ReleasedTogether(), sched.Reason
+				s.scheduled(base, sched)
+			}
+			// A scheduled race does not rest on the spread: its round is
+			// not repeated when the spread was loose.
+			loose = loose || burst.Loose && !burst.RaceScheduled()
 			s.h.Bursts = append(s.h.Bursts, burst)
 			base.Burst = burst.ID
 			for _, res := range results {
@@ -630,6 +658,17 @@ func (s *session) nthByRound(check string, f faults.Fault, round int) faults.Fau
 		return faults.DBCut(match, nth)
 	}
 	return faults.DBHold(match, nth)
+}
+
+// scheduled records what a burst's write barrier did: each held write,
+// then their release.
+func (s *session) scheduled(a idemcheck.Attempt, sched faults.Schedule) {
+	for _, w := range sched.Held {
+		s.h.Events = append(s.h.Events, idemcheck.Event{Kind: idemcheck.WriteHeld, Time: w.Held, Check: a.Check, Intent: a.Intent,
+			Round: a.Round, Step: a.Step, Landing: w.Kind, SQL: clip(s.scrub(w.SQL), eventSQL), Conn: w.Conn, Order: w.Order})
+	}
+	s.h.Events = append(s.h.Events, idemcheck.Event{Kind: idemcheck.WritesReleased, Time: sched.Released, Check: a.Check, Intent: a.Intent,
+		Round: a.Round, Step: a.Step, Order: sched.ReleasedTogether(), Reason: sched.Reason, Detail: sched.Detail()})
 }
 
 // eventSQL bounds the statement text a fault's event keeps.

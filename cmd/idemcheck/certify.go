@@ -96,6 +96,7 @@ const MinRate = 0.1
 type runFlags struct {
 	outputs
 	protocol    string
+	timedBursts bool
 	seed        int64
 	rate        float64
 	maxDuration time.Duration
@@ -109,6 +110,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.outputs.register(fs)
 	fs.Int64Var(&r.seed, "seed", 0, "seed for the run's random choices (default: random, printed in the report)")
 	fs.StringVar(&r.protocol, "protocol", "auto", "burst engine: auto (HTTP/2 single-packet release where the target speaks h2, else HTTP/1.1 last-byte sync), http1 or h2")
+	fs.BoolVar(&r.timedBursts, "timed-bursts", false, "for a target idemcheck starts (--cmd, --image): do not schedule the bursts' writes at its database link; bursts are then timed only, as for a --url target, and races narrower than their spread may be missed")
 	fs.Float64Var(&r.rate, "rate", scenarios.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
 	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
 	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
@@ -144,6 +146,7 @@ func (r *runFlags) validate() error {
 func (r *runFlags) apply(cfg *certify.Config) {
 	cfg.Seed, cfg.Rate, cfg.MaxDuration, cfg.Timeout = r.seed, r.rate, r.maxDuration, r.timeout
 	cfg.Protocol, _ = wire.ParseProtocol(r.protocol)
+	cfg.Timed = r.timedBursts
 	cfg.AllowRemote = cfg.AllowRemote || r.allowRemote
 	cfg.MaxBody = r.maxBody
 }

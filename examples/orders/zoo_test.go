@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func zooCase(t *testing.T, v orders.Variant, show func(t *testing.T, v orders.Va
 
 func TestZooVariants(t *testing.T) {
 	vs := orders.Variants()
-	require.Len(t, vs, 22)
+	require.Len(t, vs, 23)
 	require.Equal(t, orders.Reference, vs[0])
 	check, anomaly := orders.Expectation(orders.Reference)
 	require.Empty(t, check)
@@ -84,6 +85,45 @@ func TestZooCheckThenInsert(t *testing.T) {
 			if n := f.ordersFor(key); n > 1 {
 				return fmt.Sprintf("round %d: %d orders for one key", round, n)
 			}
+		}
+		return ""
+	})
+}
+
+// The narrow variant's window is one round trip: plain bursts mostly miss
+// it, so the demonstration schedules it the way idemcheck does at the
+// database link, in the handler's own test hook: each copy that passed the
+// check waits (up to 2 s) until another has passed it too. The reference
+// lets only one copy past its claim, which waits out the 2 s alone.
+func TestZooNarrowCheckThenInsert(t *testing.T) {
+	zooCase(t, orders.NarrowCheckThenInsert, func(t *testing.T, v orders.Variant) string {
+		var mu sync.Mutex
+		passed := map[string]chan struct{}{}
+		arrive := func(_ context.Context, key string) {
+			mu.Lock()
+			ch, ok := passed[key]
+			if !ok {
+				ch = make(chan struct{})
+				passed[key] = ch
+				mu.Unlock()
+				select {
+				case <-ch:
+				case <-time.After(2 * time.Second):
+				}
+				return
+			}
+			mu.Unlock()
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}
+		f := newFixture(t, orders.Config{Variant: v, AfterClaim: arrive})
+		key := newKey()
+		f.burst(4, key, orderBody)
+		if n := f.ordersFor(key); n > 1 {
+			return fmt.Sprintf("%d orders for one key", n)
 		}
 		return ""
 	})

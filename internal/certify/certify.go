@@ -66,6 +66,9 @@ type Config struct {
 	MaxBody int64
 	// Protocol chooses the burst engine (auto when empty).
 	Protocol wire.Protocol
+	// Timed turns off the scheduling of bursts' writes at the database
+	// link of a target idemcheck started: bursts are timed only.
+	Timed bool
 	// Replicas is how many instances of the target share its address
 	// behind idemcheck's per-connection balancer. With more than one, auto
 	// bursts go out over HTTP/1.1: an HTTP/2 burst is one connection per
@@ -155,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
-		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol,
+		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {

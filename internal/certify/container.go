@@ -169,6 +169,12 @@ func (p *ContainerPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 	return p.ct.link.Arm(f)
 }
 
+// Barrier arms a write barrier on the target's database link for a burst
+// (see faults.Link.Barrier and scenarios.Scheduler).
+func (p *ContainerPowers) Barrier(attempts int) (func() faults.Schedule, error) {
+	return p.ct.link.Barrier(faults.BarrierOptions{Attempts: attempts, LockWaiters: lockWaiters(p.ct.DB)})
+}
+
 // Held delivers the hold events of db-hold faults.
 func (p *ContainerPowers) Held() <-chan faults.HoldEvent { return p.ct.link.Held() }
 

@@ -149,6 +149,12 @@ func (p *ProcessPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 	return p.pt.link.Arm(f)
 }
 
+// Barrier arms a write barrier on the target's database link for a burst
+// (see faults.Link.Barrier and scenarios.Scheduler).
+func (p *ProcessPowers) Barrier(attempts int) (func() faults.Schedule, error) {
+	return p.pt.link.Barrier(faults.BarrierOptions{Attempts: attempts, LockWaiters: lockWaiters(p.pt.DB)})
+}
+
 // Held delivers the hold events of db-hold faults.
 func (p *ProcessPowers) Held() <-chan faults.HoldEvent { return p.pt.link.Held() }
 
@@ -189,6 +195,25 @@ func (p *ProcessPowers) Revive(ctx context.Context, i int) (bool, error) {
 		return false, fmt.Errorf("no instance %d: the target has %d", i, len(insts))
 	}
 	return insts[i].Revive(ctx)
+}
+
+// lockWaiters counts the database's sessions that wait on a lock, for a
+// write barrier: a handler that locks before it writes makes the other
+// attempts of a burst wait there, and the barrier must let the held write
+// go at once. It reads pg_stat_activity (nothing is written) through the
+// pool that counts effects, which reaches the database directly, never
+// through the target's link. Sessions of other clients of the same
+// database count too: they can only make the barrier release early.
+func lockWaiters(db *targets.Database) func(ctx context.Context) (int, error) {
+	if db == nil || db.Pool == nil {
+		return nil
+	}
+	return func(ctx context.Context) (int, error) {
+		var n int
+		err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n)
+		return n, err
+	}
 }
 
 // exitEvents turns the targets' exits into history events.

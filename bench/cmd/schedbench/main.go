@@ -1,0 +1,280 @@
+// Command schedbench measures what scheduling a burst's writes at the
+// database link does: for every race variant of the zoo, the share of
+// concurrent rounds that caught its bug with the write barrier on
+// (scheduled) and off (timed, --timed-bursts); for the references, the
+// anomalies of full certifications with scheduling on and how long a
+// default certification takes each way.
+//
+//	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0] [-only races|references] [-variants orders/check-then-insert,...]
+//
+// Every target is an example binary in a process of its own, on a database
+// of its own, certified through internal/certify exactly as `idemcheck
+// certify --cmd` does (two instances behind the round-robin balancer, as
+// `make zoo` runs them). -busy N starts N busy loops (sh -c 'while :; do
+// :; done') for the duration and stops them after. It prints a Markdown
+// table.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "schedbench:", err)
+		os.Exit(1)
+	}
+}
+
+// raceVariants are the zoo's variants whose bug is a race a burst exposes,
+// with the check whose bursts expose it.
+var raceVariants = []struct{ app, variant, check string }{
+	{"orders", "check-then-insert", idemcheck.CheckConcurrentBurst},
+	{"orders", "narrow-check-then-insert", idemcheck.CheckConcurrentBurst},
+	{"orders", "check-in-transaction", idemcheck.CheckConcurrentBurst},
+	{"orders", "unique-violation-500", idemcheck.CheckConcurrentBurst},
+	{"orders", "in-memory-lock", idemcheck.CheckConcurrentBurst},
+	{"webhooks", "check-then-insert", idemcheck.CheckWebhookRedeliver},
+}
+
+func run() error {
+	rounds := flag.Int("rounds", 20, "concurrent rounds per variant and mode")
+	runs := flag.Int("runs", 3, "full certifications of each reference per mode")
+	busy := flag.Int("busy", 0, "busy loops to run meanwhile")
+	only := flag.String("only", "", "measure only: races or references")
+	variants := flag.String("variants", "", "comma-separated race variants to measure (app/variant; default: all)")
+	flag.Parse()
+
+	ctx := context.Background()
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "schedbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bins, err := zoo.Build(ctx, root, dir)
+	if err != nil {
+		return err
+	}
+	var loops []*exec.Cmd
+	for range *busy {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			return err
+		}
+		loops = append(loops, c)
+	}
+	defer func() {
+		for _, c := range loops {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}()
+	fmt.Printf("load before: %s; %d busy loops\n\n", loadavg(), *busy)
+
+	if *only != "references" {
+		fmt.Println("| variant | check | scheduled: rounds caught | held writes per round | released because | timed: rounds caught |")
+		fmt.Println("|---|---|---|---|---|---|")
+		for _, rv := range raceVariants {
+			if *variants != "" && !slices.Contains(strings.Split(*variants, ","), rv.app+"/"+rv.variant) {
+				continue
+			}
+			e, ok := zoo.Lookup(rv.app, rv.variant)
+			if !ok {
+				return fmt.Errorf("no zoo entry %s/%s", rv.app, rv.variant)
+			}
+			var cells []string
+			var held, why string
+			for _, timed := range []bool{false, true} {
+				res, err := certifyEntry(ctx, bins, e, rv.check, *rounds, timed)
+				if err != nil {
+					return fmt.Errorf("%s: %w", e.Name(), err)
+				}
+				caught, total := caughtRounds(res, rv.check, idemcheck.Kind(e.Anomaly))
+				cells = append(cells, fmt.Sprintf("%d of %d", caught, total))
+				if !timed {
+					held, why = schedule(res.History, rv.check)
+				}
+			}
+			fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", e.Name(), rv.check, cells[0], held, why, cells[1])
+		}
+		fmt.Println()
+	}
+	if *only != "races" {
+		fmt.Println("| reference | mode | certifications | anomalies | inconclusive checks | wall time per certification (median, range) | writes held per certification (median, range) |")
+		fmt.Println("|---|---|---|---|---|---|---|")
+		for _, name := range []string{"orders/reference", "webhooks/reference"} {
+			app, variant, _ := strings.Cut(name, "/")
+			e, _ := zoo.Lookup(app, variant)
+			walls, holds := map[bool][]time.Duration{}, map[bool][]time.Duration{}
+			anomalies, inconclusive := map[bool]int{}, map[bool]int{}
+			for range *runs {
+				for _, timed := range []bool{false, true} {
+					start := time.Now()
+					res, err := certifyFull(ctx, bins, e, timed)
+					if err != nil {
+						return fmt.Errorf("%s: %w", name, err)
+					}
+					walls[timed] = append(walls[timed], time.Since(start))
+					holds[timed] = append(holds[timed], heldTime(res.History))
+					anomalies[timed] += len(res.Report.Anomalies)
+					for _, c := range res.Report.Checks {
+						if c.Status == idemcheck.Inconclusive {
+							inconclusive[timed]++
+						}
+					}
+				}
+			}
+			for _, timed := range []bool{false, true} {
+				mode := "scheduled"
+				if timed {
+					mode = "timed"
+				}
+				fmt.Printf("| %s | %s | %d | %d | %d | %s | %s |\n", name, mode, *runs, anomalies[timed], inconclusive[timed], stat(walls[timed]), stat(holds[timed]))
+			}
+		}
+		fmt.Println()
+	}
+	fmt.Printf("load after: %s\n", loadavg())
+	return nil
+}
+
+// certifyEntry certifies e with check alone, rounds rounds.
+func certifyEntry(ctx context.Context, bins *zoo.Bins, e zoo.Entry, check string, rounds int, timed bool) (*certify.Result, error) {
+	o := zoo.Options()
+	o.BurstRounds = rounds
+	if check == idemcheck.CheckWebhookRedeliver {
+		o.Rounds = rounds
+	}
+	return certifyWith(ctx, bins, e, []string{check}, o, timed)
+}
+
+// certifyFull is a default certification: every check, default sizes.
+func certifyFull(ctx context.Context, bins *zoo.Bins, e zoo.Entry, timed bool) (*certify.Result, error) {
+	o := scenarios.Defaults
+	o.RetryWindow = zoo.Options().RetryWindow
+	return certifyWith(ctx, bins, e, nil, o, timed)
+}
+
+func certifyWith(ctx context.Context, bins *zoo.Bins, e zoo.Entry, checks []string, o scenarios.Options, timed bool) (*certify.Result, error) {
+	command := filepath.Join(bins.Dir, e.App) + " " + e.Args()
+	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: 2})
+	if err != nil {
+		return nil, err
+	}
+	defer pt.Close()
+	cfg := zoo.EndpointConfig(e.App, pt)
+	cfg.Name, cfg.Checks, cfg.Options, cfg.Seed, cfg.Timed = e.Name(), checks, o, 1, timed
+	return certify.Run(ctx, cfg)
+}
+
+// caughtRounds counts the check's bursts whose intent has the anomaly
+// (a loose burst repeated in timed mode counts as a burst of its own).
+func caughtRounds(res *certify.Result, check string, kind idemcheck.Kind) (caught, total int) {
+	hit := map[string]bool{}
+	for _, a := range res.Report.Anomalies {
+		if a.Check == check && a.Kind == kind {
+			hit[a.Intent] = true
+		}
+	}
+	for _, b := range res.History.Bursts {
+		if b.Check == check {
+			total++
+			if hit[b.Intent] {
+				caught++
+			}
+		}
+	}
+	return caught, total
+}
+
+// schedule sums up the scheduled bursts: held writes (min-max) and the
+// release reasons.
+func schedule(h *idemcheck.History, check string) (held, why string) {
+	lo, hi := -1, 0
+	reasons := map[string]int{}
+	for _, b := range h.Bursts {
+		if b.Check != check || !b.Scheduled {
+			continue
+		}
+		if lo < 0 || b.Held < lo {
+			lo = b.Held
+		}
+		hi = max(hi, b.Held)
+		reasons[b.Release]++
+	}
+	if lo < 0 {
+		return "-", "-"
+	}
+	held = fmt.Sprint(lo)
+	if hi != lo {
+		held = fmt.Sprintf("%d-%d", lo, hi)
+	}
+	var parts []string
+	for r, n := range reasons {
+		parts = append(parts, fmt.Sprintf("%s x%d", r, n))
+	}
+	sort.Strings(parts)
+	return held, strings.Join(parts, ", ")
+}
+
+// heldTime is how long the target's writes were held in a run: for each
+// scheduled burst, from its first held write to the release.
+func heldTime(h *idemcheck.History) time.Duration {
+	first := map[string]time.Time{}
+	var total time.Duration
+	for _, e := range h.Events {
+		switch e.Kind {
+		case idemcheck.WriteHeld:
+			if t, ok := first[e.Intent]; !ok || e.Time.Before(t) {
+				first[e.Intent] = e.Time
+			}
+		case idemcheck.WritesReleased:
+			if t, ok := first[e.Intent]; ok {
+				total += e.Time.Sub(t)
+			}
+		}
+	}
+	return total
+}
+
+func stat(d []time.Duration) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	r := func(x time.Duration) string {
+		if x < time.Second {
+			return x.Round(time.Millisecond).String()
+		}
+		return x.Round(10 * time.Millisecond).String()
+	}
+	return fmt.Sprintf("%s (%s-%s)", r(s[len(s)/2]), r(s[0]), r(s[len(s)-1]))
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:3], " ")
+}

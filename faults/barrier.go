@@ -1,0 +1,423 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// A write barrier schedules a race instead of hoping for one. While a burst
+// of attempts runs, the database link holds each target connection's first
+// write (an INSERT, UPDATE, DELETE or MERGE, in a transaction block or
+// not, or a COMMIT, whichever comes first) until every attempt has reached
+// its first write, then releases them all together. A handler that reads
+// and then writes (check-then-insert) has then done every read of every
+// attempt before any write reaches the database, whatever the width of its
+// race window and whatever the load on the machine: the race is no longer
+// a matter of timing.
+//
+// Not every attempt can reach a write while others are held, and the
+// barrier must never stand in the way for long:
+//
+//   - a handler that locks before it writes (SELECT ... FOR UPDATE, an
+//     advisory lock, a claim INSERT that waits on another's row) makes the
+//     other attempts wait inside the database; the barrier counts the
+//     database's sessions waiting on a lock (BarrierOptions.LockWaiters) and
+//     releases at once when the held writes and those waiters account for
+//     every attempt, or for every connection the target has open;
+//   - a burst larger than the target's connection pool leaves attempts
+//     waiting for a pooled connection, which never reach the link: when
+//     every connection the target has open to the database is held (or
+//     waits on a lock) and that stays so for a short settle time (twice
+//     what the first held attempt took from its first statement to its
+//     write, from 2 to 50 ms), nothing more can reach a write;
+//   - anything else (a lock in the target's own memory, a background job)
+//     shows as a quiet link: when no statement arrives for BarrierQuiet
+//     (or ten settle times, if longer, up to 500 ms) the held writes are
+//     released, and in every case they are released within MaxWait of the
+//     first hold.
+//
+// A release never changes what the target does, only when its writes run;
+// a barrier released early schedules fewer writes together, and the
+// Schedule says how many.
+
+// Release reasons of a Schedule: the root vocabulary's, as recorded in a
+// burst's history.
+const (
+	ReleaseAllWrites  = idemcheck.ReleaseAllWrites
+	ReleaseBlocked    = idemcheck.ReleaseBlocked
+	ReleaseQuiet      = idemcheck.ReleaseQuiet
+	ReleaseBound      = idemcheck.ReleaseBound
+	ReleaseBurstEnded = idemcheck.ReleaseBurstEnded
+)
+
+// Defaults of a barrier's bounds.
+const (
+	// DefaultBarrierWait bounds a hold: the held writes are released at
+	// most this long after the first was held.
+	DefaultBarrierWait = time.Second
+	// BarrierQuiet is the shortest quiet time after which the held writes
+	// are released.
+	BarrierQuiet = 100 * time.Millisecond
+	// barrierSettle and maxSettle bound the settle time, maxQuiet the
+	// quiet time (which grows with the settle time on a slow machine).
+	barrierSettle = 2 * time.Millisecond
+	maxSettle     = 50 * time.Millisecond
+	maxQuiet      = 500 * time.Millisecond
+	// probeGap spaces lock-waiter probes.
+	probeGap = 2 * time.Millisecond
+)
+
+// BarrierOptions configure a write barrier (Link.Barrier).
+type BarrierOptions struct {
+	// Attempts is how many attempts the burst sends.
+	Attempts int
+	// LockWaiters, when set, counts the database's sessions that wait on a
+	// lock (pg_stat_activity's wait_event_type 'Lock'), read on a
+	// connection of its own, never through the link. Without it a handler
+	// that locks before it writes is released by the quiet time.
+	LockWaiters func(ctx context.Context) (int, error)
+	// MaxWait bounds the hold; 0 means DefaultBarrierWait.
+	MaxWait time.Duration
+}
+
+// HeldWrite is one statement the barrier held.
+type HeldWrite struct {
+	// Conn numbers the target's connection on the link, from 1.
+	Conn int
+	// SQL is the statement's text.
+	SQL string
+	// Kind is idemcheck.LandedCommit, idemcheck.LandedAutocommitWrite or
+	// idemcheck.LandedWrite (a write inside a transaction block).
+	Kind string
+	// Held is when it was held.
+	Held time.Time
+	// Order is its place in the release, from 1 (0: its connection ended
+	// while it was held, and it never reached the database).
+	Order int
+}
+
+// Schedule is what a barrier did.
+type Schedule struct {
+	Attempts int
+	// Held are the statements held, in the order they were held.
+	Held []HeldWrite
+	// Armed and Released are when the barrier was armed and when it
+	// released the held statements.
+	Armed, Released time.Time
+	// Reason is why they were released: ReleaseAllWrites, ...
+	Reason string
+	// Waiting is how many sessions waited on a lock at the release (-1:
+	// not known), Open how many connections the target had open through
+	// the link.
+	Waiting, Open int
+}
+
+// ReleasedTogether reports how many held writes were released together.
+func (s Schedule) ReleasedTogether() int {
+	n := 0
+	for _, h := range s.Held {
+		if h.Order > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Detail says in a sentence why the writes were released.
+func (s Schedule) Detail() string {
+	n := s.ReleasedTogether()
+	w := ""
+	if s.Waiting > 0 {
+		w = fmt.Sprintf(", %d waiting on a lock in the database", s.Waiting)
+	}
+	switch s.Reason {
+	case ReleaseAllWrites:
+		return fmt.Sprintf("every one of the %d attempts had reached its first write; the %d held writes were released together", s.Attempts, n)
+	case ReleaseBlocked:
+		return fmt.Sprintf("%d writes held%s, with %d connections to the database open: no other attempt could reach a write, so they were released together", n, w, s.Open)
+	case ReleaseQuiet:
+		return fmt.Sprintf("%d writes held%s; no other statement reached the database link for a while (the other attempts waited elsewhere, a lock in the target's memory perhaps), so they were released together", n, w)
+	case ReleaseBound:
+		return fmt.Sprintf("%d writes held%s; released together when the bounded wait passed", n, w)
+	}
+	return fmt.Sprintf("%d writes held; the burst ended", n)
+}
+
+// barrier is one armed write barrier on a watched proxy.
+type barrier struct {
+	opts    BarrierOptions
+	toxic   *pgWatchToxic
+	maxWait time.Duration
+
+	mu        sync.Mutex
+	armed     time.Time
+	first     time.Time // first statement after arming
+	firstHold time.Time
+	last      time.Time // last activity: a statement, a connection opened or closed, a hold
+	holds     []*barrierHold
+	released  bool
+	sched     Schedule
+
+	wake     chan struct{}
+	stop     chan struct{}
+	finished chan struct{}
+}
+
+type barrierHold struct {
+	h *hold
+	w HeldWrite
+}
+
+// Barrier arms a write barrier on the watched proxy (see the package's
+// comment on write barriers) until the returned release is called, which
+// releases whatever is still held and returns the Schedule. Only one
+// barrier is armed at a time.
+func (l *Link) Barrier(o BarrierOptions) (release func() Schedule, err error) {
+	if _, err := l.WatchedAddr(); err != nil {
+		return nil, err
+	}
+	if o.Attempts < 1 {
+		return nil, fmt.Errorf("faults: a barrier needs the number of attempts")
+	}
+	b := &barrier{opts: o, toxic: l.watch, maxWait: o.MaxWait,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), finished: make(chan struct{})}
+	if b.maxWait <= 0 {
+		b.maxWait = DefaultBarrierWait
+	}
+	b.armed = time.Now()
+	b.last = b.armed
+	if !l.watch.barrier.CompareAndSwap(nil, b) {
+		return nil, fmt.Errorf("faults: a barrier is already armed")
+	}
+	go b.run()
+	var once sync.Once
+	return func() Schedule {
+		once.Do(func() {
+			close(b.stop)
+			<-b.finished
+			l.watch.barrier.CompareAndSwap(b, nil)
+		})
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.sched
+	}, nil
+}
+
+// touch records activity on the link.
+func (b *barrier) touch() {
+	now := time.Now()
+	b.mu.Lock()
+	if b.first.IsZero() {
+		b.first = now
+	}
+	b.last = now
+	b.mu.Unlock()
+	b.poke()
+}
+
+func (b *barrier) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// hold takes conn's write ev, unless the barrier has released already.
+func (b *barrier) hold(conn int, ev pgEvent) *hold {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.released {
+		return nil
+	}
+	h := newHold(Landing{Kind: ev.writeKind, SQL: ev.sql, Time: now})
+	h.delivered = true // decided by the barrier, never reported on Held
+	b.holds = append(b.holds, &barrierHold{h: h, w: HeldWrite{Conn: conn, SQL: ev.sql, Kind: ev.writeKind, Held: now}})
+	if b.firstHold.IsZero() {
+		b.firstHold = now
+	}
+	b.last = now
+	b.poke()
+	return h
+}
+
+// liveHolds counts the holds whose connection has not ended.
+func (b *barrier) liveHolds() int {
+	n := 0
+	for _, bh := range b.holds {
+		select {
+		case <-bh.h.done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+type probeResult struct {
+	start time.Time
+	n     int
+	err   error
+}
+
+// run decides when to release.
+func (b *barrier) run() {
+	defer close(b.finished)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	probes := make(chan probeResult, 1)
+	probing := false
+	var lastProbe time.Time
+	var valid *probeResult // the latest probe, if it started after the last activity
+	for {
+		now := time.Now()
+		b.mu.Lock()
+		held, open := b.liveHolds(), int(b.toxic.live.Load())
+		last, first, firstHold := b.last, b.first, b.firstHold
+		b.mu.Unlock()
+		if valid != nil && !valid.start.After(last) {
+			valid = nil
+		}
+		waiting := -1
+		switch {
+		case b.opts.LockWaiters == nil:
+			waiting = 0
+		case valid != nil && valid.err == nil:
+			waiting = valid.n
+		}
+		next := time.Hour
+		reason := ""
+		if held > 0 {
+			settle := barrierSettle
+			if !first.IsZero() {
+				settle = min(max(settle, 2*firstHold.Sub(first)), maxSettle)
+			}
+			quiet := min(max(BarrierQuiet, 10*settle), maxQuiet, b.maxWait)
+			// Blocked: every attempt, or every connection the target has
+			// open, is held or waits on a lock, as read by a probe that
+			// started after the last activity. Then only a connection
+			// being opened could still come: the settle time is for it.
+			blocked := waiting >= 0 && (held+waiting >= b.opts.Attempts || held+waiting >= open)
+			// Under heavy load a probe can take longer than the quiet time:
+			// the quiet rule waits for one that started after the last
+			// activity, so a blocked burst is told apart from a quiet one,
+			// but not past twice the quiet time.
+			probed := b.opts.LockWaiters == nil || valid != nil || now.Sub(last) >= 2*quiet
+			switch {
+			case held >= b.opts.Attempts:
+				reason = ReleaseAllWrites
+			case waiting >= 0 && held+waiting >= b.opts.Attempts:
+				reason = ReleaseBlocked
+			case blocked && now.Sub(last) >= settle:
+				reason = ReleaseBlocked
+			case probed && now.Sub(last) >= quiet:
+				reason = ReleaseQuiet
+			case now.Sub(firstHold) >= b.maxWait:
+				reason = ReleaseBound
+			}
+			if reason != "" {
+				b.release(reason, waiting, open)
+				if probing {
+					<-probes
+				}
+				return
+			}
+			// Wake at the next moment a rule may hold (a probe's result
+			// wakes the loop by itself).
+			next = firstHold.Add(b.maxWait).Sub(now)
+			for _, at := range []time.Time{last.Add(quiet), last.Add(2 * quiet)} {
+				if at.After(now) {
+					next = min(next, at.Sub(now))
+				}
+			}
+			if blocked && last.Add(settle).After(now) {
+				next = min(next, last.Add(settle).Sub(now))
+			}
+			// A probe is stale once something happened after it started, and
+			// a session that has just sent the statement that will wait on a
+			// lock may not wait yet when a probe reads: so probes go on,
+			// probeGap apart, until a release.
+			if b.opts.LockWaiters != nil && !probing {
+				if wait := lastProbe.Add(probeGap).Sub(now); wait > 0 {
+					next = min(next, wait)
+				} else {
+					probing, lastProbe = true, now
+					go b.probe(probes, now)
+				}
+			}
+		}
+		timer.Reset(max(next, 50*time.Microsecond))
+		select {
+		case <-b.stop:
+			b.release(ReleaseBurstEnded, waiting, int(b.toxic.live.Load()))
+			if probing {
+				<-probes
+			}
+			return
+		case <-b.wake:
+		case <-timer.C:
+		case p := <-probes:
+			probing = false
+			valid = &p
+		}
+	}
+}
+
+func (b *barrier) probe(out chan<- probeResult, start time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, err := b.opts.LockWaiters(ctx)
+	out <- probeResult{start: start, n: n, err: err}
+}
+
+// release lets every held write go, in the order they were held, and
+// records the schedule. The decisions go out first and are waited for
+// after, so the writes leave together.
+func (b *barrier) release(reason string, waiting, open int) {
+	b.mu.Lock()
+	b.released = true
+	holds := b.holds
+	b.mu.Unlock()
+	for _, bh := range holds {
+		select {
+		case bh.h.decision <- outcomeReleased:
+		default:
+		}
+	}
+	order := 0
+	sched := Schedule{Attempts: b.opts.Attempts, Armed: b.armed, Released: time.Now(), Reason: reason, Waiting: waiting, Open: open}
+	for _, bh := range holds {
+		w := bh.w
+		done := false
+		select {
+		case <-bh.h.done:
+			done = true
+		case <-time.After(time.Second):
+			// The toxic was interrupted and not run again (its proxy is
+			// closing): the statement goes nowhere.
+		}
+		if done && bh.h.outcome == outcomeReleased {
+			order++
+			w.Order = order
+		}
+		sched.Held = append(sched.Held, w)
+	}
+	b.mu.Lock()
+	b.sched = sched
+	b.mu.Unlock()
+}
+
+// kindOfWrite is a held write's kind, for the history.
+func kindOfWrite(c sqlClass, inBlock bool) string {
+	switch {
+	case c == sqlCommit || c == sqlChain:
+		return idemcheck.LandedCommit
+	case !inBlock:
+		return idemcheck.LandedAutocommitWrite
+	}
+	return idemcheck.LandedWrite
+}

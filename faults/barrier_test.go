@@ -1,0 +1,256 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// watchedPool is a target's connection pool of size conns through the
+// watched proxy, warmed: every connection is open before the test starts,
+// as a pool is after its first burst.
+func (s *shop) watchedPool(t *testing.T, conns int32) *pgxpool.Pool {
+	t.Helper()
+	_, err := s.direct.Exec(context.Background(), "CREATE TABLE IF NOT EXISTS seen (k int)")
+	require.NoError(t, err)
+	addr, err := s.link.WatchedAddr()
+	require.NoError(t, err)
+	dsn, err := RewriteDSN(s.dsn, addr)
+	require.NoError(t, err)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	cfg.MaxConns, cfg.MinConns = conns, 0
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	var held []*pgxpool.Conn
+	for range conns {
+		c, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		require.NoError(t, c.Ping(ctx))
+		held = append(held, c)
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	return pool
+}
+
+// lockWaiters counts the sessions waiting on a lock, as the harness does,
+// on a pool of its own (never through the link).
+func (s *shop) lockWaiters(t *testing.T) func(ctx context.Context) (int, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, s.dsn)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return func(ctx context.Context) (int, error) {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n)
+		return n, err
+	}
+}
+
+// checkThenInsert is the race: read whether key was seen, then record it.
+// No sleep widens the window.
+func checkThenInsert(ctx context.Context, pool *pgxpool.Pool, key int) error {
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM seen WHERE k = $1", key).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := pool.Exec(ctx, "INSERT INTO seen VALUES ($1)", key)
+	return err
+}
+
+// seen counts the rows key left.
+func (s *shop) seen(t *testing.T, key int) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.direct.QueryRow(context.Background(), "SELECT count(*) FROM seen WHERE k = $1", key).Scan(&n))
+	return n
+}
+
+// lockFirst is a correct handler: it locks the intent's row before it
+// reads, then writes in the same transaction.
+func lockFirst(ctx context.Context, pool *pgxpool.Pool, id int) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", id); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, "SELECT count(*) FROM orders WHERE id = $1", id).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := tx.Exec(ctx, "INSERT INTO orders VALUES ($1)", id); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// burst runs handler n times at once and returns the first error.
+func burst(n int, handler func() error) error {
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			errs <- handler()
+		}()
+	}
+	close(start)
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// With the barrier every attempt of a check-then-insert burst reads before
+// any writes: each inserts, in every round, at any load.
+func TestBarrierForcesTheCheckThenInsertRace(t *testing.T) {
+	s := newShop(t)
+	const n = 6
+	pool := s.watchedPool(t, n)
+	for round := 1; round <= 3; round++ {
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t)})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		err = burst(n, func() error { return checkThenInsert(ctx, pool, round) })
+		cancel()
+		sched := release()
+		require.NoError(t, err)
+		t.Logf("round %d: %s, held %v, released %v after arming", round, sched.Detail(), sched.Held[0].Held.Sub(sched.Armed), sched.Released.Sub(sched.Armed))
+		assert.Equal(t, n, s.seen(t, round), "round %d: every attempt inserted", round)
+		assert.Equal(t, idemcheck.ReleaseAllWrites, sched.Reason, "round %d: %s", round, sched.Detail())
+		assert.Equal(t, n, sched.ReleasedTogether(), "round %d", round)
+		for i, h := range sched.Held {
+			assert.Equal(t, i+1, h.Order)
+			assert.Equal(t, idemcheck.LandedAutocommitWrite, h.Kind)
+			assert.Contains(t, h.SQL, "INSERT")
+		}
+	}
+	// Disarmed, nothing is held: the same burst races by timing alone.
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	require.NoError(t, burst(n, func() error { return checkThenInsert(ctx, pool, 9) }))
+}
+
+// A handler that locks before it writes makes the other attempts wait in
+// the database, not at the link: the barrier sees them waiting on the lock
+// and releases at once, with one write held.
+func TestBarrierReleasesALockFirstHandler(t *testing.T) {
+	s := newShop(t)
+	const n = 6
+	pool := s.watchedPool(t, n)
+	for round := 1; round <= 3; round++ {
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t)})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		err = burst(n, func() error { return lockFirst(ctx, pool, 100+round) })
+		cancel()
+		sched := release()
+		require.NoError(t, err)
+		assert.Equal(t, 1, s.rows(t, int64(100+round)), "round %d", round)
+		assert.Equal(t, idemcheck.ReleaseBlocked, sched.Reason, "round %d: %s (open %d, waiting %d)", round, sched.Detail(), sched.Open, sched.Waiting)
+		assert.Equal(t, 1, sched.ReleasedTogether(), "round %d: %s", round, sched.Detail())
+		assert.Equal(t, n-1, sched.Waiting, "round %d", round)
+	}
+}
+
+// A burst larger than the pool: the attempts waiting for a pooled
+// connection never reach the link. Once every connection the target has
+// open is held, nothing else can reach a write, and the barrier releases
+// the held ones together. Each statement takes a pooled connection of its
+// own, so the attempts' reads all ran before the first write: every
+// attempt inserts.
+func TestBarrierWithABurstLargerThanThePool(t *testing.T) {
+	s := newShop(t)
+	const n, conns = 8, 2
+	pool := s.watchedPool(t, conns)
+	for round := 1; round <= 3; round++ {
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t)})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		err = burst(n, func() error { return checkThenInsert(ctx, pool, 200+round) })
+		cancel()
+		sched := release()
+		require.NoError(t, err)
+		assert.Equal(t, n, s.seen(t, 200+round), "round %d: every attempt read before any wrote", round)
+		assert.Equal(t, idemcheck.ReleaseBlocked, sched.Reason, "round %d: %s (open %d, waiting %d)", round, sched.Detail(), sched.Open, sched.Waiting)
+		assert.Equal(t, conns, sched.ReleasedTogether(), "round %d", round)
+	}
+}
+
+// Without a lock-waiter probe, and with the other attempts blocked where
+// the link cannot see (a lock in the target's memory), the quiet time
+// releases the held write: no deadlock.
+func TestBarrierReleasesWhenQuiet(t *testing.T) {
+	s := newShop(t)
+	const n = 4
+	pool := s.watchedPool(t, n)
+	var mu sync.Mutex
+	release, err := s.link.Barrier(BarrierOptions{Attempts: n})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	err = burst(n, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return checkThenInsert(ctx, pool, 300)
+	})
+	sched := release()
+	require.NoError(t, err)
+	assert.Equal(t, idemcheck.ReleaseQuiet, sched.Reason, sched.Detail())
+	assert.Equal(t, 1, sched.ReleasedTogether())
+	assert.Equal(t, 1, s.seen(t, 300))
+}
+
+// A second barrier cannot be armed over the first; once released, the
+// next one holds the connections' first writes again.
+func TestBarrierOneAtATime(t *testing.T) {
+	s := newShop(t)
+	release, err := s.link.Barrier(BarrierOptions{Attempts: 1})
+	require.NoError(t, err)
+	_, err = s.link.Barrier(BarrierOptions{Attempts: 1})
+	require.Error(t, err)
+	conn := s.watchedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	require.NoError(t, insertTx(ctx, conn, 1))
+	sched := release()
+	// A transaction's first write is its INSERT; the COMMIT after it is
+	// not held again.
+	require.Len(t, sched.Held, 1, fmt.Sprint(sched.Held))
+	assert.Equal(t, idemcheck.LandedWrite, sched.Held[0].Kind)
+	assert.Equal(t, idemcheck.ReleaseAllWrites, sched.Reason)
+	release, err = s.link.Barrier(BarrierOptions{Attempts: 1})
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "BEGIN; SELECT 1; COMMIT")
+	require.NoError(t, err)
+	sched = release()
+	require.Len(t, sched.Held, 1)
+	assert.Equal(t, idemcheck.LandedCommit, sched.Held[0].Kind)
+	assert.Equal(t, 1, s.count(t))
+}

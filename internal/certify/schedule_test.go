@@ -1,0 +1,117 @@
+package certify_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	checker "github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/internal/certify"
+)
+
+// scheduleEvents groups a history's write-held and writes-released events
+// by intent.
+func scheduleEvents(h *idemcheck.History) (held map[string][]idemcheck.Event, released map[string]idemcheck.Event) {
+	held, released = map[string][]idemcheck.Event{}, map[string]idemcheck.Event{}
+	for _, e := range h.Events {
+		switch e.Kind {
+		case idemcheck.WriteHeld:
+			held[e.Intent] = append(held[e.Intent], e)
+		case idemcheck.WritesReleased:
+			released[e.Intent] = e
+		}
+	}
+	return held, released
+}
+
+// rechecked writes the history out and checks it again, as `idemcheck
+// check` does: the same schedule and the same verdict.
+func rechecked(t *testing.T, res *certify.Result) idemcheck.Report {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, res.History.WriteJSONL(&buf))
+	hs, err := idemcheck.ReadHistories(&buf, "history.jsonl")
+	require.NoError(t, err)
+	require.Len(t, hs, 1)
+	h := hs[0]
+	assert.Equal(t, res.History.Bursts, h.Bursts)
+	return checker.Report(h)
+}
+
+// With its writes scheduled at the database link, the check-then-insert
+// variant (a real process on a real database) duplicates in every round,
+// whatever the load: every attempt that reached its first write had read
+// the key before any wrote it. No timing is asserted: the rounds' bursts
+// are scheduled, held at least two writes, and each left duplicates.
+func TestScheduledBurstCatchesCheckThenInsertEveryRound(t *testing.T) {
+	for run := 1; run <= 2; run++ {
+		res := certifyProcess(t, orders.CheckThenInsert, 1, idemcheck.CheckConcurrentBurst)
+		h := res.History
+		held, released := scheduleEvents(h)
+		dup := map[string]bool{}
+		for _, a := range res.Report.Anomalies {
+			if a.Kind == idemcheck.DuplicateEffect {
+				dup[a.Intent] = true
+				assert.Contains(t, a.Explanation, "The race was scheduled, not timed")
+			}
+		}
+		require.NotEmpty(t, h.Bursts)
+		for _, b := range h.Bursts {
+			assert.True(t, b.Scheduled, "run %d burst %d", run, b.ID)
+			assert.GreaterOrEqual(t, b.Held, 2, "run %d burst %d: %s", run, b.ID, released[b.Intent].Detail)
+			assert.True(t, dup[b.Intent], "run %d burst %d (round %d): no duplicate", run, b.ID, b.Round)
+			assert.Len(t, held[b.Intent], b.Held, "run %d burst %d: one write-held event per held write", run, b.ID)
+			assert.Equal(t, b.Release, released[b.Intent].Reason)
+			t.Logf("run %d round %d: %d held, %s; spread %v", run, b.Round, b.Held, released[b.Intent].Detail, b.Spread)
+		}
+		for _, c := range res.Report.Checks {
+			if c.Name == idemcheck.CheckConcurrentBurst {
+				assert.Equal(t, idemcheck.Fail, c.Status)
+			}
+		}
+		again := rechecked(t, res)
+		assert.Equal(t, res.Report.Anomalies, again.Anomalies)
+	}
+}
+
+// The reference claims its key with one INSERT before any work: every
+// attempt's claim is held, released together, one wins and the others get
+// 409. It stays clean, and its rounds are released because every attempt
+// reached its write, never by the quiet time or the bounded wait (the
+// recorded schedule says so, not a clock).
+func TestScheduledBurstLeavesTheReferenceClean(t *testing.T) {
+	res := certifyProcess(t, orders.Reference, 1, idemcheck.CheckConcurrentBurst)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s: %s", a.Kind, a.Explanation)
+	}
+	_, released := scheduleEvents(res.History)
+	require.NotEmpty(t, res.History.Bursts)
+	for _, b := range res.History.Bursts {
+		assert.True(t, b.RaceScheduled(), "burst %d: %+v", b.ID, b)
+		assert.Contains(t, []string{idemcheck.ReleaseAllWrites, idemcheck.ReleaseBlocked}, b.Release, "burst %d: %s", b.ID, released[b.Intent].Detail)
+	}
+	c := res.Report.Checks[0]
+	assert.Equal(t, idemcheck.Pass, c.Status, c.Reason)
+	assert.Contains(t, c.Proof, "rounds scheduled at the database link (deterministic)")
+	again := rechecked(t, res)
+	assert.Equal(t, res.Report.Checks[0].Proof, again.Checks[0].Proof)
+}
+
+// --timed-bursts turns the barrier off: nothing is held, and the report
+// says the race was timed.
+func TestTimedBurstsAreNotScheduled(t *testing.T) {
+	res := certifyOrdersWith(t, "-variant reference", 1, func(c *certify.Config) { c.Timed = true }, idemcheck.CheckConcurrentBurst)
+	held, released := scheduleEvents(res.History)
+	assert.Empty(t, held)
+	assert.Empty(t, released)
+	for _, b := range res.History.Bursts {
+		assert.False(t, b.Scheduled)
+	}
+	if c := res.Report.Checks[0]; c.Status == idemcheck.Pass {
+		assert.Contains(t, c.Proof, "timed: idemcheck did not schedule the writes")
+	}
+}
