@@ -109,6 +109,8 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 	}
 	if r.Target.Database != "" {
 		facts = append(facts, "effects counted in "+codeSpan(oneLine(r.Target.Database, 200)))
+	} else if r.Target.ReadBack != "" {
+		facts = append(facts, "no database: effects read back through the API with "+codeSpan(oneLine(r.Target.ReadBack, 200)))
 	} else {
 		facts = append(facts, "no database: judged from the wire alone")
 	}
