@@ -45,8 +45,8 @@ type Config struct {
 	// of this path, its answer's array (or number) at EffectCount.
 	EffectHTTP  *idemcheck.Template
 	EffectCount string
-	Seed       int64
-	Timeout    time.Duration
+	Seed        int64
+	Timeout     time.Duration
 	// Redact names headers whose values never reach a report or history,
 	// beside Authorization and Cookie; the tenants' header names are
 	// always added.
