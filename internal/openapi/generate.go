@@ -273,9 +273,6 @@ func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method 
 			ep.Effect = effect
 		}
 	}
-	if ep.Effect == nil {
-		ep.Notes = append(ep.Notes, "no list operation filters by a field the body sets: give effect.sql (database) or effect.http (a GET that counts one intent's effects) to count effects")
-	}
 
 	hints(&ep, op)
 	if sec := security(doc, op); sec != "" {

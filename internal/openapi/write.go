@@ -72,7 +72,7 @@ func WriteSuite(w io.Writer, r Result, o SuiteOptions) error {
 		p("    method: %s", e.Method)
 		p("    path: %s", quote(e.Path))
 		p("    # body: %s; {{intent}} at %s.", e.BodyFrom, comment(e.IntentAt))
-		p("    body: %s", quote(e.Body))
+		p("    body: %s", singleQuote(e.Body))
 		if len(e.Headers) > 0 || e.ContentType != mediaJSON {
 			p("    headers:")
 			if e.ContentType != mediaJSON {
@@ -106,10 +106,7 @@ func WriteSuite(w io.Writer, r Result, o SuiteOptions) error {
 			p("      http: %s", quote("GET "+e.Effect.Path))
 			p("      count: %s", quote(e.Effect.Count))
 		} else {
-			p("    # effect:")
-			p("    #   http: GET /a-list?field={{intent}}   # a GET counting one intent's effects")
-			p("    #   count: /data                         # the array (its length) or number")
-			p("    #   or sql: SELECT count(*) FROM ... WHERE ... = $1, args: [\"{{intent}}\"]")
+			p("    # effect: {http: \"GET /list?field={{intent}}\", count: /data}  or  {sql: \"SELECT count(*) ... = $1\", args: [\"{{intent}}\"]}")
 		}
 		for _, n := range e.Notes {
 			p("    # note: %s", comment(n))
@@ -134,6 +131,12 @@ func WriteSuite(w io.Writer, r Result, o SuiteOptions) error {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return strings.ReplaceAll(string(b), "$", "$$")
+}
+
+// singleQuote writes s as a YAML single-quoted scalar, with "$" doubled;
+// s is one line (compact JSON, a form).
+func singleQuote(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "'", "''"), "$", "$$") + "'"
 }
 
 // comment keeps text on one comment line.
