@@ -185,7 +185,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
 	var (
 		rawURL, method, path, body, db, effectSQL, checks, name string
-		effectHTTP, effectCount                                  string
+		effectHTTP, effectCount                                 string
 		keyHeader, replayHeader, resourceID                     string
 		policyName, otherPath, command, failingBody             string
 		invalidBody                                             string
