@@ -21,7 +21,7 @@ import (
 // and writes one report for them all.
 func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var file, rawURL string
+	var file, rawURL, checks string
 	var rf runFlags
 	var of openapiFlags
 	var headers listFlag
@@ -29,9 +29,17 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	of.register(fs)
 	fs.StringVar(&rawURL, "url", "", "with --openapi: the target's base `URL`")
 	fs.Var(&headers, "header", "with --openapi: a header 'Name: value' sent to every endpoint, such as credentials (repeatable; ${NAME} is not read here, use the shell)")
+	fs.StringVar(&checks, "checks", "", "comma-separated `checks` every endpoint runs, in place of the suite's own (default: the suite's, or all)")
 	rf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
+	}
+	var only []string
+	for _, c := range splitList(checks) {
+		if !scenarios.Known(c) {
+			return 0, idemcheck.Usagef("--checks: %v", scenarios.UnknownCheckError(c))
+		}
+		only = append(only, c)
 	}
 	var s *suite.Suite
 	var err error
@@ -52,6 +60,11 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	default:
 		if s, err = suite.Load(file); err != nil {
 			return 0, idemcheck.Usagef("%v", err)
+		}
+	}
+	if len(only) > 0 {
+		for i := range s.Endpoints {
+			s.Endpoints[i].Checks = only
 		}
 	}
 	set := map[string]bool{}

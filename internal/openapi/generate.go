@@ -58,6 +58,12 @@ type Endpoint struct {
 	MismatchStatus  int
 	MismatchFrom    string
 	Declares409     bool
+	// ReplayHeader is a header a success declares that marks a replay
+	// (one whose name says "replay").
+	ReplayHeader string
+	// Other is the path of another endpoint of the same method, where
+	// cross-endpoint sends this one's key: "" when there is none.
+	Other string
 	// Effect, when found, counts the operation's effects through a list
 	// operation of the API.
 	Effect *Effect
@@ -133,6 +139,17 @@ func Generate(doc *openapi3.T, o Options) (res Result) {
 			res.Endpoints = append(res.Endpoints, ep)
 		}
 		res.NotAsked += len(ops) - countMethods(ops)
+	}
+	// cross-endpoint sends an endpoint's key to the next endpoint of its
+	// method: a key belongs to one operation.
+	for i := range res.Endpoints {
+		for j := 1; j < len(res.Endpoints); j++ {
+			o := res.Endpoints[(i+j)%len(res.Endpoints)]
+			if o.Method == res.Endpoints[i].Method && o.SpecPath != res.Endpoints[i].SpecPath {
+				res.Endpoints[i].Other = o.Path
+				break
+			}
+		}
 	}
 	// Unique names: a suite refuses two endpoints of one name.
 	seen := map[string]int{}
@@ -462,8 +479,25 @@ func placeInExample(ex any, schema *openapi3.SchemaRef, filters map[string]strin
 	}
 	var props map[string]*openapi3.SchemaRef
 	if schema != nil && schema.Value != nil {
-		if f, err := newGen().flatten(schema.Value); err == nil {
+		g := newGen()
+		if f, err := g.flatten(schema.Value); err == nil {
 			props = f.props
+			// The members of every alternative: the example is one of them.
+			for _, alt := range f.oneOf {
+				if alt == nil || alt.Value == nil {
+					continue
+				}
+				if af, err := g.flatten(alt.Value); err == nil {
+					for k, v := range af.props {
+						if _, ok := props[k]; !ok {
+							props[k] = v
+						}
+					}
+				}
+			}
+			if len(props) == 0 {
+				props = nil
+			}
 		}
 	}
 	fits := func(name string) bool {
@@ -716,6 +750,19 @@ func hints(ep *Endpoint, op *openapi3.Operation) {
 			declared[n] = true
 			if n >= 200 && n < 300 {
 				ep.CreatedStatuses = append(ep.CreatedStatuses, n)
+				if r := op.Responses.Value(k); r != nil && r.Value != nil && ep.ReplayHeader == "" {
+					names := make([]string, 0, len(r.Value.Headers))
+					for h := range r.Value.Headers {
+						names = append(names, h)
+					}
+					sort.Strings(names)
+					for _, h := range names {
+						if strings.Contains(strings.ToLower(h), "replay") && validHeaderName(h) {
+							ep.ReplayHeader = h
+							break
+						}
+					}
+				}
 			}
 		}
 	}

@@ -93,12 +93,21 @@ func WriteSuite(w io.Writer, r Result, o SuiteOptions) error {
 			p("      # a reused key with another payload: %s", comment(e.MismatchFrom))
 			p("      mismatch_status: %d", e.MismatchStatus)
 		}
+		if e.ReplayHeader != "" {
+			p("      # a success declares this header: it marks a replay")
+			p("      replay_header: %s", e.ReplayHeader)
+		}
 		if e.KeyDeclared && !e.KeyRequired {
 			p("      # the description makes the key optional: no status is due without one")
 			p("      missing_key_status: 0")
 		}
 		if !e.Declares409 {
 			p("      # the description declares no 409 for a concurrent duplicate; the IETF draft's 409 is expected")
+		}
+		if e.Other != "" {
+			p("    # the same key sent to another operation must not get this one's saved answer")
+			p("    cross_endpoint:")
+			p("      path: %s", quote(e.Other))
 		}
 		if e.Effect != nil {
 			p("    # effects counted through the API: %s filters by the member that holds {{intent}}", comment(e.Effect.From))
