@@ -516,7 +516,7 @@ func placeInExample(ex any, schema *openapi3.SchemaRef, filters map[string]strin
 			names = append(names, k)
 		}
 	}
-	best := rank(names, fits, filters)
+	best := rank(names, fits, filters, func(n string) bool { _, ok := obj[n]; return ok })
 	if best == "" {
 		return ex, ""
 	}
@@ -534,11 +534,11 @@ func (g *gen) place(v any, filters map[string]string) (any, string) {
 	}
 	// Top-level members first, set or optional.
 	var top []string
-	free := map[string]bool{}
+	free, set := map[string]bool{}, map[string]bool{}
 	for _, s := range g.slots {
 		if strings.Count(s.ptr, "/") == 1 {
 			top = append(top, s.name)
-			free[s.name] = true
+			free[s.name], set[s.name] = true, true
 		}
 	}
 	for _, s := range g.optional {
@@ -547,7 +547,8 @@ func (g *gen) place(v any, filters map[string]string) (any, string) {
 			free[s.name] = true
 		}
 	}
-	if best := rank(top, func(n string) bool { return free[n] }, filters); best != "" {
+	// A member the body sets anyway comes before one it would add.
+	if best := rank(top, func(n string) bool { return free[n] }, filters, func(n string) bool { return set[n] }); best != "" {
 		obj[best] = IntentHole
 		return obj, "/" + escapePointer(best)
 	}
@@ -570,7 +571,7 @@ func (g *gen) place(v any, filters map[string]string) (any, string) {
 
 // rank picks, among names that fit, one a list operation filters by, then
 // the one whose name best says it identifies the request.
-func rank(names []string, fits func(string) bool, filters map[string]string) string {
+func rank(names []string, fits func(string) bool, filters map[string]string, present func(string) bool) string {
 	sort.Strings(names)
 	best, bestScore := "", -1
 	for _, n := range names {
@@ -580,6 +581,9 @@ func rank(names []string, fits func(string) bool, filters map[string]string) str
 		s := nameScore(n)
 		if _, ok := filters[n]; ok {
 			s += 100
+		}
+		if present(n) {
+			s += 10
 		}
 		if s > bestScore {
 			best, bestScore = n, s
@@ -824,6 +828,8 @@ func encodeBody(ctype string, v any) (string, error) {
 				walk(fmt.Sprintf("%s[%d]", prefix, i), c)
 			}
 		case nil:
+		case string:
+			vals.Add(prefix, t) // sanitized already, and maybe the hole
 		default:
 			vals.Add(prefix, scalar(t))
 		}
