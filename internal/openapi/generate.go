@@ -188,6 +188,12 @@ func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method 
 		ep.Name = method + " " + specPath
 	}
 
+	if !strings.HasPrefix(specPath, "/") {
+		return ep, "the path does not start with /"
+	}
+	if strings.Contains(specPath, "{{") || strings.ContainsFunc(specPath, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return ep, "the path holds spaces, control characters or {{, which a request line cannot carry"
+	}
 	params := mergeParams(item.Parameters, op.Parameters)
 	path := specPath
 	var query url.Values
