@@ -40,7 +40,7 @@ func (e *Effects) Count(ctx context.Context, in idemcheck.Intent) (idemcheck.Obs
 	if e.HTTP != nil {
 		n, path, err := e.HTTP.count(ctx, in)
 		if err != nil {
-			return idemcheck.Observation{}, fmt.Errorf("effect read-back GET %s: %w", path, err)
+			return idemcheck.Observation{}, fmt.Errorf("effect read-back: %w", err)
 		}
 		return idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: "GET " + path + " " + pointerName(e.HTTP.Count),
 			Via: idemcheck.ViaHTTP}, nil

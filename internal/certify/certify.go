@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote,
 		}}
 		if err := effects.Try(ctx); err != nil {
-			return nil, idemcheck.Usagef("--effect-http %s: %v: it must answer 2xx with JSON holding an array or a number at --effect-count", effects.HTTP.Describe(), err)
+			return nil, idemcheck.Usagef("--effect-http: the read-back of a fresh intent failed: %v: it must answer 2xx with JSON holding an array or a number at --effect-count", err)
 		}
 	}
 	if cfg.EffectSQL != "" {
@@ -156,8 +156,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		EffectQuery: cfg.EffectSQL,
 	}}
 	if effects != nil && effects.HTTP != nil {
-		h.Run.EffectQuery = effects.HTTP.Describe()
-		h.Run.Target.ReadBack = effects.HTTP.Describe()
+		// The read-back's path may carry a suite's secret (${NAME}).
+		desc := effects.HTTP.Describe()
+		for _, sec := range cfg.Secrets {
+			if sec != "" {
+				desc = strings.ReplaceAll(desc, sec, scenarios.Redacted)
+			}
+		}
+		h.Run.EffectQuery, h.Run.Target.ReadBack = desc, desc
 	}
 	h.Run.Checks = plan
 	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {

@@ -105,3 +105,22 @@ func TestHTTPCountRefusedBeforeTraffic(t *testing.T) {
 	}
 	assert.Zero(t, api.Commits(), "nothing was created")
 }
+
+// A secret in the read-back's path (a suite's ${NAME}) reaches neither the
+// report nor the history.
+func TestHTTPCountHidesSecrets(t *testing.T) {
+	base, pool, _ := serveOrders(t, orders.Reference)
+	cfg := httpCounted(ordersConfig(base, pool))
+	p := idemcheck.MustTemplate("/orders?customerId={{intent}}&token=s3cret-value")
+	cfg.EffectHTTP, cfg.Secrets = &p, []string{"s3cret-value"}
+	cfg.Checks = []string{idemcheck.CheckSequentialReplay}
+	res, err := certify.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	var buf strings.Builder
+	require.NoError(t, res.Report.WriteJSON(&buf))
+	require.NoError(t, res.History.WriteJSONL(&buf))
+	assert.NotContains(t, buf.String(), "s3cret-value")
+	assert.Contains(t, res.Report.Target.ReadBack, "token=[redacted]")
+	require.NotEmpty(t, res.History.Observations)
+	assert.Contains(t, res.History.Observations[0].Query, "token=[redacted]")
+}
