@@ -120,12 +120,19 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	return idemcheck.ExitHeld, nil
 }
 
+// runDest stands for run --openapi in writeInitSummary: nothing is written.
+const runDest = "\x00run"
+
 func writeInitSummary(w io.Writer, res openapi.Result, out string) {
-	dest := "standard output"
-	if out != "" {
-		dest = out
+	dest := "written to standard output"
+	switch out {
+	case "":
+	case runDest:
+		dest = "to certify"
+	default:
+		dest = "written to " + out
 	}
-	fmt.Fprintf(w, "idemcheck: %d operations: %d endpoints written to %s, %d skipped, %d of methods not asked for\n",
+	fmt.Fprintf(w, "idemcheck: %d operations: %d endpoints %s, %d skipped, %d of methods not asked for\n",
 		res.Operations, len(res.Endpoints), dest, len(res.Skipped), res.NotAsked)
 	withEffect := 0
 	for _, e := range res.Endpoints {
@@ -166,7 +173,7 @@ func openapiSuite(ctx context.Context, of openapiFlags, rawURL string, headers [
 	if err != nil {
 		return nil, err
 	}
-	writeInitSummary(stderr, res, "the run")
+	writeInitSummary(stderr, res, runDest)
 	if len(res.Endpoints) == 0 {
 		return nil, idemcheck.Usagef("--openapi %s: no operation can be certified (the reasons are above)", of.spec)
 	}
