@@ -77,6 +77,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS := \
 	.:FuzzParseTemplate .:FuzzReadHistories \
 	./internal/suite:FuzzParse ./internal/suite:FuzzParsePolicy \
+	./internal/openapi:FuzzParseGenerate \
 	./targets:FuzzRedactDSN \
 	./faults:FuzzPGScanner \
 	./internal/wire:FuzzHTTP1Reply ./internal/wire:FuzzH2Reply

@@ -99,7 +99,13 @@ type Observation struct {
 	// run it again by hand.
 	Query string   `json:"query"`
 	Args  []string `json:"args,omitempty"`
+	// Via says where the count came from: ViaHTTP for a read-back through
+	// the API; empty for the database.
+	Via string `json:"via,omitempty"`
 }
+
+// ViaHTTP marks an effect count read back through the API (a GET).
+const ViaHTTP = "http"
 
 // Burst records one release of attempts sent together.
 type Burst struct {

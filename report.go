@@ -98,6 +98,9 @@ type Target struct {
 	Method   string `json:"method"`
 	Path     string `json:"path"`
 	Database string `json:"database,omitempty"`
+	// ReadBack, when set, is the GET that counted effects through the API
+	// itself, for a run without database access.
+	ReadBack string `json:"read_back,omitempty"`
 	// Log is the file that holds the target's stdout and stderr, for a
 	// target idemcheck started (--target-log); empty when its output was
 	// not kept.
@@ -151,8 +154,9 @@ type RuleResult struct {
 	Check  string `json:"check"`
 	Rule   string `json:"rule"`
 	Status string `json:"status"`
-	// Basis is what a held or broken verdict rests on: the wire alone, or
-	// the wire and the database's effect counts.
+	// Basis is what a held or broken verdict rests on: the wire alone, the
+	// wire and effect counts read back through the API, or the wire and the
+	// database's effect counts.
 	Basis string `json:"basis,omitempty"`
 	// Reason says why a rule was not checked.
 	Reason string `json:"reason,omitempty"`

@@ -138,9 +138,15 @@ func Report(h *idemcheck.History) idemcheck.Report {
 
 // contract states every known rule as held, broken or not checked.
 func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck.RuleResult {
-	counted := map[string]bool{}
+	// counted says, per check, where its effect counts came from: the
+	// database ("db") or a read-back through the API (ViaHTTP).
+	counted := map[string]string{}
 	for _, o := range h.Observations {
-		counted[o.Check] = true
+		via := o.Via
+		if via == "" {
+			via = "db"
+		}
+		counted[o.Check] = via
 	}
 	byName := map[string]idemcheck.CheckResult{}
 	for _, c := range results {
@@ -163,9 +169,13 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 			rr.Status = idemcheck.RuleHeld
 		}
 		if rr.Status != idemcheck.RuleNotChecked {
-			rr.Basis = "the wire and the database's effect counts"
-			if !counted[name] {
-				rr.Basis = "the wire alone: no database, so effects were not counted (--db, --effect-sql)"
+			switch counted[name] {
+			case "db":
+				rr.Basis = "the wire and the database's effect counts"
+			case idemcheck.ViaHTTP:
+				rr.Basis = "the wire and effect counts read back through the API (HTTP GET), not the database: as true as the API's own list"
+			default:
+				rr.Basis = "the wire alone: no database, so effects were not counted (--db, --effect-sql, or --effect-http)"
 			}
 		}
 		out = append(out, rr)

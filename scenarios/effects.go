@@ -25,6 +25,9 @@ type Effects struct {
 	Args []idemcheck.Template
 	// Timeout bounds one run of the query; zero means EffectTimeout.
 	Timeout time.Duration
+	// HTTP, when set, counts through the API instead of the database
+	// (Pool, SQL and Args are then unused).
+	HTTP *HTTPEffects
 }
 
 // EffectTimeout is the statement timeout of an effect query unless told
@@ -34,6 +37,14 @@ const EffectTimeout = 5 * time.Second
 
 // Count runs the effect query for one intent.
 func (e *Effects) Count(ctx context.Context, in idemcheck.Intent) (idemcheck.Observation, error) {
+	if e.HTTP != nil {
+		n, path, err := e.HTTP.count(ctx, in)
+		if err != nil {
+			return idemcheck.Observation{}, fmt.Errorf("effect read-back: %w", err)
+		}
+		return idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: "GET " + path + " " + pointerName(e.HTTP.Count),
+			Via: idemcheck.ViaHTTP}, nil
+	}
 	strs := make([]string, len(e.Args))
 	for i, t := range e.Args {
 		strs[i] = t.Fill(in)
@@ -50,6 +61,10 @@ func (e *Effects) Count(ctx context.Context, in idemcheck.Intent) (idemcheck.Obs
 // is sent. It changes nothing either.
 func (e *Effects) Try(ctx context.Context) error {
 	in := idemcheck.Intent{ID: "ic-preflight-1", Key: "00000000-0000-4000-8000-000000000000", Seq: 1}
+	if e.HTTP != nil {
+		_, _, err := e.HTTP.count(ctx, in)
+		return err
+	}
 	strs := make([]string, len(e.Args))
 	for i, t := range e.Args {
 		strs[i] = t.Fill(in)

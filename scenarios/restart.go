@@ -276,7 +276,8 @@ func (s *session) awaitInFlight(ctx context.Context, retryDone <-chan wire.Resul
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick.C:
-			if s.Effects == nil {
+			if s.Effects == nil || s.Effects.Pool == nil {
+				// Without the database a lock wait cannot be seen.
 				continue
 			}
 			var waiting bool

@@ -1045,6 +1045,8 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if err != nil {
 		return err
 	}
+	// A read-back's path may carry a secret of the suite.
+	o.Query = s.scrub(o.Query)
 	s.h.Observations = append(s.h.Observations, o)
 	return nil
 }

@@ -188,6 +188,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
 	var (
 		rawURL, method, path, body, db, effectSQL, checks, name string
+		effectHTTP, effectCount                                 string
 		keyHeader, replayHeader, resourceID                     string
 		policyName, otherPath, command, failingBody             string
 		invalidBody                                             string
@@ -219,6 +220,8 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
 	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
 	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
+	fs.StringVar(&effectHTTP, "effect-http", "", "count effects through the API, without database access: a `GET` of the target whose answer counts one intent's effects, such as 'GET /orders?customerId={{intent}}' (only GET is ever sent)")
+	fs.StringVar(&effectCount, "effect-count", "", "with --effect-http: the JSON `pointer` of the array (its length is the count) or number in the answer, such as /data; empty for the whole answer")
 	fs.StringVar(&checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
 	fs.StringVar(&name, "name", "", "label for the target in reports")
 	fs.StringVar(&keyHeader, "key-header", def.KeyHeader, "the idempotency key header")
@@ -423,6 +426,9 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		}
 	}
 	if cfg.EffectArgs, err = parseEffectArgs(effectArgs, effectSQL); err != nil {
+		return 0, err
+	}
+	if cfg.EffectHTTP, cfg.EffectCount, err = parseEffectHTTP(effectHTTP, effectCount, effectSQL, isSet(fs, "effect-count")); err != nil {
 		return 0, err
 	}
 	switch {
@@ -653,6 +659,37 @@ func targetURL(raw string) (*url.URL, string, error) {
 		path = "/"
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, path, nil
+}
+
+// parseEffectHTTP checks --effect-http and --effect-count: a GET path
+// template and a JSON pointer, given together, and not with --effect-sql.
+func parseEffectHTTP(effectHTTP, effectCount, effectSQL string, countSet bool) (*idemcheck.Template, string, error) {
+	if effectHTTP == "" {
+		if countSet {
+			return nil, "", idemcheck.Usagef("--effect-count goes with --effect-http")
+		}
+		return nil, "", nil
+	}
+	if effectSQL != "" {
+		return nil, "", idemcheck.Usagef("give --effect-sql or --effect-http, not both: one effect count per endpoint")
+	}
+	t, err := suite.ParseEffectHTTP(effectHTTP)
+	if err != nil {
+		return nil, "", idemcheck.Usagef("--effect-http %q: %v", effectHTTP, err)
+	}
+	if !countSet {
+		return nil, "", idemcheck.Usagef("--effect-http needs --effect-count: the JSON pointer of the array or number that counts, such as /data (or '' for the whole answer)")
+	}
+	if err := assert.ValidatePointer(effectCount); err != nil {
+		return nil, "", idemcheck.Usagef("--effect-count: %v", err)
+	}
+	return &t, effectCount, nil
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // parseEffectArgs parses the --effect-arg templates, bound as $1, $2, … of

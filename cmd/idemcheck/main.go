@@ -24,7 +24,9 @@ const usage = `idemcheck proves whether an HTTP API is safe to retry.
 Usage:
   idemcheck demo                 certify the example APIs: the reference and three classic bugs
   idemcheck certify --url URL …  certify one endpoint (idemcheck certify -h for flags)
+  idemcheck init --openapi SPEC  write a suite file from an OpenAPI description
   idemcheck run -f SUITE.yaml    certify every endpoint of a suite file
+  idemcheck run --openapi SPEC --url URL   certify every unsafe operation of a description
   idemcheck soak --url URL …     a rate of intents for a while, a share of replies cut and retried
   idemcheck check HISTORY.jsonl  check a recorded history again, offline
   idemcheck estimate …           what unrecognised retries cost (idemcheck estimate -h for flags)
@@ -53,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = runDemo(ctx, args[1:], stdout, stderr)
 	case "certify":
 		code, err = runCertify(ctx, args[1:], stdout, stderr)
+	case "init":
+		code, err = runInit(ctx, args[1:], stdout, stderr)
 	case "run":
 		code, err = runSuite(ctx, args[1:], stdout, stderr)
 	case "soak":
@@ -67,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return idemcheck.ExitHeld
 	default:
-		err = idemcheck.Usagef("unknown command %q: use demo, certify, run, check or estimate", args[0])
+		err = idemcheck.Usagef("unknown command %q: use demo, certify, init, run, check or estimate", args[0])
 	}
 	if err != nil {
 		if errors.Is(err, errHelp) {

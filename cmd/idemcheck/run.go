@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/suite"
+	"github.com/idemcheck/idemcheck/internal/textreport"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -19,19 +21,51 @@ import (
 // and writes one report for them all.
 func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var file string
+	var file, rawURL, checks string
 	var rf runFlags
-	fs.StringVar(&file, "f", "", "the suite `file` (YAML) to run (required)")
+	var of openapiFlags
+	var headers listFlag
+	fs.StringVar(&file, "f", "", "the suite `file` (YAML) to run (this or --openapi)")
+	of.register(fs)
+	fs.StringVar(&rawURL, "url", "", "with --openapi: the target's base `URL`")
+	fs.Var(&headers, "header", "with --openapi: a header 'Name: value' sent to every endpoint, such as credentials (repeatable; ${NAME} is not read here, use the shell)")
+	fs.StringVar(&checks, "checks", "", "comma-separated `checks` every endpoint runs, in place of the suite's own (default: the suite's, or all)")
 	rf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
 	}
-	if file == "" {
-		return 0, idemcheck.Usagef("run: -f SUITE.yaml is required (see examples/suites/)")
+	var only []string
+	for _, c := range splitList(checks) {
+		if !scenarios.Known(c) {
+			return 0, idemcheck.Usagef("--checks: %v", scenarios.UnknownCheckError(c))
+		}
+		only = append(only, c)
 	}
-	s, err := suite.Load(file)
-	if err != nil {
-		return 0, idemcheck.Usagef("%v", err)
+	var s *suite.Suite
+	var err error
+	// A generated body must be accepted before its checks run.
+	probeFirst := false
+	switch {
+	case file != "" && of.spec != "":
+		return 0, idemcheck.Usagef("run: give -f SUITE.yaml or --openapi SPEC, not both")
+	case of.spec != "":
+		if s, err = openapiSuite(ctx, of, rawURL, headers, rf.allowRemote, stderr); err != nil {
+			return 0, err
+		}
+		file, probeFirst = of.spec, true
+	case file == "":
+		return 0, idemcheck.Usagef("run: -f SUITE.yaml or --openapi SPEC --url URL is required (see examples/suites/)")
+	case rawURL != "" || len(headers) > 0:
+		return 0, idemcheck.Usagef("run: --url and --header go with --openapi; a suite file names its target itself")
+	default:
+		if s, err = suite.Load(file); err != nil {
+			return 0, idemcheck.Usagef("%v", err)
+		}
+	}
+	if len(only) > 0 {
+		for i := range s.Endpoints {
+			s.Endpoints[i].Checks = only
+		}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -106,6 +140,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		cfg := certify.Config{
 			Name: e.Name, Endpoint: e.Endpoint, Policy: e.Policy, Checks: e.Checks, Options: o.Scenarios,
 			Redact: o.Redact, Secrets: s.Secrets, AllowRemote: o.AllowRemote, EffectSQL: e.EffectSQL, EffectArgs: e.EffectArgs,
+			EffectHTTP: e.EffectHTTP, EffectCount: e.EffectCount,
 		}
 		rf.apply(&cfg)
 		if started != nil {
@@ -131,6 +166,21 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		if i > 0 {
 			fmt.Fprintln(stdout)
+		}
+		if probeFirst {
+			if perr := probe(ctx, cfg); perr != nil {
+				var ie *idemcheck.Error
+				if errors.As(perr, &ie) {
+					return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, perr)
+				}
+				// The target's answer is this endpoint's finding; the run
+				// goes on with the others.
+				res := rejectedResult(cfg, perr)
+				textreport.Write(stdout, res.Report, !rf.noColour && isTerminal(stdout))
+				verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
+				results = append(results, res)
+				continue
+			}
 		}
 		res, err := certifyOne(ctx, cfg, rf.outputs, stdout, stderr)
 		started.noteRun(ctx, res, err)

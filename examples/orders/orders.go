@@ -111,7 +111,8 @@ type Config struct {
 	AfterEffect func(ctx context.Context, key string)
 }
 
-// Server serves POST /orders, POST /payments and GET /healthz.
+// Server serves POST /orders, POST /payments, their lists (GET /orders,
+// GET /payments, list.go) and GET /healthz.
 type Server struct {
 	pool        *pgxpool.Pool
 	cfg         Config
@@ -157,6 +158,8 @@ func New(pool *pgxpool.Pool, cfg Config) *Server {
 			}
 		})
 	}
+	s.mux.HandleFunc("GET /orders", s.listOrders)
+	s.mux.HandleFunc("GET /payments", s.listPayments)
 	// The process migrates before it listens, so once it answers at all
 	// the database was reachable: a readiness probe needs no more.
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -127,7 +127,14 @@ func TestBadRequests(t *testing.T) {
 	req.Header.Add("Idempotency-Key", "second")
 	requireProblem(t, do(t, client, req), http.StatusBadRequest)
 
+	// A list needs its filter: never the whole table.
 	resp, err := client.Get(f.url + "/orders")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	del, err := http.NewRequest(http.MethodDelete, f.url+"/orders", nil)
+	require.NoError(t, err)
+	resp, err = client.Do(del)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)

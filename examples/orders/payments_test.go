@@ -80,7 +80,14 @@ func TestPaymentBadRequests(t *testing.T) {
 		requireProblem(t, f.postAt("/payments", key, body, ""), http.StatusBadRequest)
 		require.Zero(t, f.keyRows(key), "body %q", body)
 	}
+	// A list needs its filter: never the whole table.
 	resp, err := client.Get(f.url + "/payments")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	del, err := http.NewRequest(http.MethodDelete, f.url+"/payments", nil)
+	require.NoError(t, err)
+	resp, err = client.Do(del)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)

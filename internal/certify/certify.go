@@ -41,8 +41,12 @@ type Config struct {
 	DSN        string
 	EffectSQL  string
 	EffectArgs []idemcheck.Template
-	Seed       int64
-	Timeout    time.Duration
+	// EffectHTTP, when set, counts effects through the API itself: a GET
+	// of this path, its answer's array (or number) at EffectCount.
+	EffectHTTP  *idemcheck.Template
+	EffectCount string
+	Seed        int64
+	Timeout     time.Duration
 	// Redact names headers whose values never reach a report or history,
 	// beside Authorization and Cookie; the tenants' header names are
 	// always added.
@@ -123,6 +127,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	var effects *scenarios.Effects
+	if cfg.EffectHTTP != nil && cfg.EffectSQL != "" {
+		return nil, idemcheck.Usagef("give --effect-sql or --effect-http, not both: one effect count per endpoint")
+	}
+	if cfg.EffectHTTP != nil {
+		effects = &scenarios.Effects{HTTP: &scenarios.HTTPEffects{
+			Base: cfg.Endpoint.Base, Upstream: upstream, Path: *cfg.EffectHTTP, Count: cfg.EffectCount,
+			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote,
+		}}
+		if err := effects.Try(ctx); err != nil {
+			return nil, idemcheck.Usagef("--effect-http: the read-back of a fresh intent failed: %v: it must answer 2xx with JSON holding an array or a number at --effect-count", err)
+		}
+	}
 	if cfg.EffectSQL != "" {
 		if cfg.DB == nil {
 			return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
@@ -142,6 +158,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Policy:      cfg.Policy,
 		EffectQuery: cfg.EffectSQL,
 	}}
+	if effects != nil && effects.HTTP != nil {
+		// The read-back's path may carry a suite's secret (${NAME}).
+		desc := effects.HTTP.Describe()
+		for _, sec := range cfg.Secrets {
+			if sec != "" {
+				desc = strings.ReplaceAll(desc, sec, scenarios.Redacted)
+			}
+		}
+		h.Run.EffectQuery, h.Run.Target.ReadBack = desc, desc
+	}
 	h.Run.Checks = plan
 	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {
 		cfg.Protocol = wire.ProtocolHTTP1
@@ -185,6 +211,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 var errMaxDuration = errors.New("the run's duration cap")
+
+// readBackHeader is what an effect read-back sends: the endpoint's headers
+// (its credentials) without the key header and the body's Content-Type,
+// since a GET carries neither.
+func readBackHeader(hs []scenarios.Header, keyHeader string) []scenarios.Header {
+	var out []scenarios.Header
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, keyHeader) || strings.EqualFold(h.Name, "Content-Type") {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
 
 // redactNames are the headers whose values are credentials: those named,
 // and the tenants' (--tenant is a client's credentials, whatever header

@@ -109,6 +109,8 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 	}
 	if r.Target.Database != "" {
 		facts = append(facts, "effects counted in "+codeSpan(oneLine(r.Target.Database, 200)))
+	} else if r.Target.ReadBack != "" {
+		facts = append(facts, "no database: effects read back through the API with "+codeSpan(oneLine(r.Target.ReadBack, 200)))
 	} else {
 		facts = append(facts, "no database: judged from the wire alone")
 	}
@@ -146,6 +148,8 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %d |\n", escapeInline(oneLine(ch.Name, 100)), status, ch.Intents, ch.Attempts, len(as))
 	}
 
+	markdownContract(b, r.Contract)
+
 	for _, e := range r.TargetExits {
 		fmt.Fprintf(b, "\n**target exited** (%s) during %s, round %d, step %d", escapeInline(oneLine(orUnknown(e.ExitStatus), 100)),
 			escapeInline(oneLine(e.Check, 100)), e.Round, e.Step)
@@ -177,6 +181,33 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 		}
 	}
 	return nil
+}
+
+// markdownContract states, for each contract rule the run judged, its
+// status and what the verdict rests on (the wire alone, effect counts read
+// back through the API, or the database's), so the report can go to a
+// review as it is; the rules it did not judge are named after.
+func markdownContract(b *strings.Builder, rules []idemcheck.RuleResult) {
+	var judged []idemcheck.RuleResult
+	var unchecked []string
+	for _, rr := range rules {
+		if rr.Status == idemcheck.RuleNotChecked {
+			unchecked = append(unchecked, rr.Check)
+			continue
+		}
+		judged = append(judged, rr)
+	}
+	if len(judged) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n<details><summary>Contract: what each verdict rests on</summary>\n\n| rule | status | rests on |\n|---|---|---|\n")
+	for _, rr := range judged {
+		fmt.Fprintf(b, "| %s | %s | %s |\n", escapeInline(oneLine(rr.Check, 100)), escapeInline(oneLine(rr.Status, 40)), escapeInline(oneLine(rr.Basis, 300)))
+	}
+	if len(unchecked) > 0 {
+		fmt.Fprintf(b, "\nNot checked (the JSON report says why): %s.\n", escapeInline(oneLine(strings.Join(unchecked, ", "), 2000)))
+	}
+	b.WriteString("\n</details>\n")
 }
 
 func markdownAnomaly(b *strings.Builder, a idemcheck.Anomaly) {

@@ -146,3 +146,22 @@ func TestAppendGitHubSummary(t *testing.T) {
 		assert.NoFileExists(t, fresh)
 	})
 }
+
+// The contract section says, for each rule judged, what its verdict rests
+// on; a report without a database names the read-back it counted with.
+func TestMarkdownContractStatesTheBasis(t *testing.T) {
+	r := fixtures()[0]
+	r.Target.Database = ""
+	r.Target.ReadBack = "GET /orders?customerId={{intent}} (count at /data)"
+	r.Contract = []idemcheck.RuleResult{
+		{Check: "sequential-replay", Status: idemcheck.RuleHeld, Basis: "the wire and effect counts read back through the API (HTTP GET)"},
+		{Check: "missing-key", Status: idemcheck.RuleBroken, Basis: "the wire alone"},
+		{Check: "crash-lease", Status: idemcheck.RuleNotChecked, Reason: "needs a target idemcheck starts"},
+	}
+	md := markdown(t, []idemcheck.Report{r})
+	assert.Contains(t, md, "effects read back through the API with `GET /orders?customerId={{intent}} (count at /data)`")
+	assert.Contains(t, md, "| sequential-replay | held | the wire and effect counts read back through the API (HTTP GET) |")
+	assert.Contains(t, md, "| missing-key | broken | the wire alone |")
+	assert.Contains(t, md, "Not checked (the JSON report says why): crash-lease.")
+	assert.NotContains(t, md, "| crash-lease |")
+}

@@ -562,7 +562,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		if err := p.effect(v, join(field, "effect"), &e); err != nil {
 			return e, err
 		}
-		if e.DB == "" && d.cmd == "" && d.image == "" {
+		if e.EffectSQL != "" && e.DB == "" && d.cmd == "" && d.image == "" {
 			return e, p.errf(v, join(field, "effect"), "needs a database: set db here or under target (such as db: ${DATABASE_URL})")
 		}
 	}
@@ -599,13 +599,44 @@ func (p *parser) crossEndpoint(n *yaml.Node, field, method string) (*scenarios.O
 }
 
 func (p *parser) effect(n *yaml.Node, field string, e *Endpoint) error {
-	f, err := p.fields(n, field, "sql", "args")
+	f, err := p.fields(n, field, "sql", "args", "http", "count")
 	if err != nil {
 		return err
 	}
+	if v, ok := f["http"]; ok {
+		if _, both := f["sql"]; both {
+			return p.errf(v, join(field, "http"), "give sql or http, not both: one effect count per endpoint")
+		}
+		if _, ok := f["args"]; ok {
+			return p.errf(f["args"], join(field, "args"), "args go with sql; http fills {{intent}} in its path")
+		}
+		s, err := p.str(v, join(field, "http"))
+		if err != nil {
+			return err
+		}
+		t, err := ParseEffectHTTP(s)
+		if err != nil {
+			return p.errf(v, join(field, "http"), "%v", err)
+		}
+		e.EffectHTTP = &t
+		c, ok := f["count"]
+		if !ok {
+			return p.errf(n, join(field, "count"), "missing: the JSON pointer of the array (its length) or number that counts, such as /data (\"\" for the whole answer)")
+		}
+		if e.EffectCount, err = p.str(c, join(field, "count")); err != nil {
+			return err
+		}
+		if err := assert.ValidatePointer(e.EffectCount); err != nil {
+			return p.errf(c, join(field, "count"), "%v", err)
+		}
+		return nil
+	}
+	if v, ok := f["count"]; ok {
+		return p.errf(v, join(field, "count"), "count goes with http")
+	}
 	v, ok := f["sql"]
 	if !ok {
-		return p.errf(n, join(field, "sql"), "missing: SQL returning one intent's effect count, such as SELECT count(*) FROM orders WHERE customer_id = $1")
+		return p.errf(n, join(field, "sql"), "missing: SQL returning one intent's effect count, such as SELECT count(*) FROM orders WHERE customer_id = $1 (or http: a GET of the API that counts, with count)")
 	}
 	if e.EffectSQL, err = p.str(v, join(field, "sql")); err != nil {
 		return err
@@ -623,6 +654,29 @@ func (p *parser) effect(n *yaml.Node, field string, e *Endpoint) error {
 		}
 	}
 	return nil
+}
+
+// ParseEffectHTTP reads an HTTP read-back, "GET /path?query" or "/path",
+// the path a template: the read-back only ever sends GET.
+func ParseEffectHTTP(s string) (idemcheck.Template, error) {
+	s = strings.TrimSpace(s)
+	if m, rest, ok := strings.Cut(s, " "); ok && !strings.HasPrefix(s, "/") {
+		if !strings.EqualFold(m, "GET") {
+			return idemcheck.Template{}, fmt.Errorf("%q: the effect read-back only sends GET, so it never changes the target: write GET /path", m)
+		}
+		s = strings.TrimSpace(rest)
+	}
+	if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, " \r\n\t") {
+		return idemcheck.Template{}, fmt.Errorf("expected GET and a path such as 'GET /orders?customerId={{intent}}'")
+	}
+	t, err := idemcheck.ParseTemplate(s)
+	if err != nil {
+		return t, err
+	}
+	if !strings.Contains(s, "{{") {
+		return t, fmt.Errorf("the path has no {{intent}}: it would count every intent's effects together, not one intent's")
+	}
+	return t, nil
 }
 
 // ParsePolicy reads a policy file: a preset and its overrides, the same

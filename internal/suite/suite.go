@@ -65,6 +65,11 @@ type Endpoint struct {
 	DB         string
 	EffectSQL  string
 	EffectArgs []idemcheck.Template
+	// EffectHTTP, when set, counts effects through the API itself: a GET
+	// of this path (a template), whose answer holds at EffectCount (a JSON
+	// pointer) an array whose length is the count, or the count.
+	EffectHTTP  *idemcheck.Template
+	EffectCount string
 }
 
 // Error is a suite error at a line.

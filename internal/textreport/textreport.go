@@ -46,6 +46,8 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	fmt.Fprintf(w, "%s%s%s  %s %s%s\n", c.bold, name, c.reset, t.Method, strings.TrimSuffix(t.URL, "/"), t.Path)
 	if t.Database != "" {
 		fmt.Fprintf(w, "  effects counted in %s\n", t.Database)
+	} else if t.ReadBack != "" {
+		fmt.Fprintf(w, "  no database: effects read back through the API with %s\n", t.ReadBack)
 	} else {
 		fmt.Fprintf(w, "  %sno database: effects not counted, judged from the wire alone%s\n", c.dim, c.reset)
 	}
