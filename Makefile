@@ -9,7 +9,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-bursts bench-soak zoo fuzz
+.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak zoo fuzz
 
 all: build
 
@@ -91,14 +91,22 @@ fuzz:
 clean:
 	rm -rf bin
 
-## bench: every benchmark, figures written to BENCHMARKS.md (about 11 minutes): the burst engines side by side on a
-## loopback race target (200 bursts x 3 runs per driver and size), the hot-path Go benchmarks (3 repetitions), then
-## bench-soak. Measure on a quiet machine: the first load average figure should be below 0.6.
-## bench-bursts: the burst engines and the Go benchmarks alone (about 3 minutes).
+## bench: every benchmark, figures written to BENCHMARKS.md (about 13 minutes): first bench-product, then
+## bench-bursts, then bench-soak. Note the load average: the first figure should be below 0.6 for a quiet machine.
+## bench-product: bursts through the product path, the code `idemcheck certify --checks concurrent-burst` runs
+## (certify.Run, the real wire client), against two race targets in processes of their own (one holding its reply
+## 200 us after its check, one answering at once), over HTTP/1.1 and h2c, N=8 and 32, with vegeta and goroutines on a
+## barrier interleaved burst by burst in the same run; once on the machine as it is, once with two busy loops that it
+## starts and ends itself (about 2 minutes).
+## bench-bursts: the burst engines alone (wire.Client.SendBurst, engine-only) and the Go benchmarks (about 3 minutes).
 ## bench-soak: soak throughput beside raw vegeta, peak memory of a million-attempt soak, certification wall time (about 8 minutes).
 bench:
+	$(MAKE) bench-product
 	$(MAKE) bench-bursts
 	$(MAKE) bench-soak
+
+bench-product:
+	$(GO) run ./bench/cmd/productbench -bursts 100 -n 8,32 -busy 2 -write BENCHMARKS.md
 
 bench-soak: postgres
 	$(GO) run ./bench/cmd/soakbench -runs 3 -write BENCHMARKS.md

@@ -152,8 +152,8 @@ func (b Burst) RaceScheduled() bool { return b.Scheduled && b.Held >= 2 }
 // attempts is loose: too wide to mean anything about a race.
 //
 // The rule is the pigeonhole one: n releases within a spread S put at
-// least two of them within S/(n-1) of each other, so a check-then-insert
-// window wider than that is entered by two attempts at once. A burst is
+// least two of them within S/(n-1) of each other as they leave (a target
+// takes them in one after another, so they arrive further apart). A burst is
 // loose when even that pair bound exceeds PairGapLimit, 1 ms: wider than
 // the read-to-write window of a handler that checks a key and then writes
 // it over loopback (one PostgreSQL round trip, about 0.1-0.5 ms here), so
@@ -166,7 +166,11 @@ func (b Burst) RaceScheduled() bool { return b.Scheduled && b.Held >= 2 }
 // protocols, a pair bound of 0.1-0.4 ms: still well inside the limit,
 // while the report states the wider spread. A limit on the whole spread
 // (about 1 ms for 32) marked 22-27 of 30 such bursts loose and would have
-// made every certification on a busy CI runner inconclusive.
+// made every certification on a busy CI runner inconclusive. Those busy
+// figures were the release writers' spinning; since they no longer spin
+// (wire.DefaultLanes), the same kind of load (average 17-34, with and
+// without two busy loops) gave medians of 6-8 us over h2c and 39-214 us
+// over HTTP/1.1 (BENCHMARKS.md, product path).
 func LooseSpread(n int) time.Duration {
 	return time.Duration(max(n-1, 1)) * PairGapLimit
 }

@@ -25,8 +25,10 @@ func TestBurstProofStatesTheClientSpread(t *testing.T) {
 	assert.False(t, loose)
 	assert.Equal(t, "5 bursts of 32 over http1, client release spread median 45 us, max 120 us "+
 		"(as released; when they reached the target is not measured): "+
-		"in every round at least two attempts left within 4 us of each other, and all of them within 120 us, "+
-		"so a check-then-insert window wider than 4 us is entered by two attempts at once; a narrower one may be missed "+
+		"in every round at least two attempts left idemcheck within 4 us of each other, and all of them within 120 us. "+
+		"A target takes a burst in one request after another, so the attempts reached it further apart than they left, by its own intake time, "+
+		"which idemcheck does not see: a check-then-insert window is entered by two attempts at once when it is wider than 4 us and than that intake time; "+
+		"a narrower one may be missed "+
 		"(timed: idemcheck did not schedule the writes at the target's database link, which it holds only for a target it starts, and not with --timed-bursts)", proof)
 }
 

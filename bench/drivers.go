@@ -76,8 +76,8 @@ func NewWire(addr string, n int, p wire.Protocol, lanes int) Driver {
 	if p == wire.ProtocolH2 {
 		name = "idemcheck h2c (single packet"
 	}
-	if lanes == 1 {
-		name += ", one lane"
+	if lanes > 1 {
+		name += fmt.Sprintf(", %d lanes", lanes)
 	}
 	name += ")"
 	return &wireDriver{name: name, c: &wire.Client{Protocol: p, Timeout: 10 * time.Second, Lanes: lanes}, addr: addr, n: n}

@@ -1,7 +1,8 @@
 // Package bench measures idemcheck's burst engines against the ways a
 // load tool or a hand-written test would send the same burst, on a
 // loopback race target that shows what each way of sending lets a
-// check-then-insert race do. `make bench` runs it (cmd/burstbench) and
+// check-then-insert race do. `make bench` runs it (cmd/productbench through
+// the product path, RunProduct; cmd/burstbench for the engines alone) and
 // writes the figures to BENCHMARKS.md; the Go benchmarks of the hot paths
 // (templates, history encoding, the checker) sit beside it as
 // *_bench_test.go files.

@@ -37,7 +37,12 @@ func newSeenTarget(t *testing.T) *seenTarget {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	st := &seenTarget{from: map[string][]string{}}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// HTTP/1.1 and h2c with prior knowledge, so that both burst engines
+	// can be watched.
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: protos, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		st.mu.Lock()
 		k := r.Header.Get("Idempotency-Key")
@@ -82,7 +87,7 @@ func (l *localAddrs) dial(ctx context.Context, network, addr string) (net.Conn, 
 // is the remote address the target saw: a proxy in a burst's path would
 // show its upstream sockets there, not the client's.
 func TestBurstsAndCleanStepsReachTheTargetDirectly(t *testing.T) {
-	for _, p := range []wire.Protocol{wire.ProtocolAuto, wire.ProtocolHTTP1} {
+	for _, p := range []wire.Protocol{wire.ProtocolAuto, wire.ProtocolHTTP1, wire.ProtocolH2} {
 		t.Run(string(p), func(t *testing.T) {
 			target := newSeenTarget(t)
 			mine := &localAddrs{addrs: map[string]bool{}}
@@ -97,6 +102,13 @@ func TestBurstsAndCleanStepsReachTheTargetDirectly(t *testing.T) {
 			scs := []Scenario{ConcurrentBurst(8, 2), SequentialReplay(1), LostReply(1)}
 			require.NoError(t, r.Run(context.Background(), scs, h))
 			require.Len(t, h.Bursts, 2)
+			want := string(p)
+			if p == wire.ProtocolAuto {
+				want = string(wire.ProtocolH2) // the target speaks h2c
+			}
+			for _, b := range h.Bursts {
+				assert.Equal(t, want, b.Protocol)
+			}
 
 			target.mu.Lock()
 			defer target.mu.Unlock()

@@ -573,6 +573,10 @@ func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdo
 	return exitFor(out, res.Report.Verdict), nil
 }
 
+// certifyRun is certify.Run; a test puts a recorder around it to see the
+// configuration the command built.
+var certifyRun = certify.Run
+
 // certifyOne runs one certification with a progress line and prints its report.
 func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, stderr io.Writer) (*certify.Result, error) {
 	label := cfg.Name
@@ -581,7 +585,7 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 	}
 	prog := &textreport.Progress{W: stderr, TTY: isTerminal(stderr), Label: label}
 	cfg.Progress = prog.Update
-	res, err := certify.Run(ctx, cfg)
+	res, err := certifyRun(ctx, cfg)
 	prog.Done()
 	if err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ type Config struct {
 	// Replicas is how many instances of the target share its address
 	// behind idemcheck's per-connection balancer. With more than one, auto
 	// bursts go out over HTTP/1.1: an HTTP/2 burst is one connection per
-	// release lane (two on two cores), which that balancer hands to as many
+	// release lane (one by default), which that balancer hands to as many
 	// replicas at most, while a real deployment's
 	// per-request balancing spreads the attempts over all of them.
 	Replicas int

@@ -13,8 +13,8 @@ import (
 //  1. every connection is opened (and its TLS handshake done) first;
 //  2. every request is written except its final byte, so the server holds
 //     each one incomplete and cannot act on any of them yet;
-//  3. the final bytes are written on the release lanes (releaseLanes): the
-//     first of every lane at the same instant, the rest in a tight loop;
+//  3. the final bytes are written on the release lanes (releaseLanes; by
+//     default one writer), in a tight loop;
 //  4. the replies are read concurrently.
 //
 // Holding back the final byte (the last body byte, or the last header byte

@@ -63,17 +63,17 @@ var errH2Protocol = errors.New("http2 protocol error")
 //  4. the final DATA frame of every stream of a connection (the last body
 //     byte, or an empty frame for a request without a body, with
 //     END_STREAM) is written in one write call, so they leave in one TCP
-//     packet; the lanes make these writes at the same instant
-//     (releaseLanes);
+//     packet; with more than one lane, each lane makes its connection's
+//     write (releaseLanes);
 //  5. the replies are read and told apart by stream id.
 //
-// Why more than one connection: a server reads one connection's frames one
-// after the other (Go's takes about 7.5 us per final frame on the machine
-// the benchmarks ran on), so two streams of one packet reach their handlers
-// at least a frame apart, while two connections released at once are read
-// side by side: on 2 cores the median first-two gap went from 7.8-9.9 us to
-// 6.5 us, and the share of bursts racing inside 10 us from 0.5-0.6 to 0.8
-// (BENCHMARKS.md).
+// A server reads one connection's frames one after the other (Go's takes
+// about 7.5 us per final frame on the machine the benchmarks ran on), so two
+// streams of one packet reach their handlers at least a frame apart; two
+// connections released at once can be read side by side, which on a quiet
+// machine brought the median first-two gap from 7.8-9.9 us to 6.5 us. With
+// the target sharing a busy machine, the second lane's writer cost more
+// than it gave (see DefaultLanes), so by default there is one connection.
 //
 // Holding the last body byte, not only END_STREAM, keeps a server from
 // acting on a body it can parse before the stream ends (a JSON decoder

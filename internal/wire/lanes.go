@@ -3,16 +3,26 @@ package wire
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // DefaultLanes is how many release lanes a burst uses unless the Client
-// says otherwise: two, since a race needs two attempts at once, and two is
-// what was measured (on a 2-core machine shared with the target). More
-// lanes mean more writers spinning at once and, over HTTP/2, more
-// connections with fewer streams each; unmeasured, so not the default.
-const DefaultLanes = 2
+// says otherwise: one, a single writer that never spins.
+//
+// Two lanes whose writers spun on a flag until released were the default
+// until 2026-12-01, when the product path was measured with its targets
+// sharing the machine's two cores (BENCHMARKS.md, product path). On a busy
+// machine (load average 10-20) the spinning writers took the cores the
+// target needed to take the burst in, and the lanes waited on each other
+// for a scheduler time slice: an HTTP/1.1 burst's first two arrivals came
+// 64-90 us apart against vegeta's 18-26 us in the same run, and its
+// release took about 1 ms for 8 requests. One writer doing nothing but its
+// writes gave 14-24 us, and over h2c 4-7 us against 7-8 us with two
+// spinning lanes. Two lanes released through a channel instead of a spin
+// measured the same as one over HTTP/1.1 and no better over h2c, where a
+// single connection's one packet kept the full spread of 32 at 60-120 us
+// against 160-275 us over two; so one is the default.
+const DefaultLanes = 1
 
 // laneCount is how many release lanes a burst of n requests uses: never
 // more than the process can run at once (GOMAXPROCS) nor than requests.
@@ -21,27 +31,21 @@ func (c *Client) laneCount(n int) int {
 	if lanes <= 0 {
 		lanes = DefaultLanes
 	}
-	// Lanes spin while they wait for each other: more of them than can
-	// run at once would wait for the scheduler to preempt one.
 	return max(min(lanes, runtime.GOMAXPROCS(0), n), 1)
 }
 
 // releaseLanes calls write(i) once for every i in [0, n) over the given
-// number of lanes: the calling goroutine is lane 0, every other lane a
-// goroutine of its own, spinning on one flag until all are running, so
-// that the opening round, write(0) to write(lanes-1), one per lane, leaves
-// at the same instant. A race needs two attempts, and the first two
-// arrivals then come from two cores at once instead of one write apart
-// (a 1-byte loopback write cost 12-16 us of kernel time on the machine
-// of BENCHMARKS.md; parallel writers do not make a write cheaper, they make
-// the first ones simultaneous).
+// number of lanes. With one lane the calling goroutine writes them all, in
+// order. With more, every other lane is a goroutine of its own, parked on
+// a channel until the calling goroutine, lane 0, closes it and writes its
+// own share: the opening round, write(0) to write(lanes-1), is one write
+// per lane, and the writes after it are shared by every lane but one, so
+// that one core is left to a target on the same machine.
 //
-// The writes after the opening round are shared by every lane but one, in
-// order, so that one core is left to the target, which on a machine it
-// shares with the harness must take the arrivals in: measured on 2 cores,
-// keeping both busy to the end delayed the target's handlers and widened
-// the first-two gap by a third. With two lanes the rest is written by lane
-// 0 alone.
+// No lane spins: a writer spinning while it waits for the others takes a
+// core that a target on the same machine needs to take the burst in, and
+// on a busy machine waits for a scheduler time slice besides (see
+// DefaultLanes).
 func releaseLanes(lanes, n int, write func(i int)) {
 	lanes = max(min(lanes, n), 1)
 	if lanes == 1 {
@@ -60,30 +64,18 @@ func releaseLanes(lanes, n int, write func(i int)) {
 			write(i)
 		}
 	}
-	var ready, going atomic.Int32
-	var start atomic.Bool
-	var wg sync.WaitGroup
+	start := make(chan struct{})
+	var parked, wg sync.WaitGroup
+	parked.Add(lanes - 1)
 	for k := 1; k < lanes; k++ {
 		wg.Go(func() {
-			ready.Add(1)
-			for !start.Load() {
-			}
-			going.Add(1)
+			parked.Done()
+			<-start
 			lane(k)
 		})
 	}
-	// Every other lane is running when the flag goes up, and this one
-	// writes only once every other has seen it: a lane that spun long
-	// enough to be preempted, or whose thread the kernel took off its core
-	// for a busy target, would otherwise write its share milliseconds
-	// late (seen with the target on the same machine). Waiting here costs
-	// nothing, since the release moment matters only relative to itself.
-	for ready.Load() < int32(lanes-1) {
-		runtime.Gosched()
-	}
-	start.Store(true)
-	for going.Load() < int32(lanes-1) {
-	}
+	parked.Wait()
+	close(start)
 	lane(0)
 	wg.Wait()
 }

@@ -56,9 +56,8 @@ func (c *Client) Burst(ctx context.Context, addr string, reqs []Request) ([]Resu
 //     extra connection per burst (see Probe to ask once).
 //
 // Either way the final writes go out on the Client's release lanes
-// (Client.Lanes, two by default): the lanes' first writes leave at
-// the same instant from separate cores, so the first two arrivals are not
-// one write apart (see releaseLanes).
+// (Client.Lanes; by default one writer, which never spins: see
+// DefaultLanes and releaseLanes).
 //
 // An attempt that failed before its release (invalid request, dial,
 // handshake, prefix write) is not released and has Written false; an

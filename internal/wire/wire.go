@@ -155,12 +155,12 @@ type Client struct {
 	// ProtocolHTTP1, so a caller that does not choose keeps HTTP/1.1.
 	Protocol Protocol
 	// Lanes is how many release lanes a burst uses: writers on goroutines
-	// of their own, released together by one flag, so that on a machine
-	// with several cores the first final writes leave at the same instant
-	// instead of one write apart (see releaseLanes). Over HTTP/2 each lane
-	// is a connection of its own carrying its share of the streams. Zero
-	// or less means DefaultLanes (two); 1 is a single writer. Never more
-	// lanes than requests, nor than the process runs at once (GOMAXPROCS).
+	// of their own, released together through a channel (see
+	// releaseLanes). Over HTTP/2 each lane is a connection of its own
+	// carrying its share of the streams. Zero or less means DefaultLanes
+	// (one, a single writer: measured best with the target on the same
+	// machine). Never more lanes than requests, nor than the process runs
+	// at once (GOMAXPROCS).
 	Lanes int
 	// Dial, when set, opens every TCP connection the Client makes (single
 	// attempts, bursts and probes alike) instead of a net.Dialer; tests use

@@ -43,7 +43,7 @@ func main() {
 	pause := flag.Duration("pause", 2*time.Millisecond, "pause between bursts, so that one burst's closing connections do not disturb the next")
 	maxTime := flag.Duration("max", 4*time.Minute, "stop measuring after this long, whatever -bursts says")
 	write := flag.String("write", "", "Markdown file whose figures section is rewritten")
-	only := flag.String("drivers", "h1,h2,h1-1,h2-1,vegeta,barrier", "drivers to run: h1 and h2 (idemcheck's engines), h1-1 and h2-1 (the same with one release lane), vegeta, barrier")
+	only := flag.String("drivers", "h1,h2,h1-2,h2-2,vegeta,barrier", "drivers to run: h1 and h2 (idemcheck's engines, default lanes: one), h1-2 and h2-2 (the same with two release lanes), vegeta, barrier")
 	dump := flag.Int("dump", 0, "print the arrival offsets of this many bursts per driver and size, for a closer look")
 	gotest := flag.String("gotest", "", "after the bursts, run the Go benchmarks of this package pattern (go test -bench, -runs repetitions) and include them")
 	gobench := flag.String("gobench", "", "include this saved output of `go test -bench` instead of running -gotest")
@@ -68,10 +68,10 @@ func main() {
 	cfg := config{bursts: *bursts, runs: *runs, sizes: ns, warmup: *warmup, pause: *pause, max: *maxTime, dump: *dump, hold: *hold}
 	for f := range strings.SplitSeq(*only, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "h1", "h2", "h1-1", "h2-1", "vegeta", "barrier":
+		case "h1", "h2", "h1-2", "h2-2", "vegeta", "barrier":
 			cfg.drivers = append(cfg.drivers, f)
 		default:
-			fmt.Fprintf(os.Stderr, "burstbench: unknown driver %q (known: h1, h2, h1-1, h2-1, vegeta, barrier)\n", f)
+			fmt.Fprintf(os.Stderr, "burstbench: unknown driver %q (known: h1, h2, h1-2, h2-2, vegeta, barrier)\n", f)
 			os.Exit(2)
 		}
 	}
@@ -219,10 +219,10 @@ func measure(cfg config) (string, error) {
 				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolHTTP1, 0))
 			case "h2":
 				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolH2, 0))
-			case "h1-1":
-				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolHTTP1, 1))
-			case "h2-1":
-				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolH2, 1))
+			case "h1-2":
+				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolHTTP1, 2))
+			case "h2-2":
+				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolH2, 2))
 			case "vegeta":
 				ds = append(ds, bench.NewVegeta(addr, n))
 			case "barrier":

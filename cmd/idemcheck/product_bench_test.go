@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/bench"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/scenarios"
+)
+
+// The product-path burst benchmark (bench/cmd/productbench) runs
+// bench.RunProduct with bench.ProductConfig. This holds it beside
+// `idemcheck certify` with bench.ProductArgs, run as the command runs: the
+// command must hand certify.Run the very same configuration, and both must
+// make the same run, step by step, request by request, burst by burst, over
+// each protocol, so that what the benchmark measures is what a user gets
+// from the command.
+func TestProductBenchIsCertify(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = bench.Serve(ln, bench.NewRaceTarget(0)) }()
+	t.Cleanup(func() { ln.Close() })
+	addr := ln.Addr().String()
+
+	for _, p := range []wire.Protocol{wire.ProtocolHTTP1, wire.ProtocolH2} {
+		t.Run(string(p), func(t *testing.T) {
+			const n, rounds = 4, 3
+			histPath := filepath.Join(t.TempDir(), "history.jsonl")
+			args := append(bench.ProductArgs(addr, n, rounds, p), "--history", histPath, "--no-color")
+			code, out, errOut := cli(t, args...)
+			// Every request of the race target creates an order of its own:
+			// the burst check fails, as it must.
+			require.Equal(t, idemcheck.ExitAnomalies, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			f, err := os.Open(histPath)
+			require.NoError(t, err)
+			defer f.Close()
+			hs, err := idemcheck.ReadHistories(f, histPath)
+			require.NoError(t, err)
+			require.Len(t, hs, 1)
+			fromCLI := hs[0]
+
+			// The configuration the command hands to certify.Run is the
+			// benchmark's, field by field (the progress line and the
+			// recorded seed aside).
+			var built certify.Config
+			certifyRun = func(ctx context.Context, cfg certify.Config) (*certify.Result, error) {
+				built = cfg
+				return certify.Run(ctx, cfg)
+			}
+			defer func() { certifyRun = certify.Run }()
+			code, out, errOut = cli(t, bench.ProductArgs(addr, n, rounds, p)...)
+			require.Equal(t, idemcheck.ExitAnomalies, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			require.NotNil(t, built.Progress)
+			// The seed the command draws is only recorded in the history:
+			// certify.Run makes no choice with it.
+			built.Progress, built.Seed = nil, 0
+			assert.Equal(t, bench.ProductConfig(addr, n, rounds, p), built)
+
+			steps := 0
+			res, err := bench.RunProduct(context.Background(), bench.ProductConfig(addr, n, rounds, p), func(scenarios.Progress) { steps++ })
+			require.NoError(t, err)
+			fromBench := res.History
+			assert.Equal(t, len(fromBench.Bursts), steps, "the hook runs once after every burst")
+
+			assert.Equal(t, fromCLI.Run.Checks, fromBench.Run.Checks)
+			assert.Equal(t, fromCLI.Run.Policy, fromBench.Run.Policy)
+			assert.Equal(t, fromCLI.Run.Target, fromBench.Run.Target)
+			assert.Equal(t, fromCLI.Run.EffectQuery, fromBench.Run.EffectQuery)
+			assert.Equal(t, shape(fromCLI), shape(fromBench))
+			keys, bursts := bench.ProductBursts(fromBench)
+			tight := 0
+			for i, b := range bursts {
+				assert.Equal(t, string(p), b.Protocol, "burst %d", i+1)
+				assert.Equal(t, n, b.Attempts)
+				assert.Equal(t, fromBench.Intents[i].Key, keys[i], "burst %d's key is its intent's", i+1)
+				if !b.Loose {
+					tight++
+				}
+			}
+			assert.Equal(t, rounds, tight, "one tight burst a round")
+		})
+	}
+}
+
+// shape is a history's requests and bursts with each intent's id and key
+// replaced by placeholders: what two runs of the same configuration share.
+// A loose burst (one a busy machine released too wide, which the run
+// repeats) is left out with its attempts, and burst numbers with it.
+func shape(h *idemcheck.History) []string {
+	var out []string
+	loose := map[int]bool{}
+	for _, b := range h.Bursts {
+		if b.Loose {
+			loose[b.ID] = true
+			continue
+		}
+		b.ID, b.Spread, b.Intent = 0, 0, ""
+		out = append(out, jsonOf(b))
+	}
+	for _, a := range h.Attempts {
+		if loose[a.Burst] {
+			continue
+		}
+		rep := strings.NewReplacer(a.Key, "KEY", a.Intent, "INTENT")
+		hdr := http.Header{}
+		for k, vs := range a.Header {
+			for _, v := range vs {
+				hdr.Add(k, rep.Replace(v))
+			}
+		}
+		out = append(out, strings.Join([]string{a.Check, itoa(a.Round), itoa(a.Step), strconv.FormatBool(a.Burst != 0), string(a.Variant), a.Fault,
+			a.Method, a.Path, rep.Replace(a.Body), jsonOf(hdr), string(a.Outcome), itoa(a.Status)}, "|"))
+	}
+	return out
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
