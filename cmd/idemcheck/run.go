@@ -54,7 +54,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		file, probeFirst = of.spec, true
 	case file == "":
-		return 0, idemcheck.Usagef("run: -f SUITE.yaml or --openapi SPEC --url URL is required (see examples/suites/)")
+		return 0, idemcheck.Usagef("run: -f SUITE.yaml is required, or --openapi SPEC --url URL (see examples/suites/)")
 	case rawURL != "" || len(headers) > 0:
 		return 0, idemcheck.Usagef("run: --url and --header go with --openapi; a suite file names its target itself")
 	default:
