@@ -143,6 +143,7 @@ func TestInitThenRunCatchesTheZoo(t *testing.T) {
 	for _, v := range []orders.Variant{
 		orders.NoFingerprint, orders.RawBytesFingerprint, orders.BodyOnlyFingerprint, orders.DedupeByBody,
 		orders.KeyOptional, orders.RerenderReplay, orders.SavesValidationErrors, orders.TruncatesKeys,
+		orders.CheckThenInsert, orders.UniqueViolation500,
 	} {
 		t.Run(string(v), func(t *testing.T) {
 			check, anomaly := orders.Expectation(v)
