@@ -234,7 +234,13 @@ func TestExampleAPIInTheBackground(t *testing.T) {
 	}
 	pid, err := strconv.Atoi(vars["EXAMPLE_PID"])
 	require.NoError(t, err, out)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped { // a failed test leaves no server behind; a reaped pid may be another process's
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_, _ = syscall.Wait4(pid, nil, 0, nil)
+		}
+	})
 	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, vars["EXAMPLE_URL"])
 	require.Regexp(t, `^postgres://`, vars["DATABASE_URL"])
 
@@ -252,5 +258,6 @@ func TestExampleAPIInTheBackground(t *testing.T) {
 	var ws syscall.WaitStatus
 	_, err = syscall.Wait4(pid, &ws, 0, nil)
 	require.NoError(t, err)
+	reaped = true
 	assert.True(t, ws.Exited() && ws.ExitStatus() == 0, "the server stops cleanly on SIGTERM: %v", ws)
 }
