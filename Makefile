@@ -31,7 +31,7 @@ install:
 	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "make: $$dir is not on your PATH: export PATH=\"$$dir:\$$PATH\"";; esac
 
 ## example-api: serve the example orders API on 127.0.0.1:8080 with a throwaway PostgreSQL until Ctrl-C
-## (it prints DATABASE_URL; idemcheck example-api --background does the same in the background).
+## (it prints the DSN of its database; idemcheck example-api --background does the same in the background).
 EXAMPLE_PORT ?= 8080
 example-api: postgres
 	$(GO) run ./cmd/idemcheck example-api --port $(EXAMPLE_PORT)

@@ -30,8 +30,10 @@ const exampleAPIReady = "# the example orders API is ready"
 // runExampleAPI serves the example orders API (examples/orders) on a
 // loopback port with a throwaway PostgreSQL, so that a newcomer has an API
 // and a database to certify by --url and --db before pointing idemcheck
-// at their own. It prints shell lines that set EXAMPLE_URL, DATABASE_URL
-// and EXAMPLE_PID; with --background it returns once the API is ready and
+// at their own. It prints shell lines that set EXAMPLE_URL, EXAMPLE_DB
+// and EXAMPLE_PID (not DATABASE_URL: in the reader's shell it would
+// outlive the API and lead later commands to a database that is gone);
+// with --background it returns once the API is ready and
 // leaves it running until `kill "$EXAMPLE_PID"`, which also stops and
 // removes the database.
 func runExampleAPI(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -82,7 +84,7 @@ func runExampleAPI(ctx context.Context, args []string, stdout, stderr io.Writer)
 	api := orders.New(pool, orders.Config{Variant: v, Lease: 30 * time.Second, SweepEvery: time.Minute})
 	defer api.Close()
 
-	fmt.Fprintf(stdout, "export EXAMPLE_URL=http://%s\nexport DATABASE_URL=%s\nexport EXAMPLE_PID=%d\n%s (POST /orders, POST /payments); kill \"$EXAMPLE_PID\" stops it and removes its database\n",
+	fmt.Fprintf(stdout, "export EXAMPLE_URL=http://%s\nexport EXAMPLE_DB=%s\nexport EXAMPLE_PID=%d\n%s (POST /orders, POST /payments); kill \"$EXAMPLE_PID\" stops it and removes its database\n",
 		ln.Addr(), shellQuote(dsn), os.Getpid(), exampleAPIReady)
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()

@@ -242,10 +242,10 @@ func TestExampleAPIInTheBackground(t *testing.T) {
 		}
 	})
 	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, vars["EXAMPLE_URL"])
-	require.Regexp(t, `^postgres://`, vars["DATABASE_URL"])
+	require.Regexp(t, `^postgres://`, vars["EXAMPLE_DB"])
 
 	code, rep, errOut := cli(t, "certify", "--url", vars["EXAMPLE_URL"], "--path", "/orders",
-		"--body", `{"customerId":"{{intent}}","totalCents":4000}`, "--db", vars["DATABASE_URL"],
+		"--body", `{"customerId":"{{intent}}","totalCents":4000}`, "--db", vars["EXAMPLE_DB"],
 		"--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1", "--effect-arg", "{{intent}}",
 		"--checks", "concurrent-burst,sequential-replay,lost-reply", "--no-color")
 	require.Equal(t, idemcheck.ExitHeld, code, "%s\n%s", rep, errOut)
