@@ -162,6 +162,27 @@ func TestExampleWorkflow(t *testing.T) {
 	}
 }
 
+// The project's own CI runs the tests, the documentation's blocks and the
+// release snapshot, with every action pinned.
+func TestProjectWorkflow(t *testing.T) {
+	var w workflow
+	decodeStrict(t, filepath.Join(root, ".github", "workflows", "ci.yml"), &w)
+	var runs []string
+	for name, job := range w.Jobs {
+		assert.NotEmpty(t, job.RunsOn, name)
+		for _, s := range job.Steps {
+			if s.Uses != "" {
+				assert.Regexp(t, `@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$`, s.Uses, "pinned")
+			}
+			runs = append(runs, s.Run+s.With["args"])
+		}
+	}
+	all := strings.Join(runs, "\n")
+	for _, want := range []string{"make test", "make doc-blocks", "--snapshot"} {
+		assert.Contains(t, all, want)
+	}
+}
+
 // actionEnv is what the runner gives the action's scripts.
 func actionEnv(t *testing.T, dir string) []string {
 	abs, err := filepath.Abs(root)
