@@ -9,13 +9,43 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak zoo fuzz
+.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak zoo fuzz
 
 all: build
 
+# -buildvcs=auto records the commit in the binary where git can tell it, so
+# that idemcheck version and every report name the build; it overrides a
+# GOFLAGS=-buildvcs=false set elsewhere.
+BUILDFLAGS := -buildvcs=auto
+
+## build: bin/idemcheck and bin/orders (the example orders API, for --cmd).
 build:
-	$(GO) build -o bin/idemcheck ./cmd/idemcheck
-	$(GO) build -o bin/orders ./examples/orders/cmd/orders
+	$(GO) build $(BUILDFLAGS) -o bin/idemcheck ./cmd/idemcheck
+	$(GO) build $(BUILDFLAGS) -o bin/orders ./examples/orders/cmd/orders
+
+## install: idemcheck into $(go env GOBIN), else $(go env GOPATH)/bin.
+install:
+	$(GO) install $(BUILDFLAGS) ./cmd/idemcheck
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; \
+	echo "make: installed $$dir/idemcheck ($$($$dir/idemcheck version))"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "make: $$dir is not on your PATH: export PATH=\"$$dir:\$$PATH\"";; esac
+
+## example-api: serve the example orders API on 127.0.0.1:8080 with a throwaway PostgreSQL until Ctrl-C
+## (it prints the DSN of its database; idemcheck example-api --background does the same in the background).
+EXAMPLE_PORT ?= 8080
+example-api: postgres
+	$(GO) run ./cmd/idemcheck example-api --port $(EXAMPLE_PORT)
+
+## doc-blocks: run every sh block of README.md and docs/*.md, as written, in a fresh clone of this commit
+## (commit first), each file in one shell, in order (about 5 minutes); blocks marked doc-blocks: skip are
+## listed with their reason and left out, needs docker ones run where an engine answers.
+doc-blocks: postgres
+	IDEMCHECK_DOC_BLOCKS=1 $(GO) test -count=1 -v -timeout 40m -run '^TestDocBlocks$$' ./internal/docblocks
+
+## release-check: build the release binaries (linux and darwin, amd64 and arm64) as .goreleaser.yaml
+## describes them, without publishing anything.
+release-check:
+	@.ci/release-check
 
 ## postgres: make sure the PostgreSQL server binaries (initdb, postgres) exist.
 postgres:

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // ReportVersion is the version of the JSON report layout.
@@ -120,10 +122,51 @@ type Stats struct {
 	BurstProtocol string `json:"burst_protocol,omitempty"`
 }
 
+// Tool names the build of idemcheck that made a report, so that a report
+// kept by CI says which version judged the target.
+type Tool struct {
+	Name string `json:"name"`
+	// Version is the module version ("v1.2.0"), or "(devel)" for a build
+	// from a checkout, whose Commit then says which.
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	// Modified: the checkout had changes not committed.
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+}
+
+// String is the tool on one line: "idemcheck v1.2.0 (commit 0123abc, go1.26.0)".
+func (t Tool) String() string {
+	if t.Name == "" {
+		return ""
+	}
+	s := t.Name + " " + t.Version
+	var extra []string
+	if t.Commit != "" {
+		c := "commit " + t.Commit
+		if t.Modified {
+			c += " with local changes"
+		}
+		extra = append(extra, c)
+	}
+	if t.Go != "" {
+		extra = append(extra, t.Go)
+	}
+	if len(extra) > 0 {
+		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return s
+}
+
 // Report is the verdict of one certification.
 type Report struct {
-	Version   int           `json:"version"`
-	Verdict   Status        `json:"verdict"`
+	Version int    `json:"version"`
+	Verdict Status `json:"verdict"`
+	// Tool is the idemcheck build that made the report; StartedAt is when
+	// the run began (for a history checked again offline: when its first
+	// attempt was sent).
+	Tool      Tool          `json:"tool,omitzero"`
+	StartedAt time.Time     `json:"started_at,omitzero"`
 	Seed      int64         `json:"seed"`
 	Target    Target        `json:"target"`
 	Policy    Policy        `json:"policy"`
@@ -164,17 +207,25 @@ type RuleResult struct {
 
 // SuiteReport is the JSON report of a suite: one Report per endpoint.
 type SuiteReport struct {
-	Version int      `json:"version"`
-	Verdict Status   `json:"verdict"`
-	Seed    int64    `json:"seed"`
-	Reports []Report `json:"reports"`
+	Version   int       `json:"version"`
+	Verdict   Status    `json:"verdict"`
+	Tool      Tool      `json:"tool,omitzero"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	Seed      int64     `json:"seed"`
+	Reports   []Report  `json:"reports"`
 }
 
 // NewSuiteReport joins endpoint reports; the suite fails when any fails.
 func NewSuiteReport(seed int64, reports []Report) SuiteReport {
 	s := SuiteReport{Version: ReportVersion, Verdict: Pass, Seed: seed, Reports: reports}
-	for _, r := range reports {
+	for i, r := range reports {
 		s.Verdict = WorstVerdict(s.Verdict, r.Verdict)
+		if i == 0 || (!r.StartedAt.IsZero() && r.StartedAt.Before(s.StartedAt)) {
+			s.StartedAt = r.StartedAt
+		}
+		if s.Tool.Name == "" {
+			s.Tool = r.Tool
+		}
 	}
 	return s
 }

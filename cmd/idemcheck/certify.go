@@ -203,7 +203,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		opts                                                    = scenarios.Defaults
 	)
 	def := idemcheck.IETF()
-	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 (or --cmd, or --image)")
+	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 or ${API_URL} (or --cmd, or --image)")
 	fs.StringVar(&command, "cmd", "", "`command` that starts the target (run with sh -c, given PORT and DATABASE_URL): idemcheck then owns its process and database link, for the fault checks")
 	fs.IntVar(&instances, "instances", 1, "with --cmd: instances behind a round-robin balancer (1 to 16)")
 	fs.StringVar(&image, "image", "", "container `image` of the target, already on the Docker host (never pulled), run on host networking with PORT, ADDR=127.0.0.1 and DATABASE_URL: idemcheck then owns its container and database link, for the fault checks")
@@ -215,8 +215,8 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	fs.StringVar(&invalidBody, "invalid-body", "", "a body `template` the target must refuse with a 4xx before doing any work, for corrected-retry (default: the body with every member's type broken)")
 	fs.StringVar(&method, "method", "POST", "request method")
 	fs.StringVar(&path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
-	fs.StringVar(&body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}'")
-	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable; templates allowed)")
+	fs.StringVar(&body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}' (${NAME} is read from the environment)")
+	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable; templates allowed; ${NAME} is read from the environment and hidden in reports, $${ is a literal ${), such as 'Authorization: Bearer ${TOKEN}'")
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
 	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
 	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
@@ -251,6 +251,27 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// ${NAME} in these flags comes from the environment. What the header,
+	// tenant and body flags expand to is hidden in every report, as a
+	// suite's is; the URL is printed in the report anyway.
+	var secrets []string
+	rawURL, _, err := expandFlag("--url", rawURL, os.LookupEnv)
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range []struct {
+		name string
+		vs   []string
+	}{{"--header", headers}, {"--tenant", tenants}, {"--body", []string{body}}} {
+		used, err := expandFlags(f.name, f.vs, os.LookupEnv)
+		if err != nil {
+			return 0, err
+		}
+		secrets = append(secrets, used...)
+		if f.name == "--body" {
+			body = f.vs[0]
+		}
+	}
 
 	switch {
 	case rawURL == "" && command == "" && image == "":
@@ -385,7 +406,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	cfg := certify.Config{
 		Name: name, Options: opts, Redact: redact, RedactFields: redactFields, RedactQuery: redactQuery,
-		Checks: splitList(checks), EffectSQL: effectSQL,
+		Checks: splitList(checks), EffectSQL: effectSQL, Secrets: secrets,
 	}
 	rf.apply(&cfg)
 	cfg.Policy = pol
@@ -585,13 +606,64 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 	}
 	prog := &textreport.Progress{W: stderr, TTY: isTerminal(stderr), Label: label}
 	cfg.Progress = prog.Update
+	started := time.Now()
 	res, err := certifyRun(ctx, cfg)
 	prog.Done()
 	if err != nil {
 		return nil, err
 	}
-	textreport.Write(stdout, res.Report, !out.noColour && isTerminal(stdout))
+	stamp(&res.Report, started)
+	if st, n, ok := refusedRequest(res.History); ok {
+		return nil, idemcheck.Usagef("%s", refusedHint(st, n))
+	}
+	textreport.Write(stdout, res.Report, useColour(out.noColour, stdout, os.Getenv))
 	return res, nil
+}
+
+// refusedRequest reports whether the target refused the request itself:
+// the first attempt of every intent that sent the request as configured
+// (not a check's deliberate variant: no key, a broken body) was answered
+// with one and the same 4xx. Nothing a retry does is then tested, and the
+// anomalies the checks would report are the configuration's, not the
+// API's. It needs at least two such intents answered.
+func refusedRequest(h *idemcheck.History) (status, intents int, refused bool) {
+	if h == nil {
+		return 0, 0, false
+	}
+	first := map[string]idemcheck.Attempt{}
+	for _, a := range h.Attempts {
+		if f, ok := first[a.Intent]; !ok || a.ID < f.ID {
+			first[a.Intent] = a
+		}
+	}
+	for _, a := range first {
+		if (a.Variant != "" && a.Variant != idemcheck.TenantA) || a.Status == 0 {
+			// A deliberate variant, or a first attempt whose reply was
+			// cut or never came: it says nothing of the request.
+			continue
+		}
+		if a.Status < 400 || a.Status > 499 || (status != 0 && a.Status != status) {
+			return 0, 0, false
+		}
+		status = a.Status
+		intents++
+	}
+	return status, intents, intents >= 2
+}
+
+// refusedHint is the one line that says which flags to look at for a
+// request the target refused.
+func refusedHint(status, intents int) string {
+	look := "check --body, --header, --path"
+	switch status {
+	case 401, 403:
+		look = "check the credentials in --header (an environment variable is written ${NAME}), then --path"
+	case 404, 405:
+		look = "check --path and --method (and the --url's port)"
+	case 415:
+		look = "check --body and its Content-Type (--header 'Content-Type: …')"
+	}
+	return fmt.Sprintf("the target answers %d to the request itself, on the first attempt of all %d intents, so no retry was tested: %s", status, intents, look)
 }
 
 // exitFor maps a verdict to the exit code (see idemcheck.VerdictExit).
@@ -811,6 +883,22 @@ func splitList(s string) []string {
 	return out
 }
 
+// useColour decides whether a report printed to w is coloured: never with
+// --no-color or NO_COLOR (https://no-color.org: set and not empty), always
+// with FORCE_COLOR set to anything but empty, 0 or false (a CI log that
+// renders colour), else only on a terminal.
+func useColour(noColour bool, w io.Writer, getenv func(string) string) bool {
+	if noColour || getenv("NO_COLOR") != "" {
+		return false
+	}
+	switch f := strings.ToLower(getenv("FORCE_COLOR")); f {
+	case "", "0", "false":
+	default:
+		return true
+	}
+	return isTerminal(w)
+}
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && textreport.IsTerminal(f)
@@ -846,10 +934,11 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	verdict := idemcheck.Pass
 	for i, h := range hs {
 		rep := assert.Report(h)
+		stamp(&rep, historyStart(h))
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		textreport.Write(stdout, rep, !out.noColour && isTerminal(stdout))
+		textreport.Write(stdout, rep, useColour(out.noColour, stdout, os.Getenv))
 		verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
 		results = append(results, &certify.Result{History: h, Report: rep})
 	}

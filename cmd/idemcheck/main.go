@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/idemcheck/idemcheck"
@@ -30,10 +31,15 @@ Usage:
   idemcheck soak --url URL …     a rate of intents for a while, a share of replies cut and retried
   idemcheck check HISTORY.jsonl  check a recorded history again, offline
   idemcheck estimate …           what unrecognised retries cost (idemcheck estimate -h for flags)
+  idemcheck example-api          serve the example orders API on a throwaway PostgreSQL, to certify
+  idemcheck version              the version, commit and Go version of this build (also --version)
 
 Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or configuration,
 3 the harness or the target could not run.
 `
+
+// commands are the commands usage lists, in its order.
+var commands = []string{"demo", "certify", "init", "run", "soak", "check", "estimate", "example-api", "version", "help"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -67,11 +73,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = runEstimate(args[1:], stdout, stderr)
 	case exampleServerCommand:
 		code, err = runExampleServer(ctx, args[1:], stderr)
+	case "example-api":
+		code, err = runExampleAPI(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		code, err = runVersion(args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return idemcheck.ExitHeld
 	default:
-		err = idemcheck.Usagef("unknown command %q: use demo, certify, init, run, check or estimate", args[0])
+		err = idemcheck.Usagef("unknown command %q: use %s (idemcheck help for what each does)", args[0], strings.Join(commands, ", "))
 	}
 	if err != nil {
 		if errors.Is(err, errHelp) {

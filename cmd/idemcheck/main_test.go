@@ -24,7 +24,8 @@ import (
 func TestMain(m *testing.M) {
 	// The demo serves its examples by starting its own binary with the
 	// hidden example-server command; under go test that binary is this one.
-	if len(os.Args) > 1 && (os.Args[1] == exampleServerCommand || os.Args[1] == subcommand) {
+	// example-api --background starts its binary again with example-api.
+	if len(os.Args) > 1 && (os.Args[1] == exampleServerCommand || os.Args[1] == subcommand || os.Args[1] == "example-api") {
 		args := os.Args[1:]
 		if args[0] == subcommand {
 			args = args[1:]

@@ -22,12 +22,18 @@ const MaxSoakRate = 100000
 
 // soakReport is the JSON of a soak.
 type soakReport struct {
-	Version  int                   `json:"version"`
-	Verdict  idemcheck.Status      `json:"verdict"`
-	Seed     int64                 `json:"seed"`
-	Target   idemcheck.Target      `json:"target"`
-	Soak     *scenarios.SoakResult `json:"soak"`
-	Estimate *estimate.Result      `json:"estimate,omitempty"`
+	Version   int                   `json:"version"`
+	Verdict   idemcheck.Status      `json:"verdict"`
+	Tool      idemcheck.Tool        `json:"tool,omitzero"`
+	StartedAt time.Time             `json:"started_at,omitzero"`
+	Seed      int64                 `json:"seed"`
+	Target    idemcheck.Target      `json:"target"`
+	Soak      *scenarios.SoakResult `json:"soak"`
+	Estimate  *estimate.Result      `json:"estimate,omitempty"`
+	// EstimateAssumes says what the estimate rests on: the timeout rate
+	// is the share of replies the soak cut, an assumption, not a figure
+	// measured from the API.
+	EstimateAssumes string `json:"estimate_assumes,omitempty"`
 }
 
 func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -190,6 +196,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		sk.History = histFile
 	}
 	fmt.Fprintf(stderr, "soak: %d intents/s for %v, %.1f%% of replies cut after commit …\n", rate, duration, cutShare*100)
+	started := time.Now()
 	res, err := sk.Run(ctx)
 	if err != nil {
 		return 0, idemcheck.Unavailablef("soak: %v", err)
@@ -208,7 +215,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
 	}
-	rep := soakReport{Version: idemcheck.ReportVersion, Verdict: idemcheck.Pass, Seed: seed, Target: target, Soak: res}
+	rep := soakReport{Version: idemcheck.ReportVersion, Verdict: idemcheck.Pass, Tool: tool,
+		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: res}
 	if res.Duplicates > 0 || res.Lost > 0 {
 		rep.Verdict = idemcheck.Fail
 	}
@@ -218,6 +226,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			ValuePerDuplicate: value, KeyBytes: estimate.DefaultKeyBytes, Window: estimate.DefaultWindow,
 		})
 		rep.Estimate = &est
+		rep.EstimateAssumes = fmt.Sprintf("%.2f%% of real requests time out after the server committed (the share this soak cut, not a measurement of the API)", res.TimeoutRate*100)
 	}
 	writeSoak(stdout, rep, sk.Effects != nil)
 	if out.json != "" {
@@ -248,8 +257,14 @@ func writeSoak(w io.Writer, rep soakReport, counted bool) {
 		fmt.Fprintf(w, "  effects not counted (no --effect-sql): duplicates can only be seen on the wire\n")
 	}
 	if e := rep.Estimate; e != nil {
-		fmt.Fprintf(w, "  at this rate (%.0f requests a day) and these shares, a client without retries leaves %.0f customers a month unanswered;\n"+
-			"  retries without idempotency would make %.0f duplicates a day\n", e.Inputs.RequestsPerDay, e.UnansweredPerMonth, e.DuplicatesPerDay)
+		// The cut share is what this soak injected, not what the API's
+		// clients see: the cost is stated as the assumption it is, and
+		// only the replay share is the API's own figure.
+		fmt.Fprintf(w, "  the cut share was injected by this soak, not measured from the API. If %.2f%% of your real requests timed out after commit\n"+
+			"  at %.0f requests a day, retries without idempotency would make %.0f duplicates a day, and a client without\n"+
+			"  retries would leave %.0f customers a month unanswered. With your own traffic's figures:\n"+
+			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share %.2f\n",
+			e.Inputs.TimeoutRate*100, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
 	}
 	fmt.Fprintf(w, "  verdict %s\n", map[idemcheck.Status]string{idemcheck.Pass: "PASS", idemcheck.Fail: "FAIL"}[rep.Verdict])
 }

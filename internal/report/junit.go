@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
 )
@@ -29,12 +30,14 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+	// Timestamp is when the run started (ISO 8601, UTC), from the Report.
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Cases      []junitCase     `xml:"testcase"`
 }
@@ -72,7 +75,10 @@ type junitText struct {
 }
 
 // WriteJUnit writes reports as JUnit XML: one testsuite per Report, named
-// after the target (its label, or "METHOD URL"), and one testcase per check.
+// after the target (its label, or "METHOD /path": never its URL, whose port
+// changes from run to run), and one testcase per check, named after the
+// check, its classname the suite's name, so that CI servers follow each
+// test across runs. The URL is a property of the suite.
 // A failed check carries a failure whose message counts its anomalies by
 // kind and whose type is "idemcheck.<kind>" of the first, so a CI rule can
 // match on it; its text holds every anomaly with its explanation and
@@ -81,9 +87,9 @@ type junitText struct {
 // with the reason, so CI shows it as neither passed nor failed.
 //
 // The Report records one duration for the whole run, so a suite's time is
-// that duration and each testcase's time is its share by attempts; a
-// timestamp is left out because the Report holds no start time, which
-// keeps the output the same for the same report. The root has no skipped
+// that duration and each testcase's time is its share by attempts. The
+// suite's timestamp is the Report's start time, and the tool that made the
+// report is a property, so the output is the same for the same report. The root has no skipped
 // count because junit-10.xsd allows none there; each suite has one.
 //
 // Nothing is written when a report is inconsistent (an anomaly index out
@@ -117,14 +123,23 @@ func WriteJUnit(w io.Writer, reports []idemcheck.Report) error {
 }
 
 func junitSuiteOf(r idemcheck.Report) (junitSuite, error) {
-	name := clean(suiteName(r))
+	name := clean(stableName(r))
 	ms := max(r.Stats.DurationMS, 0)
 	s := junitSuite{Name: name, Time: seconds(float64(ms))}
+	if !r.StartedAt.IsZero() {
+		s.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05")
+	}
 	s.Properties = []junitProperty{
 		{"verdict", string(r.Verdict)},
 		{"seed", strconv.FormatInt(r.Seed, 10)},
 		{"method", r.Target.Method},
 		{"url", targetURL(r.Target)},
+	}
+	if t := r.Tool.String(); t != "" {
+		s.Properties = append(s.Properties, junitProperty{"tool", t})
+	}
+	if !r.StartedAt.IsZero() {
+		s.Properties = append(s.Properties, junitProperty{"started_at", r.StartedAt.UTC().Format(time.RFC3339Nano)})
 	}
 	if r.Target.Database != "" {
 		s.Properties = append(s.Properties, junitProperty{"database", r.Target.Database})
@@ -190,7 +205,7 @@ func junitFailureOf(ch idemcheck.CheckResult, as []idemcheck.Anomaly) *junitFail
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "%s in %s, intent %s, key %s\n", a.Kind, a.Check, a.Intent, a.Key)
+		fmt.Fprintf(&b, "%s in %s, intent %s, key %s:\n", a.Kind, a.Check, a.Intent, a.Key)
 		fmt.Fprintf(&b, "  %s\n", oneLine(a.Explanation, 1<<16))
 		if o := observedLine(a.Observed); o != "" {
 			fmt.Fprintf(&b, "  %s\n", o)
@@ -199,7 +214,7 @@ func junitFailureOf(ch idemcheck.CheckResult, as []idemcheck.Anomaly) *junitFail
 			fmt.Fprintf(&b, "  %s\n", evidenceLine(e, JUnitBodyMax))
 		}
 		if len(a.Evidence) < len(a.Attempts) {
-			fmt.Fprintf(&b, "  witnesses: attempts %s\n", ints(a.Attempts))
+			fmt.Fprintf(&b, "  Witnesses: attempts %s.\n", ints(a.Attempts))
 		}
 	}
 	f.Text = clean(b.String())

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,6 +43,7 @@ type xSuite struct {
 	Errors     string      `xml:"errors,attr"`
 	Skipped    string      `xml:"skipped,attr"`
 	Time       string      `xml:"time,attr"`
+	Timestamp  string      `xml:"timestamp,attr"`
 	Extra      []xml.Attr  `xml:",any,attr"`
 	Properties []xProperty `xml:"properties>property"`
 	Cases      []xCase     `xml:"testcase"`
@@ -146,7 +148,11 @@ func TestJUnitIsValidAgainstTheJenkinsLayout(t *testing.T) {
 
 	pass, fail := root.Suites[0], root.Suites[1]
 	assert.Equal(t, "orders (reference)", pass.Name, "a target's name names its suite")
-	assert.Equal(t, "POST http://127.0.0.1:8081/orders", fail.Name, "without a name: method and URL")
+	assert.Equal(t, "POST /orders", fail.Name, "without a name: method and path, never the port")
+	for _, c := range fail.Cases {
+		assert.Equal(t, "POST /orders", c.Classname)
+	}
+	assert.Contains(t, fail.Properties, xProperty{Name: "url", Value: "http://127.0.0.1:8081/orders"}, "the URL is a property")
 	assert.Equal(t, "0.512", pass.Time)
 	assert.Equal(t, []string{"0.493", "0.019"}, []string{pass.Cases[0].Time, pass.Cases[1].Time},
 		"the run's 512 ms shared by attempts, 160 and 6")
@@ -160,14 +166,14 @@ func TestJUnitIsValidAgainstTheJenkinsLayout(t *testing.T) {
 	assert.Equal(t, "2 anomalies: duplicate-effect, multiple-created", f.Message)
 	assert.Equal(t, "idemcheck.duplicate-effect", f.Type, "the type names the first anomaly's kind")
 	for _, want := range []string{
-		"duplicate-effect in concurrent-burst, intent ic-8281213f-1, key cc3e414c-414c-463f-a066-df441ea4d635",
+		"duplicate-effect in concurrent-burst, intent ic-8281213f-1, key cc3e414c-414c-463f-a066-df441ea4d635:",
 		"One intent must leave exactly one effect.",
-		"observed: effects=2",
-		`attempt 3 (step 1): 201 {"orderId":"o-1", "customerId":"ic-8281213f-1"}`,
+		"Observed: effects 2.",
+		`Attempt 3 (step 1) was answered 201 with {"orderId":"o-1", "customerId":"ic-8281213f-1"}`,
 		"multiple-created in concurrent-burst",
-		`attempt 17 (step 1): 201 {"orderId":"o-2"} [replayed: false]`,
-		"attempt 21 (step 1): no reply: read: connection reset by peer",
-		"witnesses: attempts 3, 17, 21, 22",
+		`Attempt 17 (step 1) was answered 201 with {"orderId":"o-2"} [replayed: false]`,
+		"Attempt 21 (step 1) got no reply: read: connection reset by peer",
+		"Witnesses: attempts 3, 17, 21, 22.",
 		// The hostile body survives the round trip, its forbidden bytes
 		// shown as escapes and its markup and CDATA terminator intact.
 		`a\x00b\x1b[31mred\xff ]]> <x>&amp; | ` + "`tick`",
@@ -180,6 +186,37 @@ func TestJUnitIsValidAgainstTheJenkinsLayout(t *testing.T) {
 	assert.Equal(t, "the target cannot cut | replies: no <proxy>", skipped.Skipped[0].Message)
 	assert.Equal(t, "0.000", skipped.Time, "a skipped check sent nothing")
 	assert.Equal(t, []string{"rule: a replay returns the original reply\n3 intents, 6 attempts"}, fail.Cases[1].SystemOut)
+}
+
+// The same target certified twice, on two ports and at two times, gives
+// the same test names, and its failure text holds no Go syntax.
+func TestJUnitNamesAreStableAcrossRuns(t *testing.T) {
+	names := func(port string, start time.Time) ([]string, string) {
+		r := fixtures()[1]
+		r.Target.URL = "http://127.0.0.1:" + port
+		r.StartedAt = start
+		r.Tool = idemcheck.Tool{Name: "idemcheck", Version: "v1.2.3", Go: "go1.26.0"}
+		r.Anomalies[0].Observed = map[string]any{"effects": int64(2), "statuses": map[int]int{201: 32, 409: 3}, "args": []string{"ic-1"}}
+		var b bytes.Buffer
+		require.NoError(t, WriteJUnit(&b, []idemcheck.Report{r}))
+		s := decodeJUnit(t, b.Bytes()).Suites[0]
+		assert.Contains(t, s.Properties, xProperty{Name: "tool", Value: "idemcheck v1.2.3 (go1.26.0)"})
+		assert.Contains(t, s.Properties, xProperty{Name: "started_at", Value: start.UTC().Format(time.RFC3339Nano)})
+		assert.Equal(t, start.UTC().Format("2006-01-02T15:04:05"), s.Timestamp)
+		out := []string{s.Name}
+		for _, c := range s.Cases {
+			out = append(out, c.Classname+" / "+c.Name)
+		}
+		return out, s.Cases[0].Failures[0].Text
+	}
+	a, text := names("41234", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	b, _ := names("52345", time.Date(2026, 12, 2, 11, 30, 0, 0, time.UTC))
+	assert.Equal(t, a, b)
+	for _, n := range a {
+		assert.NotContains(t, n, "41234")
+	}
+	assert.Contains(t, text, "Observed: args ic-1; effects 2; statuses 201 x32, 409 x3.")
+	assert.NotContains(t, text, "map[")
 }
 
 func TestJUnitGolden(t *testing.T) {

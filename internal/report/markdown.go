@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
 )
@@ -116,6 +117,12 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 	}
 	facts = append(facts, fmt.Sprintf("seed %d", r.Seed),
 		fmt.Sprintf("%s in %ss", plural(r.Stats.Attempts, "attempt", "attempts"), seconds(float64(max(r.Stats.DurationMS, 0)))))
+	if !r.StartedAt.IsZero() {
+		facts = append(facts, "started "+r.StartedAt.UTC().Format(time.RFC3339))
+	}
+	if t := r.Tool.String(); t != "" {
+		facts = append(facts, escapeInline(oneLine(t, 200)))
+	}
 	b.WriteString(strings.Join(facts, " · ") + "\n\n")
 
 	b.WriteString("| check | status | intents | attempts | anomalies |\n|---|---|--:|--:|--:|\n")
@@ -228,7 +235,7 @@ func markdownAnomaly(b *strings.Builder, a idemcheck.Anomaly) {
 		lines = append(lines, evidenceLine(e, MarkdownBodyMax))
 	}
 	if len(a.Evidence) < len(a.Attempts) {
-		lines = append(lines, "witnesses: attempts "+ints(a.Attempts))
+		lines = append(lines, "Witnesses: attempts "+ints(a.Attempts)+".")
 	}
 	if len(lines) == 0 {
 		return

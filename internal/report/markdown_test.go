@@ -92,8 +92,8 @@ func TestMarkdownCapsEvidence(t *testing.T) {
 		a.Attempts = append(a.Attempts, 100+i)
 	}
 	md := markdown(t, []idemcheck.Report{r})
-	assert.Contains(t, md, fmt.Sprintf("attempt %d (step 1)", 100+MarkdownMaxEvidence-1))
-	assert.NotContains(t, md, fmt.Sprintf("attempt %d (step 1)", 100+MarkdownMaxEvidence))
+	assert.Contains(t, md, fmt.Sprintf("Attempt %d (step 1)", 100+MarkdownMaxEvidence-1))
+	assert.NotContains(t, md, fmt.Sprintf("Attempt %d (step 1)", 100+MarkdownMaxEvidence))
 	assert.Contains(t, md, "… 3 more witnesses")
 	assert.Contains(t, md, strings.Repeat("x", MarkdownBodyMax)+"… (800 bytes more)")
 }

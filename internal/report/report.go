@@ -8,6 +8,7 @@ package report
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -21,6 +22,17 @@ func suiteName(r idemcheck.Report) string {
 		return r.Target.Name
 	}
 	return strings.TrimSpace(r.Target.Method + " " + targetURL(r.Target))
+}
+
+// stableName names a report the same on every run of the same target: the
+// target's label, or its method and path. A URL would carry the port a
+// started target got, which changes from run to run, and CI servers would
+// see new tests every time.
+func stableName(r idemcheck.Report) string {
+	if r.Target.Name != "" {
+		return r.Target.Name
+	}
+	return strings.TrimSpace(r.Target.Method + " " + r.Target.Path)
 }
 
 func targetURL(t idemcheck.Target) string {
@@ -78,19 +90,19 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// evidenceLine shows one witnessing attempt on one line, its body cut to
-// bodyMax bytes: the JSON report keeps bodies whole.
+// evidenceLine shows one witnessing attempt as a sentence on one line, its
+// body cut to bodyMax bytes: the JSON report keeps bodies whole.
 func evidenceLine(e idemcheck.Evidence, bodyMax int) string {
-	line := fmt.Sprintf("attempt %d (step %d): ", e.Attempt, e.Step)
+	line := fmt.Sprintf("Attempt %d (step %d) ", e.Attempt, e.Step)
 	switch {
 	case e.Error != "":
-		line += "no reply: " + oneLine(e.Error, bodyMax)
+		line += "got no reply: " + oneLine(e.Error, bodyMax)
 	case e.Status == 0:
-		line += "no reply"
+		line += "got no reply"
 	default:
-		line += fmt.Sprint(e.Status)
+		line += fmt.Sprintf("was answered %d", e.Status)
 		if b := oneLine(e.Body, bodyMax); b != "" {
-			line += " " + b
+			line += " with " + b
 		}
 	}
 	if e.Replayed != "" {
@@ -99,8 +111,8 @@ func evidenceLine(e idemcheck.Evidence, bodyMax int) string {
 	return line
 }
 
-// observedLine shows an anomaly's observed figures, keys sorted so the
-// output is stable.
+// observedLine shows an anomaly's observed figures as one sentence, keys
+// sorted so the output is stable: "Observed: effects 2; statuses 201 x32."
 func observedLine(o map[string]any) string {
 	if len(o) == 0 {
 		return ""
@@ -112,9 +124,56 @@ func observedLine(o map[string]any) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, o[k])
+		parts[i] = strings.ReplaceAll(k, "_", " ") + " " + observedValue(o[k])
 	}
-	return "observed: " + clean(strings.Join(parts, ", "))
+	return "Observed: " + clean(strings.Join(parts, "; ")) + "."
+}
+
+// observedValue writes a figure for people: a count by status as
+// "201 x32, 409 x3", a list as "a, b", never Go's map[…] or […] syntax.
+func observedValue(v any) string {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Map:
+		type kv struct{ k, v string }
+		var out []kv
+		for it := rv.MapRange(); it.Next(); {
+			out = append(out, kv{fmt.Sprint(it.Key().Interface()), observedValue(it.Value().Interface())})
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if len(out[i].k) != len(out[j].k) && isDigits(out[i].k) && isDigits(out[j].k) {
+				return len(out[i].k) < len(out[j].k)
+			}
+			return out[i].k < out[j].k
+		})
+		parts := make([]string, len(out))
+		for i, p := range out {
+			parts[i] = p.k + " x" + p.v
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	case reflect.Slice, reflect.Array:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return fmt.Sprintf("%s", v)
+		}
+		parts := make([]string, rv.Len())
+		for i := range parts {
+			parts[i] = observedValue(rv.Index(i).Interface())
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	case reflect.Invalid:
+		return "none"
+	}
+	return fmt.Sprint(v)
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // oneLine makes s printable and one line: whitespace runs become one

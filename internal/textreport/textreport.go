@@ -54,6 +54,9 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	if t.Log != "" {
 		fmt.Fprintf(w, "  target output in %s\n", t.Log)
 	}
+	if tool := r.Tool.String(); tool != "" && !r.StartedAt.IsZero() {
+		fmt.Fprintf(w, "  %sstarted %s by %s%s\n", c.dim, r.StartedAt.UTC().Format(time.RFC3339), tool, c.reset)
+	}
 	for _, ch := range r.Checks {
 		status := strings.ToUpper(string(ch.Status))
 		col := c.green
