@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,12 +144,21 @@ func TestInitThenRunCatchesTheZoo(t *testing.T) {
 	for _, v := range []orders.Variant{
 		orders.NoFingerprint, orders.RawBytesFingerprint, orders.BodyOnlyFingerprint, orders.DedupeByBody,
 		orders.KeyOptional, orders.RerenderReplay, orders.SavesValidationErrors, orders.TruncatesKeys,
-		orders.CheckThenInsert, orders.UniqueViolation500,
+		orders.CheckThenInsert, orders.UniqueViolation500, orders.ShortTTL,
 	} {
 		t.Run(string(v), func(t *testing.T) {
 			check, anomaly := orders.Expectation(v)
 			url, _ := ordersAPI(t, v)
 			suitePath := initSuite(t, url)
+			if v == orders.ShortTTL {
+				// The user states how long clients retry; the variant forgets
+				// keys sooner than that.
+				f, err := os.OpenFile(suitePath, os.O_APPEND|os.O_WRONLY, 0)
+				require.NoError(t, err)
+				_, err = fmt.Fprintf(f, "options:\n  retry_window: %s\n", 2*orders.ShortTTLRetention)
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+			}
 			jsonPath := filepath.Join(t.TempDir(), "report.json")
 			code, out, errOut := cli(t, "run", "-f", suitePath, "--checks", check, "--json", jsonPath, "--no-color")
 			require.Equal(t, idemcheck.ExitAnomalies, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
