@@ -144,12 +144,21 @@ func TestInitThenRunCatchesTheZoo(t *testing.T) {
 	for _, v := range []orders.Variant{
 		orders.NoFingerprint, orders.RawBytesFingerprint, orders.BodyOnlyFingerprint, orders.DedupeByBody,
 		orders.KeyOptional, orders.RerenderReplay, orders.SavesValidationErrors, orders.TruncatesKeys,
-		orders.CheckThenInsert, orders.UniqueViolation500, orders.ShortTTL,
+		orders.CheckThenInsert, orders.UniqueViolation500, orders.ShortTTL, orders.NotScopedPerClient,
 	} {
 		t.Run(string(v), func(t *testing.T) {
 			check, anomaly := orders.Expectation(v)
 			url, _ := ordersAPI(t, v)
 			suitePath := initSuite(t, url)
+			if v == orders.NotScopedPerClient {
+				// The description names no credentials: the user gives two
+				// clients' own, as for any suite.
+				b, err := os.ReadFile(suitePath)
+				require.NoError(t, err)
+				s := strings.ReplaceAll(string(b), "    method: POST\n",
+					"    method: POST\n    tenants: [\"Authorization: Bearer client-a\", \"Authorization: Bearer client-b\"]\n")
+				require.NoError(t, os.WriteFile(suitePath, []byte(s), 0o644))
+			}
 			if v == orders.ShortTTL {
 				// The user states how long clients retry; the variant forgets
 				// keys sooner than that.
