@@ -10,13 +10,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,7 +48,7 @@ func main() {
 	flag.Parse()
 
 	if *serve != "" {
-		if err := runTarget(*serve, *hold); err != nil {
+		if err := bench.RunRaceTargetProcess(*serve, *hold); err != nil {
 			fmt.Fprintln(os.Stderr, "burstbench:", err)
 			os.Exit(1)
 		}
@@ -108,64 +106,6 @@ func main() {
 	}
 }
 
-// runTarget is the race target's process. It ends when its parent closes
-// stdin (or dies), and after an hour at the latest.
-func runTarget(addr string, hold time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	if !ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
-		return fmt.Errorf("the race target listens on loopback only, not %s", ln.Addr())
-	}
-	fmt.Println(ln.Addr())
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		os.Exit(0)
-	}()
-	time.AfterFunc(time.Hour, func() { os.Exit(0) })
-	return bench.Serve(ln, bench.NewRaceTarget(hold))
-}
-
-// startTarget runs the race target in a child process, so that its
-// scheduler and garbage collector are not the drivers'.
-func startTarget(hold time.Duration) (addr string, stop func(), err error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(exe, "-serve", "127.0.0.1:0", "-hold", hold.String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop = func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("the race target did not start: %w", err)
-	}
-	return strings.TrimSpace(line), stop, nil
-}
-
 type config struct {
 	bursts, runs, warmup, dump int
 	sizes                      []int
@@ -198,7 +138,7 @@ type tally struct {
 func measure(cfg config) (string, error) {
 	load0 := bench.LoadAverage()
 	began := time.Now()
-	addr, stop, err := startTarget(cfg.hold)
+	addr, stop, err := bench.StartRaceTargetProcess(cfg.hold)
 	if err != nil {
 		return "", err
 	}

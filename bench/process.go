@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// RunRaceTargetProcess is the body of a race target's own process: it
+// serves NewRaceTarget(hold) on addr (loopback only), prints the address
+// it listens on as its first line, and ends when its parent closes stdin
+// (or dies), and after an hour at the latest. A benchmark command calls it
+// when started with its -serve flag (see StartRaceTargetProcess).
+func RunRaceTargetProcess(addr string, hold time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if !ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
+		return fmt.Errorf("the race target listens on loopback only, not %s", ln.Addr())
+	}
+	fmt.Println(ln.Addr())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	time.AfterFunc(time.Hour, func() { os.Exit(0) })
+	return Serve(ln, NewRaceTarget(hold))
+}
+
+// StartRaceTargetProcess runs a race target in a child process of its own,
+// so that its scheduler and garbage collector are not the drivers': the
+// running executable again, with -serve 127.0.0.1:0 -hold HOLD, which must
+// call RunRaceTargetProcess. It returns the target's address and what
+// stops it.
+func StartRaceTargetProcess(hold time.Duration) (addr string, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(exe, "-serve", "127.0.0.1:0", "-hold", hold.String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("the race target did not start: %w", err)
+	}
+	return strings.TrimSpace(line), stop, nil
+}
