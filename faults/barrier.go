@@ -82,6 +82,11 @@ type BarrierOptions struct {
 	LockWaiters func(ctx context.Context) (int, error)
 	// MaxWait bounds the hold; 0 means DefaultBarrierWait.
 	MaxWait time.Duration
+	// Quiet, when positive, is the quiet time in place of the one the
+	// barrier derives from the link's pace (BarrierQuiet to 500 ms): a
+	// test of the other rules sets it long, so that a slow lock-waiter
+	// probe on a loaded machine cannot end the hold by quiet first.
+	Quiet time.Duration
 }
 
 // HeldWrite is one statement the barrier held.
@@ -297,6 +302,9 @@ func (b *barrier) run() {
 				settle = min(max(settle, 2*firstHold.Sub(first)), maxSettle)
 			}
 			quiet := min(max(BarrierQuiet, 10*settle), maxQuiet, b.maxWait)
+			if b.opts.Quiet > 0 {
+				quiet = min(b.opts.Quiet, b.maxWait)
+			}
 			// Blocked: every attempt, or every connection the target has
 			// open, is held or waits on a lock, as read by a probe that
 			// started after the last activity. Then only a connection

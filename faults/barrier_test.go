@@ -134,7 +134,7 @@ func TestBarrierForcesTheCheckThenInsertRace(t *testing.T) {
 	const n = 6
 	pool := s.watchedPool(t, n)
 	for round := 1; round <= 3; round++ {
-		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout})
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout, Quiet: testTimeout})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		err = burst(n, func() error { return checkThenInsert(ctx, pool, round) })
@@ -165,7 +165,9 @@ func TestBarrierReleasesALockFirstHandler(t *testing.T) {
 	const n = 6
 	pool := s.watchedPool(t, n)
 	for round := 1; round <= 3; round++ {
-		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout})
+		// Quiet as long as the bound: only the lock waiters can end the
+		// hold, however slowly the probe answers on a loaded machine.
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout, Quiet: testTimeout})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		err = burst(n, func() error { return lockFirst(ctx, pool, 100+round) })
@@ -190,7 +192,7 @@ func TestBarrierWithABurstLargerThanThePool(t *testing.T) {
 	const n, conns = 8, 2
 	pool := s.watchedPool(t, conns)
 	for round := 1; round <= 3; round++ {
-		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout})
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout, Quiet: testTimeout})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		err = burst(n, func() error { return checkThenInsert(ctx, pool, 200+round) })
