@@ -86,6 +86,14 @@ type Config struct {
 	// TargetLogOnExit names TargetLog in the report only when the target
 	// exited on its own during the run: for a log kept only then.
 	TargetLogOnExit bool
+	// TLS is the client's TLS configuration for an https:// target (trust,
+	// client certificate, verification), used by every connection the run
+	// opens to it; nil means the system's roots.
+	TLS *tls.Config
+	// Preflight sends one plain request before the checks and stops the
+	// run when the target refuses it (see scenarios.Runner.Preflight): the
+	// error is then a *scenarios.RefusedError.
+	Preflight bool
 	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
 	MaxDuration time.Duration
 	Progress    func(scenarios.Progress)
@@ -133,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.EffectHTTP != nil {
 		effects = &scenarios.Effects{HTTP: &scenarios.HTTPEffects{
 			Base: cfg.Endpoint.Base, Upstream: upstream, Path: *cfg.EffectHTTP, Count: cfg.EffectCount,
-			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote,
+			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote, TLS: cfg.TLS,
 		}}
 		if err := effects.Try(ctx); err != nil {
 			return nil, idemcheck.Usagef("--effect-http: the read-back of a fresh intent failed: %v: it must answer 2xx with JSON holding an array or a number at --effect-count", err)
@@ -169,6 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		h.Run.EffectQuery, h.Run.Target.ReadBack = desc, desc
 	}
 	h.Run.Checks = plan
+	h.Run.Target.Insecure = cfg.Endpoint.Base.Scheme == "https" && cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
 	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {
 		cfg.Protocol = wire.ProtocolHTTP1
 	}
@@ -185,9 +194,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
 		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
-		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody,
+		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody, TLS: cfg.TLS, Preflight: cfg.Preflight,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
+		var refusedErr *scenarios.RefusedError
+		var ie *idemcheck.Error
+		if (errors.As(err, &refusedErr) || errors.As(err, &ie) && ie.Code == idemcheck.ExitUsage) && ctx.Err() == nil {
+			// The pre-flight's verdict on the configuration.
+			return nil, err
+		}
 		if cfg.TargetLog != "" && ctx.Err() == nil {
 			err = fmt.Errorf("%w (the target's output is in %s)", err, cfg.TargetLog)
 		}
