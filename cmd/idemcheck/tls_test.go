@@ -11,11 +11,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,12 +35,22 @@ import (
 type keyedAPI struct {
 	mu        sync.Mutex
 	seen      map[string]string
+	created   map[string]int // by customerId
 	hits, h2s int
+	readBacks int
 }
 
 func (k *keyedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if r.Method == http.MethodGet {
+		// The effect read-back: the customer's orders.
+		k.readBacks++
+		w.Header().Set("Content-Type", "application/json")
+		n := k.created[r.URL.Query().Get("customerId")]
+		w.Write([]byte("[" + strings.TrimSuffix(strings.Repeat(`{"id":"o"},`, n), ",") + "]"))
+		return
+	}
 	k.hits++
 	if r.ProtoMajor == 2 {
 		k.h2s++
@@ -51,6 +64,10 @@ func (k *keyedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		body = fmt.Sprintf(`{"id":"o-%d"}`, len(k.seen)+1)
 		k.seen[key] = body
+		var in struct{ CustomerID string }
+		if json.NewDecoder(r.Body).Decode(&in) == nil {
+			k.created[in.CustomerID]++
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(201)
@@ -69,9 +86,11 @@ func (k *keyedAPI) counts() (hits, h2s int) {
 // of the server's certificate (its own CA).
 func tlsTarget(t *testing.T, clientCA *x509.Certificate) (*keyedAPI, string, string) {
 	t.Helper()
-	api := &keyedAPI{seen: map[string]string{}}
+	api := &keyedAPI{seen: map[string]string{}, created: map[string]int{}}
 	srv := httptest.NewUnstartedServer(api)
 	srv.EnableHTTP2 = true
+	// The refused handshakes are what some tests are after.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if clientCA != nil {
 		pool := x509.NewCertPool()
 		pool.AddCert(clientCA)
@@ -158,6 +177,19 @@ func TestCertifyTLSTrust(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(b), `"insecure": true`)
 	})
+}
+
+// The effect read-back (--effect-http) goes over the same TLS
+// configuration as the attempts.
+func TestCertifyEffectHTTPOverTLS(t *testing.T) {
+	api, url, ca := tlsTarget(t, nil)
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := cli(t, tlsArgs(url, "--cacert", ca, "--effect-http", "GET /orders?customerId={{intent}}", "--effect-count", "", "--json", jsonPath)...)
+	require.Equal(t, idemcheck.ExitHeld, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "effects read back through the API")
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	assert.Greater(t, api.readBacks, 1, "the read-back was sent, before the run and after its round")
 }
 
 func TestCertifyMutualTLS(t *testing.T) {
