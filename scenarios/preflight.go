@@ -65,7 +65,7 @@ func (s *session) preflight(ctx context.Context) error {
 		return err
 	}
 	if res.Err != nil {
-		return tlsProblem(res.Err)
+		return TLSProblem(res.Err)
 	}
 	st := res.Status
 	if st < 400 || st > 499 || st == 408 || st == 425 || st == 429 || s.Policy.InProgress(st) {
@@ -74,9 +74,10 @@ func (s *session) preflight(ctx context.Context) error {
 	return &RefusedError{Status: st}
 }
 
-// tlsProblem turns a TLS failure of the pre-flight into a usage error
-// naming the flags that fix it, and returns nil for any other failure.
-func tlsProblem(err error) error {
+// TLSProblem turns a TLS failure (of the pre-flight, or of a handshake
+// before it) into a usage error naming the flags that fix it, and returns
+// nil for any other failure.
+func TLSProblem(err error) error {
 	var (
 		ve  *tls.CertificateVerificationError
 		ua  x509.UnknownAuthorityError

@@ -211,7 +211,7 @@ const ProbeBodyMax = 512
 // returns nil when the target accepts it (2xx), else what it answered:
 // a generated body must be accepted before its checks mean anything.
 func probe(ctx context.Context, cfg certify.Config) error {
-	addr, err := certify.ResolveTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote)
+	addr, err := certify.ResolveTargetTLS(ctx, cfg.Endpoint.Base, cfg.AllowRemote, cfg.TLS)
 	if err != nil {
 		return err
 	}

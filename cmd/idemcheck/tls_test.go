@@ -85,6 +85,12 @@ func (k *keyedAPI) counts() (hits, h2s int) {
 // a client certificate that CA signed. It returns the URL and the PEM file
 // of the server's certificate (its own CA).
 func tlsTarget(t *testing.T, clientCA *x509.Certificate) (*keyedAPI, string, string) {
+	return tlsTargetVersion(t, clientCA, 0)
+}
+
+// tlsTargetVersion is tlsTarget with the server's highest TLS version
+// (0: Go's default, TLS 1.3).
+func tlsTargetVersion(t *testing.T, clientCA *x509.Certificate, maxVersion uint16) (*keyedAPI, string, string) {
 	t.Helper()
 	api := &keyedAPI{seen: map[string]string{}, created: map[string]int{}}
 	srv := httptest.NewUnstartedServer(api)
@@ -95,6 +101,12 @@ func tlsTarget(t *testing.T, clientCA *x509.Certificate) (*keyedAPI, string, str
 		pool := x509.NewCertPool()
 		pool.AddCert(clientCA)
 		srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	}
+	if maxVersion != 0 {
+		if srv.TLS == nil {
+			srv.TLS = &tls.Config{}
+		}
+		srv.TLS.MaxVersion = maxVersion
 	}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -194,19 +206,28 @@ func TestCertifyEffectHTTPOverTLS(t *testing.T) {
 
 func TestCertifyMutualTLS(t *testing.T) {
 	cert, certFile, keyFile := clientCert(t)
-	api, url, ca := tlsTarget(t, cert)
+	// TLS 1.3 refuses a missing client certificate after the client's
+	// handshake is done, TLS 1.2 within it: both are caught.
+	for _, v := range []struct {
+		name string
+		max  uint16
+	}{{"TLS 1.3", 0}, {"TLS 1.2", tls.VersionTLS12}} {
+		t.Run(v.name, func(t *testing.T) {
+			api, url, ca := tlsTargetVersion(t, cert, v.max)
 
-	code, out, errOut := cli(t, tlsArgs(url, "--cacert", ca, "--cert", certFile, "--key", keyFile)...)
-	require.Equal(t, idemcheck.ExitHeld, code, "%s\n%s", out, errOut)
-	hits, _ := api.counts()
-	assert.Positive(t, hits)
+			code, out, errOut := cli(t, tlsArgs(url, "--cacert", ca, "--cert", certFile, "--key", keyFile)...)
+			require.Equal(t, idemcheck.ExitHeld, code, "%s\n%s", out, errOut)
+			hits, _ := api.counts()
+			assert.Positive(t, hits)
 
-	code, out, errOut = cli(t, tlsArgs(url, "--cacert", ca)...)
-	require.Equal(t, idemcheck.ExitUsage, code, "%s\n%s", out, errOut)
-	assert.Contains(t, errOut, "client certificate")
-	assert.Contains(t, errOut, "--cert FILE and --key FILE")
-	after, _ := api.counts()
-	assert.Equal(t, hits, after, "no request without a client certificate reached the handler")
+			code, out, errOut = cli(t, tlsArgs(url, "--cacert", ca)...)
+			require.Equal(t, idemcheck.ExitUsage, code, "%s\n%s", out, errOut)
+			assert.Contains(t, errOut, "client certificate")
+			assert.Contains(t, errOut, "--cert FILE and --key FILE")
+			after, _ := api.counts()
+			assert.Equal(t, hits, after, "no request without a client certificate reached the handler")
+		})
+	}
 }
 
 // Over TLS, a target that offers h2 by ALPN gets its bursts as HTTP/2.

@@ -130,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := CheckDSN(cfg.DSN, "--db", cfg.AllowRemote); err != nil {
 		return nil, err
 	}
-	upstream, err := ResolveTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote)
+	upstream, err := ResolveTargetTLS(ctx, cfg.Endpoint.Base, cfg.AllowRemote, cfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -276,6 +276,13 @@ func CheckTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
 // every later connection to the target must use instead of the URL's host,
 // so no resolver is asked again; with it, the URL's host:port.
 func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string, error) {
+	return ResolveTargetTLS(ctx, base, allowRemote, nil)
+}
+
+// ResolveTargetTLS is ResolveTarget for an https:// target reached with
+// the client TLS configuration cfg (its client certificate is offered in
+// the handshake it opens).
+func ResolveTargetTLS(ctx context.Context, base *url.URL, allowRemote bool, cfg *tls.Config) (string, error) {
 	if err := CheckURL(base, "--url", allowRemote); err != nil {
 		return "", err
 	}
@@ -288,7 +295,7 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 		return "", idemcheck.Unavailablef("cannot reach target %s: %v (is it running? check --url)", hostport, unwrapNet(err))
 	}
 	if base.Scheme == "https" {
-		if err := checkSpeaksTLS(ctx, addr, base.Hostname()); err != nil {
+		if err := checkSpeaksTLS(ctx, addr, scenarios.ClientTLS(cfg, base)); err != nil {
 			return "", err
 		}
 	}
@@ -299,9 +306,26 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 // a target serving plain HTTP is a usage error naming --url before any
 // attempt, rather than every attempt failing as if the target were down.
 // Certificates are checked by the run itself, not here.
-func checkSpeaksTLS(ctx context.Context, addr, serverName string) error {
-	// A protocol probe: only a ClientHello is sent, and no data.
-	d := tls.Dialer{Config: &tls.Config{ServerName: serverName, InsecureSkipVerify: true}}
+func checkSpeaksTLS(ctx context.Context, addr string, cfg *tls.Config) error {
+	// A protocol probe: the handshake, and no data. The certificate is
+	// checked by the pre-flight (or the run), whose error names the flags.
+	cfg.InsecureSkipVerify = true
+	// Whether the server asked for a client certificate: a TLS 1.2 server
+	// that wants one and gets none may say only "handshake failure".
+	certs, asked := cfg.Certificates, false
+	cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		asked = true
+		for i := range certs {
+			if cri.SupportsCertificate(&certs[i]) == nil {
+				return &certs[i], nil
+			}
+		}
+		if len(certs) > 0 {
+			return &certs[0], nil
+		}
+		return &tls.Certificate{}, nil
+	}
+	d := tls.Dialer{Config: cfg}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	conn, err := d.DialContext(dctx, "tcp", addr)
@@ -311,6 +335,12 @@ func checkSpeaksTLS(ctx context.Context, addr, serverName string) error {
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) {
 		return idemcheck.Usagef("--url is https:// but the target at %s answered in plain text, not TLS: use http://", addr)
+	}
+	if asked && len(certs) == 0 {
+		return idemcheck.Usagef("the target at %s wants a TLS client certificate and refused the handshake without one (%s): pass --cert FILE and --key FILE", addr, unwrapNet(err))
+	}
+	if asked {
+		return idemcheck.Usagef("the target at %s refused the TLS client certificate of --cert (%s): give one its CA trusts", addr, unwrapNet(err))
 	}
 	return idemcheck.Unavailablef("TLS handshake with target %s: %v", addr, unwrapNet(err))
 }
