@@ -300,6 +300,9 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	case lease < 0:
 		return 0, idemcheck.Usagef("--lease %v must be positive, such as 2s", lease)
 	}
+	if f := rf.tlsFlags.given(); f != "" && !strings.HasPrefix(strings.ToLower(rawURL), "https://") {
+		return 0, idemcheck.Usagef("%s goes with an https:// --url (a target idemcheck starts with --cmd or --image is reached over http://)", f)
+	}
 	// The policy and the request headers are checked before the target is
 	// started or anything is sent: configuration that cannot be right is a
 	// usage error, not a run of false findings.

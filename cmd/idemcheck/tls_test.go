@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,6 +270,14 @@ func TestTLSFlagErrors(t *testing.T) {
 	}
 	hits, _ := api.counts()
 	assert.Zero(t, hits, "nothing was sent")
+
+	var plain atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { plain.Add(1) }))
+	t.Cleanup(srv.Close)
+	code, out, errOut := cli(t, tlsArgs(srv.URL, "--insecure")...)
+	require.Equal(t, idemcheck.ExitUsage, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "--insecure goes with an https:// --url")
+	assert.Zero(t, plain.Load(), "nothing was sent")
 }
 
 func countLines(s string) int {

@@ -28,6 +28,21 @@ func (t *tlsFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.insecure, "insecure", false, "do not verify the https:// target's certificate (the report says so); prefer --cacert")
 }
 
+// given names the first TLS flag given, or returns "".
+func (t *tlsFlags) given() string {
+	switch {
+	case t.caCert != "":
+		return "--cacert"
+	case t.cert != "":
+		return "--cert"
+	case t.key != "":
+		return "--key"
+	case t.insecure:
+		return "--insecure"
+	}
+	return ""
+}
+
 // load reads the files the flags name, before anything is sent.
 func (t *tlsFlags) load() error {
 	if t.caCert == "" && t.cert == "" && t.key == "" && !t.insecure {
