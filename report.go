@@ -103,6 +103,9 @@ type Target struct {
 	// ReadBack, when set, is the GET that counted effects through the API
 	// itself, for a run without database access.
 	ReadBack string `json:"read_back,omitempty"`
+	// Insecure says the target's TLS certificate was not verified
+	// (--insecure): whoever answered was certified.
+	Insecure bool `json:"insecure,omitempty"`
 	// Log is the file that holds the target's stdout and stderr, for a
 	// target idemcheck started (--target-log); empty when its output was
 	// not kept.

@@ -43,6 +43,9 @@ type HTTPEffects struct {
 	AllowRemote bool
 	// Timeout bounds one read-back; zero means EffectTimeout.
 	Timeout time.Duration
+	// TLS is the client's TLS configuration for an https:// target, the
+	// one the run's attempts use (see Runner.TLS).
+	TLS *tls.Config
 
 	once   sync.Once
 	client *http.Client
@@ -63,7 +66,7 @@ func (h *HTTPEffects) http() *http.Client {
 			MaxIdleConnsPerHost: 2,
 		}
 		if h.Base.Scheme == "https" {
-			t.TLSClientConfig = &tls.Config{ServerName: h.Base.Hostname()}
+			t.TLSClientConfig = ClientTLS(h.TLS, h.Base)
 		}
 		h.client = &http.Client{
 			Transport: t,

@@ -143,6 +143,15 @@ type Runner struct {
 	// Timed turns the write barrier off: bursts are timed only, even where
 	// Powers could schedule their writes (see Scheduler).
 	Timed bool
+	// TLS, for an https:// target, is the client's TLS configuration: the
+	// roots it trusts, its client certificate, whether verification is
+	// skipped. Nil means the system's roots and no client certificate.
+	// ServerName and NextProtos are set by the runner.
+	TLS *tls.Config
+	// Preflight sends one plain request for a fresh intent before the
+	// checks, and stops the run with a *RefusedError when the target
+	// answers it with a 4xx that no client would retry (see preflight).
+	Preflight bool
 
 	// dial, when set, is the wire client's dialer (tests).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -234,7 +243,8 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		client.Protocol = wire.ProtocolAuto
 	}
 	if r.Endpoint.Base.Scheme == "https" {
-		client.TLS = &tls.Config{ServerName: r.Endpoint.Base.Hostname(), NextProtos: []string{"http/1.1"}}
+		client.TLS = ClientTLS(r.TLS, r.Endpoint.Base)
+		client.TLS.NextProtos = []string{"http/1.1"}
 	}
 	s := &session{Runner: r, link: link, direct: link.Upstream(), client: client, h: h, run: newRunID(), shifts: map[string]int{}}
 	if client.Protocol == wire.ProtocolAuto {
@@ -261,6 +271,11 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		}
 	}
 	s.pace = newPacer(r.Rate, largest)
+	if r.Preflight {
+		if err := s.preflight(ctx); err != nil {
+			return err
+		}
+	}
 	for _, sc := range scs {
 		for round := 1; round <= sc.Rounds; round++ {
 			for repeat := 0; ; repeat++ {

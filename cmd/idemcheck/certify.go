@@ -104,6 +104,7 @@ type runFlags struct {
 	allowRemote bool
 	maxBody     int64
 	targetLog   string
+	tlsFlags
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -118,6 +119,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&r.maxBody, "max-body", defaultMaxBody, "reply body `bytes` kept per attempt, in memory and in the history (the rest is read no further)")
 	fs.StringVar(&r.targetLog, "target-log", "", "for a target idemcheck starts (--cmd, --image, a suite's target): write its stdout and stderr to `FILE`, named in the report (a container's when the run ends). "+
 		"Default: a temporary file, kept (and named in the report) only when the target exits on its own during the run or the run fails, removed otherwise and on Ctrl-C; each exit's last 20 lines are in the report either way")
+	r.tlsFlags.register(fs)
 }
 
 func (r *runFlags) validate() error {
@@ -137,6 +139,9 @@ func (r *runFlags) validate() error {
 	if _, err := wire.ParseProtocol(r.protocol); err != nil {
 		return idemcheck.Usagef("--protocol %q: use auto, http1 or h2", r.protocol)
 	}
+	if err := r.tlsFlags.load(); err != nil {
+		return err
+	}
 	if r.seed == 0 {
 		r.seed = rand.Int64N(1<<53) + 1
 	}
@@ -149,6 +154,8 @@ func (r *runFlags) apply(cfg *certify.Config) {
 	cfg.Timed = r.timedBursts
 	cfg.AllowRemote = cfg.AllowRemote || r.allowRemote
 	cfg.MaxBody = r.maxBody
+	cfg.TLS = r.tlsFlags.config
+	cfg.Preflight = true
 }
 
 // defaultMaxBody is --max-body unless told otherwise. Every attempt keeps
@@ -292,6 +299,9 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, idemcheck.Usagef("--instances %d is out of range: use 1 to 16", instances)
 	case lease < 0:
 		return 0, idemcheck.Usagef("--lease %v must be positive, such as 2s", lease)
+	}
+	if f := rf.tlsFlags.given(); f != "" && !strings.HasPrefix(strings.ToLower(rawURL), "https://") {
+		return 0, idemcheck.Usagef("%s goes with an https:// --url (a target idemcheck starts with --cmd or --image is reached over http://)", f)
 	}
 	// The policy and the request headers are checked before the target is
 	// started or anything is sent: configuration that cannot be right is a
@@ -609,11 +619,17 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 	started := time.Now()
 	res, err := certifyRun(ctx, cfg)
 	prog.Done()
+	var refused *scenarios.RefusedError
+	if errors.As(err, &refused) {
+		return nil, idemcheck.Usagef("%s", refusedHint(refused.Status, 0))
+	}
 	if err != nil {
 		return nil, err
 	}
 	stamp(&res.Report, started)
 	if st, n, ok := refusedRequest(res.History); ok {
+		// Kept for a run without the pre-flight (or one whose pre-flight
+		// answer was a status a client retries).
 		return nil, idemcheck.Usagef("%s", refusedHint(st, n))
 	}
 	textreport.Write(stdout, res.Report, useColour(out.noColour, stdout, os.Getenv))
@@ -651,7 +667,7 @@ func refusedRequest(h *idemcheck.History) (status, intents int, refused bool) {
 	return status, intents, intents >= 2
 }
 
-// refusedHint is the one line that says which flags to look at for a
+// refusedHint (intents 0: the pre-flight's answer) is the one line that says which flags to look at for a
 // request the target refused.
 func refusedHint(status, intents int) string {
 	look := "check --body, --header, --path"
@@ -662,6 +678,10 @@ func refusedHint(status, intents int) string {
 		look = "check --path and --method (and the --url's port)"
 	case 415:
 		look = "check --body and its Content-Type (--header 'Content-Type: …')"
+	}
+	if intents == 0 {
+		// The pre-flight: one request, before any check.
+		return fmt.Sprintf("the target answers %d to the request itself (a first request with a fresh key), so the run stopped before the checks: %s", status, look)
 	}
 	return fmt.Sprintf("the target answers %d to the request itself, on the first attempt of all %d intents, so no retry was tested: %s", status, intents, look)
 }

@@ -126,7 +126,8 @@ func TestReportsCarryToolVersionAndStartTime(t *testing.T) {
 }
 
 // A target that refuses the request itself (a missing or wrong body) is a
-// usage error with a hint, exit 2, and no report, not a list of anomalies.
+// usage error with a hint, exit 2, and no report, not a list of anomalies;
+// the run stops before the checks send their attempts.
 func TestSame4xxOnEveryFirstAttemptIsAUsageError(t *testing.T) {
 	for _, tc := range []struct {
 		status int
@@ -156,6 +157,12 @@ func TestSame4xxOnEveryFirstAttemptIsAUsageError(t *testing.T) {
 			assert.NotContains(t, out, "unexpected-status", "no report of anomalies")
 			_, err := os.Stat(jsonPath)
 			assert.True(t, errors.Is(err, os.ErrNotExist), "no report written")
+			// The run stopped at the pre-flight, before the checks' ~200
+			// attempts.
+			mu <- struct{}{}
+			n := hits
+			<-mu
+			assert.Less(t, n, 10, "requests the target was sent")
 		})
 	}
 }

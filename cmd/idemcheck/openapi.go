@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -212,7 +211,7 @@ const ProbeBodyMax = 512
 // returns nil when the target accepts it (2xx), else what it answered:
 // a generated body must be accepted before its checks mean anything.
 func probe(ctx context.Context, cfg certify.Config) error {
-	addr, err := certify.ResolveTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote)
+	addr, err := certify.ResolveTargetTLS(ctx, cfg.Endpoint.Base, cfg.AllowRemote, cfg.TLS)
 	if err != nil {
 		return err
 	}
@@ -234,7 +233,7 @@ func probe(ctx context.Context, cfg certify.Config) error {
 		return d.DialContext(ctx, network, addr)
 	}}
 	if cfg.Endpoint.Base.Scheme == "https" {
-		tr.TLSClientConfig = &tls.Config{ServerName: cfg.Endpoint.Base.Hostname()}
+		tr.TLSClientConfig = scenarios.ClientTLS(cfg.TLS, cfg.Endpoint.Base)
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: max(cfg.Timeout, 5*time.Second),

@@ -86,6 +86,14 @@ type Config struct {
 	// TargetLogOnExit names TargetLog in the report only when the target
 	// exited on its own during the run: for a log kept only then.
 	TargetLogOnExit bool
+	// TLS is the client's TLS configuration for an https:// target (trust,
+	// client certificate, verification), used by every connection the run
+	// opens to it; nil means the system's roots.
+	TLS *tls.Config
+	// Preflight sends one plain request before the checks and stops the
+	// run when the target refuses it (see scenarios.Runner.Preflight): the
+	// error is then a *scenarios.RefusedError.
+	Preflight bool
 	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
 	MaxDuration time.Duration
 	Progress    func(scenarios.Progress)
@@ -122,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := CheckDSN(cfg.DSN, "--db", cfg.AllowRemote); err != nil {
 		return nil, err
 	}
-	upstream, err := ResolveTarget(ctx, cfg.Endpoint.Base, cfg.AllowRemote)
+	upstream, err := ResolveTargetTLS(ctx, cfg.Endpoint.Base, cfg.AllowRemote, cfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.EffectHTTP != nil {
 		effects = &scenarios.Effects{HTTP: &scenarios.HTTPEffects{
 			Base: cfg.Endpoint.Base, Upstream: upstream, Path: *cfg.EffectHTTP, Count: cfg.EffectCount,
-			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote,
+			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote, TLS: cfg.TLS,
 		}}
 		if err := effects.Try(ctx); err != nil {
 			return nil, idemcheck.Usagef("--effect-http: the read-back of a fresh intent failed: %v: it must answer 2xx with JSON holding an array or a number at --effect-count", err)
@@ -169,6 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		h.Run.EffectQuery, h.Run.Target.ReadBack = desc, desc
 	}
 	h.Run.Checks = plan
+	h.Run.Target.Insecure = cfg.Endpoint.Base.Scheme == "https" && cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
 	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {
 		cfg.Protocol = wire.ProtocolHTTP1
 	}
@@ -185,9 +194,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
 		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
-		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody,
+		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody, TLS: cfg.TLS, Preflight: cfg.Preflight,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
+		var refusedErr *scenarios.RefusedError
+		var ie *idemcheck.Error
+		if (errors.As(err, &refusedErr) || errors.As(err, &ie) && ie.Code == idemcheck.ExitUsage) && ctx.Err() == nil {
+			// The pre-flight's verdict on the configuration.
+			return nil, err
+		}
 		if cfg.TargetLog != "" && ctx.Err() == nil {
 			err = fmt.Errorf("%w (the target's output is in %s)", err, cfg.TargetLog)
 		}
@@ -261,6 +276,13 @@ func CheckTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
 // every later connection to the target must use instead of the URL's host,
 // so no resolver is asked again; with it, the URL's host:port.
 func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string, error) {
+	return ResolveTargetTLS(ctx, base, allowRemote, nil)
+}
+
+// ResolveTargetTLS is ResolveTarget for an https:// target reached with
+// the client TLS configuration cfg (its client certificate is offered in
+// the handshake it opens).
+func ResolveTargetTLS(ctx context.Context, base *url.URL, allowRemote bool, cfg *tls.Config) (string, error) {
 	if err := CheckURL(base, "--url", allowRemote); err != nil {
 		return "", err
 	}
@@ -273,7 +295,7 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 		return "", idemcheck.Unavailablef("cannot reach target %s: %v (is it running? check --url)", hostport, unwrapNet(err))
 	}
 	if base.Scheme == "https" {
-		if err := checkSpeaksTLS(ctx, addr, base.Hostname()); err != nil {
+		if err := checkSpeaksTLS(ctx, addr, scenarios.ClientTLS(cfg, base)); err != nil {
 			return "", err
 		}
 	}
@@ -284,9 +306,26 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 // a target serving plain HTTP is a usage error naming --url before any
 // attempt, rather than every attempt failing as if the target were down.
 // Certificates are checked by the run itself, not here.
-func checkSpeaksTLS(ctx context.Context, addr, serverName string) error {
-	// A protocol probe: only a ClientHello is sent, and no data.
-	d := tls.Dialer{Config: &tls.Config{ServerName: serverName, InsecureSkipVerify: true}}
+func checkSpeaksTLS(ctx context.Context, addr string, cfg *tls.Config) error {
+	// A protocol probe: the handshake, and no data. The certificate is
+	// checked by the pre-flight (or the run), whose error names the flags.
+	cfg.InsecureSkipVerify = true
+	// Whether the server asked for a client certificate: a TLS 1.2 server
+	// that wants one and gets none may say only "handshake failure".
+	certs, asked := cfg.Certificates, false
+	cfg.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		asked = true
+		for i := range certs {
+			if cri.SupportsCertificate(&certs[i]) == nil {
+				return &certs[i], nil
+			}
+		}
+		if len(certs) > 0 {
+			return &certs[0], nil
+		}
+		return &tls.Certificate{}, nil
+	}
+	d := tls.Dialer{Config: cfg}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	conn, err := d.DialContext(dctx, "tcp", addr)
@@ -296,6 +335,12 @@ func checkSpeaksTLS(ctx context.Context, addr, serverName string) error {
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) {
 		return idemcheck.Usagef("--url is https:// but the target at %s answered in plain text, not TLS: use http://", addr)
+	}
+	if asked && len(certs) == 0 {
+		return idemcheck.Usagef("the target at %s wants a TLS client certificate and refused the handshake without one (%s): pass --cert FILE and --key FILE", addr, unwrapNet(err))
+	}
+	if asked {
+		return idemcheck.Usagef("the target at %s refused the TLS client certificate of --cert (%s): give one its CA trusts", addr, unwrapNet(err))
 	}
 	return idemcheck.Unavailablef("TLS handshake with target %s: %v", addr, unwrapNet(err))
 }

@@ -51,6 +51,9 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 	} else {
 		fmt.Fprintf(w, "  %sno database: effects not counted, judged from the wire alone%s\n", c.dim, c.reset)
 	}
+	if t.Insecure {
+		fmt.Fprintf(w, "  insecure: the target's TLS certificate was not verified (--insecure)\n")
+	}
 	if t.Log != "" {
 		fmt.Fprintf(w, "  target output in %s\n", t.Log)
 	}

@@ -1,0 +1,106 @@
+package scenarios
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// RefusedError stops a run whose pre-flight request the target refused:
+// it answered the request as configured, with a fresh key, with a 4xx
+// (Status). Nothing a retry does can then be tested, and every check
+// would report the configuration's fault as the API's.
+type RefusedError struct {
+	Status int
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the target answers %d to the request itself", e.Status)
+}
+
+// ClientTLS is the TLS configuration for a connection to base: a clone of
+// cfg (nil: the system's roots) with the server name set from base when
+// cfg names none.
+func ClientTLS(cfg *tls.Config, base *url.URL) *tls.Config {
+	out := &tls.Config{}
+	if cfg != nil {
+		out = cfg.Clone()
+	}
+	if out.ServerName == "" {
+		out.ServerName = base.Hostname()
+	}
+	return out
+}
+
+// preflight sends the request as configured, once, for a fresh intent
+// that no check uses, before any check. It is what a client's first call
+// is, so its answer tells whether there is anything to retry at all:
+//
+//   - a 4xx (other than a status that says "try again later": 408, 425,
+//     429, or one the policy names for a request in progress) means the
+//     target refuses the request itself; the run stops with a
+//     *RefusedError before the checks send their hundreds of attempts;
+//   - a TLS failure (an untrusted certificate, a client certificate the
+//     server wants) stops it with a usage error naming the flags to fix.
+//
+// Any other answer, or a transport failure, lets the run go on: the checks
+// record and judge what the target does. The pre-flight is not recorded
+// in the history; its intent counts nothing the checks count.
+func (s *session) preflight(ctx context.Context) error {
+	in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-0", s.run), Key: uuid.NewString()}
+	req, _ := s.request(in, "")
+	if err := s.pace.wait(ctx, 1); err != nil {
+		return err
+	}
+	res := s.client.Do(ctx, s.direct, req)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return TLSProblem(res.Err)
+	}
+	st := res.Status
+	if st < 400 || st > 499 || st == 408 || st == 425 || st == 429 || s.Policy.InProgress(st) {
+		return nil
+	}
+	return &RefusedError{Status: st}
+}
+
+// TLSProblem turns a TLS failure (of the pre-flight, or of a handshake
+// before it) into a usage error naming the flags that fix it, and returns
+// nil for any other failure.
+func TLSProblem(err error) error {
+	var (
+		ve  *tls.CertificateVerificationError
+		ua  x509.UnknownAuthorityError
+		he  x509.HostnameError
+		cie x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(err, &he):
+		return idemcheck.Usagef("the target's TLS certificate does not name the --url host: %v (use the host it names, or --insecure to skip verification)", he)
+	case errors.As(err, &ve) || errors.As(err, &ua) || errors.As(err, &cie):
+		return idemcheck.Usagef("the target's TLS certificate is not trusted: %v: pass --cacert FILE with the CA that signed it (PEM), or --insecure to skip verification", unwrapTLS(err))
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "remote error: tls:") && strings.Contains(msg, "certificate") {
+		return idemcheck.Usagef("the target refused the TLS connection (%s): it wants a client certificate it trusts: pass --cert FILE and --key FILE", msg[strings.Index(msg, "remote error: tls:"):])
+	}
+	return nil
+}
+
+func unwrapTLS(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "tls: "); i >= 0 {
+		return s[i:]
+	}
+	return s
+}
