@@ -160,6 +160,13 @@ func openapiSuite(ctx context.Context, of openapiFlags, rawURL string, headers [
 	if err := certify.CheckURL(u, "--url", allowRemote); err != nil {
 		return nil, err
 	}
+	// ${NAME} is read from the environment, as for certify's --header;
+	// what it expands to is redacted like a suite's own secrets.
+	headers = slices.Clone(headers)
+	secrets, err := expandFlags("--header", headers, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	var hs []scenarios.Header
 	for _, h := range headers {
 		ph, err := suite.ParseHeader(h)
@@ -184,6 +191,7 @@ func openapiSuite(ctx context.Context, of openapiFlags, rawURL string, headers [
 	if err != nil {
 		return nil, idemcheck.Unavailablef("the suite generated from %s cannot be read back (a bug in idemcheck): %v", of.spec, err)
 	}
+	s.Secrets = append(s.Secrets, secrets...)
 	for i := range s.Endpoints {
 		for _, h := range hs {
 			s.Endpoints[i].Endpoint.Header = append(deleteHeader(s.Endpoints[i].Endpoint.Header, h.Name), h)

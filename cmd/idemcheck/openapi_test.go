@@ -185,3 +185,22 @@ func TestInitThenRunCatchesTheZoo(t *testing.T) {
 		})
 	}
 }
+
+// run --openapi reads ${NAME} in --header from the environment, as certify
+// does, and hides what it expands to; an unset name is a usage error.
+func TestRunOpenAPIHeaderReadsTheEnvironment(t *testing.T) {
+	url, _ := ordersAPI(t, orders.Reference)
+	t.Setenv("IDEMCHECK_TEST_TOKEN", "s3cr3t-token-value")
+	hist := filepath.Join(t.TempDir(), "history.jsonl")
+	code, out, errOut := cli(t, "run", "--openapi", examplesSpec, "--url", url, "--checks", "sequential-replay",
+		"--header", "X-Api-Token: ${IDEMCHECK_TEST_TOKEN}", "--history", hist, "--no-color")
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	b, err := os.ReadFile(hist)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "X-Api-Token", "the history records the header")
+	assert.NotContains(t, string(b)+out+errOut, "s3cr3t-token-value")
+
+	code, _, errOut = cli(t, "run", "--openapi", examplesSpec, "--url", url, "--header", "X-Api-Token: ${IDEMCHECK_TEST_UNSET}")
+	assert.Equal(t, idemcheck.ExitUsage, code)
+	assert.Contains(t, errOut, "--header: environment variable IDEMCHECK_TEST_UNSET is not set")
+}

@@ -28,7 +28,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.StringVar(&file, "f", "", "the suite `file` (YAML) to run (this or --openapi)")
 	of.register(fs)
 	fs.StringVar(&rawURL, "url", "", "with --openapi: the target's base `URL`")
-	fs.Var(&headers, "header", "with --openapi: a header 'Name: value' sent to every endpoint, such as credentials (repeatable; ${NAME} is not read here, use the shell)")
+	fs.Var(&headers, "header", "with --openapi: a header 'Name: value' sent to every endpoint, such as credentials (repeatable; ${NAME} is read from the environment, and what it expands to is hidden in every report)")
 	fs.StringVar(&checks, "checks", "", "comma-separated `checks` every endpoint runs, in place of the suite's own (default: the suite's, or all)")
 	rf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
