@@ -28,7 +28,7 @@ func ProductArgs(addr string, n, rounds int, p wire.Protocol) []string {
 // ProductConfig is the certify.Config that `idemcheck certify` builds from
 // ProductArgs: the concurrent-burst check alone, with every other setting
 // at the command's default (IETF policy, --rate 1000, --timeout 10s,
-// --max-body 64 KiB, no database).
+// --max-body 64 KiB, no database, one pre-flight request).
 func ProductConfig(addr string, n, rounds int, p wire.Protocol) certify.Config {
 	opts := scenarios.Defaults
 	opts.BurstSize, opts.BurstRounds = n, rounds
@@ -45,6 +45,8 @@ func ProductConfig(addr string, n, rounds int, p wire.Protocol) certify.Config {
 		Timeout:     10 * time.Second,
 		MaxBody:     64 << 10,
 		Protocol:    p,
+		// The command's one plain request before the checks.
+		Preflight: true,
 	}
 }
 

@@ -271,7 +271,8 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		}
 	}
 	s.pace = newPacer(r.Rate, largest)
-	if r.Preflight {
+	// A run whose every check was skipped sends nothing, not even this.
+	if r.Preflight && len(scs) > 0 {
 		if err := s.preflight(ctx); err != nil {
 			return err
 		}
