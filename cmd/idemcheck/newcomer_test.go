@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -49,24 +48,9 @@ func TestUnknownCommandListsEveryCommand(t *testing.T) {
 	assert.Contains(t, errOut, "soak")
 }
 
+// A recorded history checked again is coloured under FORCE_COLOR and plain
+// under NO_COLOR (render.Colour's rule, seen through the command).
 func TestColourFollowsNoColorAndForceColor(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
-	var buf bytes.Buffer // not a terminal
-	assert.False(t, useColour(false, &buf, env()), "no terminal, no colour")
-	assert.True(t, useColour(false, &buf, env("FORCE_COLOR", "1")))
-	assert.True(t, useColour(false, &buf, env("FORCE_COLOR", "true")))
-	assert.False(t, useColour(false, &buf, env("FORCE_COLOR", "0")))
-	assert.False(t, useColour(false, &buf, env("FORCE_COLOR", "1", "NO_COLOR", "1")), "NO_COLOR wins")
-	assert.False(t, useColour(true, &buf, env("FORCE_COLOR", "1")), "--no-color wins")
-
-	// Through the command: a recorded history checked again is coloured
-	// under FORCE_COLOR and plain under NO_COLOR.
 	url, dsn := ordersAPI(t, orders.Reference)
 	hist := filepath.Join(t.TempDir(), "h.jsonl")
 	code, out, errOut := cli(t, certifyArgs(url, dsn, "--checks", "sequential-replay", "--history", hist)...)
