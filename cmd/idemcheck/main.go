@@ -3,6 +3,11 @@
 // cut after commit, retries), records every attempt, counts effects in the
 // database and reports each broken promise with its evidence.
 //
+// Its commands go from flags to a configuration, certify, render the
+// result (internal/render) and map the verdict to an exit code. It never
+// imports examples/: the demo and the example API are a program of their
+// own (examples/demo), so the binary links no example code.
+//
 // Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or
 // configuration, 3 the harness or the target could not run.
 package main

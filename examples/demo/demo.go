@@ -51,7 +51,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, idemcheck.Unavailablef("demo: cannot find its own binary to serve the examples: %v", err)
 	}
-	fmt.Fprintln(stderr, "idemcheck demo: starting PostgreSQL and the example APIs on loopback …")
+	fmt.Fprintln(stderr, "idemcheck-demo: starting PostgreSQL and the example APIs on loopback …")
 	dsns, cleanup, err := demoDatabases(ctx, db, len(demoTargets))
 	if err != nil {
 		return 0, err
