@@ -1,4 +1,4 @@
-# idemcheck: `make demo` runs the embedded demo, `make test` the whole test
+# idemcheck: `make demo` runs the demo (examples/demo), `make test` the whole test
 # suite. Both install what they need on a fresh Debian machine (PostgreSQL
 # server binaries) and start nothing that outlives them, except that in CI
 # (CI=true) `make test` also installs and starts a Docker engine, a service
@@ -23,18 +23,20 @@ build:
 	$(GO) build $(BUILDFLAGS) -o bin/idemcheck ./cmd/idemcheck
 	$(GO) build $(BUILDFLAGS) -o bin/orders ./examples/orders/cmd/orders
 
-## install: idemcheck into $(go env GOBIN), else $(go env GOPATH)/bin.
+## install: idemcheck into $(go env GOBIN), else $(go env GOPATH)/bin, and beside it idemcheck-demo
+## (examples/demo: the demo, and the example API to certify).
 install:
 	$(GO) install $(BUILDFLAGS) ./cmd/idemcheck
 	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; \
-	echo "make: installed $$dir/idemcheck ($$($$dir/idemcheck version))"; \
+	$(GO) build $(BUILDFLAGS) -o "$$dir/idemcheck-demo" ./examples/demo || exit 1; \
+	echo "make: installed $$dir/idemcheck ($$($$dir/idemcheck version)) and $$dir/idemcheck-demo (the demo and the example API)"; \
 	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "make: $$dir is not on your PATH: export PATH=\"$$dir:\$$PATH\"";; esac
 
 ## example-api: serve the example orders API on 127.0.0.1:8080 with a throwaway PostgreSQL until Ctrl-C
-## (it prints the DSN of its database; idemcheck example-api --background does the same in the background).
+## (it prints the DSN of its database; idemcheck-demo example-api --background does the same in the background).
 EXAMPLE_PORT ?= 8080
 example-api: postgres
-	$(GO) run ./cmd/idemcheck example-api --port $(EXAMPLE_PORT)
+	$(GO) run ./examples/demo example-api --port $(EXAMPLE_PORT)
 
 ## doc-blocks: run every sh block of README.md and docs/*.md, as written, in a fresh clone of this commit
 ## (commit first), each file in one shell, in order (about 5 minutes); blocks marked doc-blocks: skip are
@@ -55,9 +57,9 @@ postgres:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
 	fi
 
-## demo: certify the example orders API and its check-then-insert twin on a throwaway PostgreSQL.
+## demo: certify the example orders API and three classic bugs on a throwaway PostgreSQL (examples/demo).
 demo: postgres
-	$(GO) run ./cmd/idemcheck demo
+	$(GO) run ./examples/demo
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

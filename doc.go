@@ -1,12 +1,40 @@
 // Package idemcheck holds the shared vocabulary of the idemcheck harness:
 // what a client means to do (Intent), each time it sends that (Attempt), all
 // that happened in a run (History), what a target promises (Policy), what
-// broke (Anomaly) and the verdict (Report).
+// broke (Anomaly) and the verdict (Report). It imports only the standard
+// library.
 //
-// The subpackages speak these types and do not reach into each other:
-// scenarios decide what to send, faults decide how to break the link,
-// targets say where the API and its database live, and assert turns a
-// History into Anomalies. A run is recorded first and checked afterwards, so
-// a history written to disk can be checked again offline and the same
-// verdict comes out.
+// A run is recorded first and checked afterwards, so a history written to
+// disk can be checked again offline and the same verdict comes out.
+//
+// # Layers
+//
+// The packages are layered. Each may import the root and the layers
+// listed before it, never one listed after it:
+//
+//   - idemcheck (this package): the vocabulary; the standard library only.
+//   - assert: what must hold; turns a History into Anomalies and a Report.
+//     Pure: the root and the standard library only, no I/O.
+//   - history: the recorded run's file format (JSON lines), read and
+//     written.
+//   - faults (how to break the client's or the database's link) and
+//     targets (where the API and its database live: a URL, a process, a
+//     container, a DSN): never scenarios, assert or certify.
+//   - scenarios: what to send, each check's scenario as a value, and the
+//     runner that sends it with faults applied and records every attempt.
+//   - certify: the public entry point; it joins a target, the scenarios,
+//     the faults and assert into one certification.
+//   - internal/suite (suite and policy files), idemchecktest (the Go API for
+//     one's own tests) and cmd/idemcheck, whose commands go from flags to a
+//     configuration, certify, render, and map the verdict to an exit code.
+//
+// Beside the layers, internal/render turns a Report (or a suite's, or a
+// soak's result) into terminal text, JUnit and Markdown; it imports the
+// root and the standard library only, so any layer above may render.
+// internal/wire (the harness's own HTTP client) and internal/netguard (the
+// loopback rule) are leaves that any layer may use.
+//
+// examples/ holds the reference APIs, the bug zoo and the demo, a program
+// of its own (go run ./examples/demo). It uses the harness; the harness
+// never imports it, so the idemcheck binary links no example code.
 package idemcheck

@@ -20,9 +20,8 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/internal/certify"
-	"github.com/idemcheck/idemcheck/internal/report"
+	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
-	"github.com/idemcheck/idemcheck/internal/textreport"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
@@ -614,8 +613,8 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 	if label == "" {
 		label = cfg.Endpoint.Base.Host
 	}
-	prog := &textreport.Progress{W: stderr, TTY: isTerminal(stderr), Label: label}
-	cfg.Progress = prog.Update
+	prog := &render.Progress{W: stderr, TTY: render.IsTerminal(stderr), Label: label}
+	cfg.Progress = func(s scenarios.Progress) { prog.Update(render.Step(s)) }
 	started := time.Now()
 	res, err := certifyRun(ctx, cfg)
 	prog.Done()
@@ -632,7 +631,7 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 		// answer was a status a client retries).
 		return nil, idemcheck.Usagef("%s", refusedHint(st, n))
 	}
-	textreport.Write(stdout, res.Report, useColour(out.noColour, stdout, os.Getenv))
+	render.WriteText(stdout, res.Report, render.Colour(out.noColour, stdout, os.Getenv))
 	return res, nil
 }
 
@@ -723,12 +722,12 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) erro
 		}
 	}
 	if out.junit != "" {
-		err := idemcheck.WriteFileAtomic(out.junit, func(w io.Writer) error { return report.WriteJUnit(w, reports) })
+		err := idemcheck.WriteFileAtomic(out.junit, func(w io.Writer) error { return render.WriteJUnit(w, reports) })
 		if err != nil {
 			return idemcheck.Usagef("--junit: %v", err)
 		}
 	}
-	if err := report.AppendGitHubSummary(reports); err != nil {
+	if err := render.AppendGitHubSummary(reports); err != nil {
 		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil
@@ -903,27 +902,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// useColour decides whether a report printed to w is coloured: never with
-// --no-color or NO_COLOR (https://no-color.org: set and not empty), always
-// with FORCE_COLOR set to anything but empty, 0 or false (a CI log that
-// renders colour), else only on a terminal.
-func useColour(noColour bool, w io.Writer, getenv func(string) string) bool {
-	if noColour || getenv("NO_COLOR") != "" {
-		return false
-	}
-	switch f := strings.ToLower(getenv("FORCE_COLOR")); f {
-	case "", "0", "false":
-	default:
-		return true
-	}
-	return isTerminal(w)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && textreport.IsTerminal(f)
-}
-
 func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var out outputs
@@ -958,7 +936,7 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		textreport.Write(stdout, rep, useColour(out.noColour, stdout, os.Getenv))
+		render.WriteText(stdout, rep, render.Colour(out.noColour, stdout, os.Getenv))
 		verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
 		results = append(results, &certify.Result{History: h, Report: rep})
 	}

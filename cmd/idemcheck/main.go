@@ -3,6 +3,11 @@
 // cut after commit, retries), records every attempt, counts effects in the
 // database and reports each broken promise with its evidence.
 //
+// Its commands go from flags to a configuration, certify, render the
+// result (internal/render) and map the verdict to an exit code. It never
+// imports examples/: the demo and the example API are a program of their
+// own (examples/demo), so the binary links no example code.
+//
 // Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or
 // configuration, 3 the harness or the target could not run.
 package main
@@ -23,7 +28,6 @@ import (
 const usage = `idemcheck proves whether an HTTP API is safe to retry.
 
 Usage:
-  idemcheck demo                 certify the example APIs: the reference and three classic bugs
   idemcheck certify --url URL …  certify one endpoint (idemcheck certify -h for flags)
   idemcheck init --openapi SPEC  write a suite file from an OpenAPI description
   idemcheck run -f SUITE.yaml    certify every endpoint of a suite file
@@ -31,15 +35,19 @@ Usage:
   idemcheck soak --url URL …     a rate of intents for a while, a share of replies cut and retried
   idemcheck check HISTORY.jsonl  check a recorded history again, offline
   idemcheck estimate …           what unrecognised retries cost (idemcheck estimate -h for flags)
-  idemcheck example-api          serve the example orders API on a throwaway PostgreSQL, to certify
   idemcheck version              the version, commit and Go version of this build (also --version)
+
+To see it at work first: idemcheck-demo (make install puts it beside idemcheck;
+or go run github.com/idemcheck/idemcheck/examples/demo@latest) certifies an
+example API and three classic bugs, and idemcheck-demo example-api serves that
+API on a throwaway PostgreSQL for you to certify.
 
 Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or configuration,
 3 the harness or the target could not run.
 `
 
 // commands are the commands usage lists, in its order.
-var commands = []string{"demo", "certify", "init", "run", "soak", "check", "estimate", "example-api", "version", "help"}
+var commands = []string{"certify", "init", "run", "soak", "check", "estimate", "version", "help"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,8 +65,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	var code int
 	switch args[0] {
-	case "demo":
-		code, err = runDemo(ctx, args[1:], stdout, stderr)
 	case "certify":
 		code, err = runCertify(ctx, args[1:], stdout, stderr)
 	case "init":
@@ -71,10 +77,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = runCheck(args[1:], stdout, stderr)
 	case "estimate":
 		code, err = runEstimate(args[1:], stdout, stderr)
-	case exampleServerCommand:
-		code, err = runExampleServer(ctx, args[1:], stderr)
-	case "example-api":
-		code, err = runExampleAPI(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		code, err = runVersion(args[1:], stdout)
 	case "help", "-h", "--help":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/signal"
@@ -18,35 +19,35 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
+// exampleServerCommand starts this test binary as a target process that
+// serves one of the example APIs: the example code is linked into the
+// tests, never into the command.
+const exampleServerCommand = serve.ExampleCommand
+
 func TestMain(m *testing.M) {
-	// The demo serves its examples by starting its own binary with the
-	// hidden example-server command; under go test that binary is this one.
-	// example-api --background starts its binary again with example-api.
-	if len(os.Args) > 1 && (os.Args[1] == exampleServerCommand || os.Args[1] == subcommand || os.Args[1] == "example-api") {
-		args := os.Args[1:]
-		if args[0] == subcommand {
-			args = args[1:]
-		}
+	// A test that needs a target process starts this binary with the
+	// example-server command; the interrupt test starts it with
+	// subcommand, to behave as the CLI.
+	if len(os.Args) > 1 && (os.Args[1] == exampleServerCommand || os.Args[1] == subcommand) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, args, os.Stdout, os.Stderr)
+		var code int
+		if os.Args[1] == exampleServerCommand {
+			code = idemcheck.ExitHeld
+			if err := serve.Example(ctx, os.Args[2:], os.Stderr); err != nil {
+				fmt.Fprintf(os.Stderr, "idemcheck: %v\n", err)
+				code = idemcheck.ExitCode(err)
+			}
+		} else {
+			code = run(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		}
 		stop()
 		os.Exit(code)
 	}
 	pgtest.Main(m)
-}
-
-// The main job: the demo certifies the examples and every verdict is the
-// one it expects.
-func TestDemo(t *testing.T) {
-	t.Setenv("DATABASE_URL", "")
-	code, out, errOut := cli(t, "demo", "--no-color")
-	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	assert.Equal(t, len(demoTargets), strings.Count(out, "(as expected)"), out)
-	assert.Contains(t, out, "stuck-key in crash-lease")
-	assert.Contains(t, out, "duplicate-effect in concurrent-burst")
 }
 
 // cli runs the command in-process and returns its exit code and output.

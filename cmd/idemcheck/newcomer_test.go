@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,24 +46,9 @@ func TestUnknownCommandListsEveryCommand(t *testing.T) {
 	assert.Contains(t, errOut, "soak")
 }
 
+// A recorded history checked again is coloured under FORCE_COLOR and plain
+// under NO_COLOR (render.Colour's rule, seen through the command).
 func TestColourFollowsNoColorAndForceColor(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
-	var buf bytes.Buffer // not a terminal
-	assert.False(t, useColour(false, &buf, env()), "no terminal, no colour")
-	assert.True(t, useColour(false, &buf, env("FORCE_COLOR", "1")))
-	assert.True(t, useColour(false, &buf, env("FORCE_COLOR", "true")))
-	assert.False(t, useColour(false, &buf, env("FORCE_COLOR", "0")))
-	assert.False(t, useColour(false, &buf, env("FORCE_COLOR", "1", "NO_COLOR", "1")), "NO_COLOR wins")
-	assert.False(t, useColour(true, &buf, env("FORCE_COLOR", "1")), "--no-color wins")
-
-	// Through the command: a recorded history checked again is coloured
-	// under FORCE_COLOR and plain under NO_COLOR.
 	url, dsn := ordersAPI(t, orders.Reference)
 	hist := filepath.Join(t.TempDir(), "h.jsonl")
 	code, out, errOut := cli(t, certifyArgs(url, dsn, "--checks", "sequential-replay", "--history", hist)...)
@@ -224,47 +206,4 @@ func TestFlagsReadTheEnvironment(t *testing.T) {
 	code, _, errOut = cli(t, "certify", "--url", srv.URL, "--header", "Authorization: Bearer ${IC_TEST_UNSET_TOKEN}")
 	assert.Equal(t, idemcheck.ExitUsage, code)
 	assert.Contains(t, errOut, "--header: environment variable IC_TEST_UNSET_TOKEN is not set")
-}
-
-// The newcomer's path: the example API started in the background on a
-// throwaway PostgreSQL, certified by --url and --db from the lines it
-// prints, then stopped with kill, which takes its database with it.
-func TestExampleAPIInTheBackground(t *testing.T) {
-	code, out, errOut := cli(t, "example-api", "--background")
-	require.Equal(t, idemcheck.ExitHeld, code, "%s\n%s", out, errOut)
-	vars := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok && !strings.HasPrefix(sc.Text(), "#") {
-			vars[k] = strings.Trim(v, "'")
-		}
-	}
-	pid, err := strconv.Atoi(vars["EXAMPLE_PID"])
-	require.NoError(t, err, out)
-	reaped := false
-	t.Cleanup(func() {
-		if !reaped { // a failed test leaves no server behind; a reaped pid may be another process's
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			_, _ = syscall.Wait4(pid, nil, 0, nil)
-		}
-	})
-	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, vars["EXAMPLE_URL"])
-	require.Regexp(t, `^postgres://`, vars["EXAMPLE_DB"])
-
-	code, rep, errOut := cli(t, "certify", "--url", vars["EXAMPLE_URL"], "--path", "/orders",
-		"--body", `{"customerId":"{{intent}}","totalCents":4000}`, "--db", vars["EXAMPLE_DB"],
-		"--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1", "--effect-arg", "{{intent}}",
-		"--checks", "concurrent-burst,sequential-replay,lost-reply", "--no-color")
-	require.Equal(t, idemcheck.ExitHeld, code, "%s\n%s", rep, errOut)
-	assert.Contains(t, rep, "effects counted in")
-
-	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
-	// In the test the server is this process's child, released, not
-	// waited for: Wait4 reaps it once SIGTERM has stopped it. From a
-	// shell, example-api exits and the server belongs to init.
-	var ws syscall.WaitStatus
-	_, err = syscall.Wait4(pid, &ws, 0, nil)
-	require.NoError(t, err)
-	reaped = true
-	assert.True(t, ws.Exited() && ws.ExitStatus() == 0, "the server stops cleanly on SIGTERM: %v", ws)
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
-	"github.com/idemcheck/idemcheck/internal/textreport"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -176,7 +176,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				// The target's answer is this endpoint's finding; the run
 				// goes on with the others.
 				res := rejectedResult(cfg, perr)
-				textreport.Write(stdout, res.Report, !rf.noColour && isTerminal(stdout))
+				render.WriteText(stdout, res.Report, render.Colour(rf.noColour, stdout, os.Getenv))
 				verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
 				results = append(results, res)
 				continue

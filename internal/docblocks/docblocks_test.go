@@ -78,7 +78,7 @@ func TestDocumentationBlocksAreMarked(t *testing.T) {
 	}
 	t.Logf("%d blocks run by make doc-blocks, %d marked not to run", run, skipped)
 	readme := Script(blocksOf(t, root, filepath.Join(root, "README.md")), false)
-	for _, want := range []string{"make install", "idemcheck version", "make demo", "idemcheck example-api --background", "idemcheck certify --url"} {
+	for _, want := range []string{"make install", "idemcheck version", "make demo", "idemcheck-demo example-api --background", "idemcheck certify --url"} {
 		assert.Contains(t, readme, want)
 	}
 }

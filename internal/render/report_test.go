@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"bytes"
@@ -83,8 +83,8 @@ func golden(t *testing.T, name string, got []byte) {
 		require.NoError(t, os.WriteFile(path, got, 0o644))
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./internal/report -update to create it")
-	assert.Equal(t, string(want), string(got), "%s differs; if the change is intended, run go test ./internal/report -update", path)
+	require.NoError(t, err, "run go test ./internal/render -update to create it")
+	assert.Equal(t, string(want), string(got), "%s differs; if the change is intended, run go test ./internal/render -update", path)
 }
 
 func TestCleanShowsForbiddenCharactersAsEscapes(t *testing.T) {

@@ -7,10 +7,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/render"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -33,10 +37,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	var db string
 	var seed int64
-	var out outputs
+	var noColour bool
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` for the example APIs (default: $DATABASE_URL, else a throwaway cluster from the local binaries)")
 	fs.Int64Var(&seed, "seed", 1, "seed printed in the reports")
-	fs.BoolVar(&out.noColour, "no-color", false, "no colour, even on a terminal")
+	fs.BoolVar(&noColour, "no-color", false, "no colour, even on a terminal")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
 	}
@@ -47,13 +51,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, idemcheck.Unavailablef("demo: cannot find its own binary to serve the examples: %v", err)
 	}
-	fmt.Fprintln(stderr, "idemcheck demo: starting PostgreSQL and the example APIs on loopback …")
+	fmt.Fprintln(stderr, "idemcheck-demo: starting PostgreSQL and the example APIs on loopback …")
 	dsns, cleanup, err := demoDatabases(ctx, db, len(demoTargets))
 	if err != nil {
 		return 0, err
 	}
 	defer cleanup()
 
+	colour := render.Colour(noColour, stdout, os.Getenv)
 	asExpected := true
 	var verdicts []string
 	for i, dt := range demoTargets {
@@ -61,10 +66,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if !found {
 			return 0, fmt.Errorf("demo: %s/%s is not in the zoo", dt.app, dt.variant)
 		}
-		rep, err := demoOne(ctx, self, dsns[i], e, dt.label, seed, out, stdout, stderr)
+		rep, err := demoOne(ctx, self, dsns[i], e, dt.label, seed, stderr)
 		if err != nil {
 			return 0, err
 		}
+		render.WriteText(stdout, rep, colour)
 		fmt.Fprintln(stdout)
 		ok := zoo.NewRow(e, rep).Caught()
 		asExpected = asExpected && ok
@@ -81,10 +87,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	return idemcheck.ExitHeld, nil
 }
 
-// demoOne starts one example as a process target (idemcheck itself, serving
-// it) with its database link through the fault proxy, and certifies it.
-func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, seed int64, out outputs, stdout, stderr io.Writer) (idemcheck.Report, error) {
-	command := fmt.Sprintf("%q %s %s %s", self, exampleServerCommand, e.App, e.Args())
+// demoOne starts one example as a process target (this program itself,
+// serving it) with its database link through the fault proxy, and
+// certifies it, with a progress line on stderr.
+func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, seed int64, stderr io.Writer) (idemcheck.Report, error) {
+	command := fmt.Sprintf("%q %s %s %s", self, serve.ExampleCommand, e.App, e.Args())
 	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: dsn})
 	if err != nil {
 		return idemcheck.Report{}, err
@@ -94,11 +101,20 @@ func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, s
 	cfg.Name, cfg.Seed = label, seed
 	cfg.Options = zoo.Options()
 	cfg.Options.BurstRounds, cfg.Options.Rounds, cfg.Options.FaultRounds, cfg.Options.RetryWindow = 5, 2, 1, 0
-	res, err := certifyOne(ctx, cfg, out, stdout, stderr)
+	prog := &render.Progress{W: stderr, TTY: render.IsTerminal(stderr), Label: label}
+	cfg.Progress = func(s scenarios.Progress) { prog.Update(render.Step(s)) }
+	started := time.Now()
+	res, err := certify.Run(ctx, cfg)
+	prog.Done()
 	if err != nil {
 		return idemcheck.Report{}, err
 	}
-	return res.Report, nil
+	rep := res.Report
+	rep.Tool = idemcheck.BuildTool()
+	if rep.StartedAt.IsZero() {
+		rep.StartedAt = started.UTC().Truncate(time.Millisecond)
+	}
+	return rep, nil
 }
 
 // demoDatabases returns n DSNs: n fresh databases on a throwaway cluster,

@@ -1,4 +1,4 @@
-package textreport
+package render
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 func report() idemcheck.Report {
@@ -35,7 +34,7 @@ func report() idemcheck.Report {
 
 func TestWriteGroupsAnomaliesAndCapsEvidence(t *testing.T) {
 	var b bytes.Buffer
-	Write(&b, report(), false)
+	WriteText(&b, report(), false)
 	out := b.String()
 	assert.NotContains(t, out, "\033[", "no colour when asked for none")
 	assert.Contains(t, out, "FAIL     concurrent-burst   5 intents, 160 attempts, 2 anomalies (duplicate-effect x2)")
@@ -46,7 +45,7 @@ func TestWriteGroupsAnomaliesAndCapsEvidence(t *testing.T) {
 	assert.Contains(t, out, "verdict FAIL: 2 anomalies, 160 attempts in 1.5s, client burst release spread 9 us (median, h2), seed 7")
 
 	b.Reset()
-	Write(&b, report(), true)
+	WriteText(&b, report(), true)
 	assert.Contains(t, b.String(), "\033[31m", "colour on a terminal")
 }
 
@@ -54,7 +53,7 @@ func TestProgressOffTerminalPrintsALinePerCheck(t *testing.T) {
 	var b bytes.Buffer
 	p := &Progress{W: &b, Label: "orders"}
 	for _, c := range []string{"concurrent-burst", "concurrent-burst", "lost-reply"} {
-		p.Update(scenarios.Progress{Check: c, Round: 1, Rounds: 2, Sent: 1, Total: 10})
+		p.Update(Step{Check: c, Round: 1, Rounds: 2, Sent: 1, Total: 10})
 	}
 	p.Done()
 	assert.Equal(t, "orders: concurrent-burst ...\norders: lost-reply ...\n", b.String())
@@ -70,7 +69,7 @@ func TestWriteInconclusive(t *testing.T) {
 		},
 	}
 	var b bytes.Buffer
-	Write(&b, r, false)
+	WriteText(&b, r, false)
 	out := b.String()
 	assert.Contains(t, out, "INCONCL  failed-attempt     its fault never landed")
 	assert.Contains(t, out, "3 of 3 rounds happened as meant")
@@ -90,7 +89,7 @@ func TestWriteShowsTargetExits(t *testing.T) {
 		r.TargetExits = append(r.TargetExits, exit(round))
 	}
 	var b bytes.Buffer
-	Write(&b, r, false)
+	WriteText(&b, r, false)
 	out := b.String()
 	assert.Contains(t, out, "  target output in /tmp/target.log\n")
 	assert.Contains(t, out, "the target exited on its own 4 times")
@@ -102,7 +101,24 @@ func TestWriteShowsTargetExits(t *testing.T) {
 	assert.Less(t, strings.Index(out, "exited on its own"), strings.Index(out, "verdict FAIL"))
 
 	b.Reset()
-	Write(&b, report(), false)
+	WriteText(&b, report(), false)
 	assert.NotContains(t, b.String(), "exited on its own", "nothing about exits when the target lived")
 	assert.NotContains(t, b.String(), "target output", "no log line without a log")
+}
+
+func TestColourFollowsNoColorAndForceColor(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	var buf bytes.Buffer // not a terminal
+	assert.False(t, Colour(false, &buf, env()), "no terminal, no colour")
+	assert.True(t, Colour(false, &buf, env("FORCE_COLOR", "1")))
+	assert.True(t, Colour(false, &buf, env("FORCE_COLOR", "true")))
+	assert.False(t, Colour(false, &buf, env("FORCE_COLOR", "0")))
+	assert.False(t, Colour(false, &buf, env("FORCE_COLOR", "1", "NO_COLOR", "1")), "NO_COLOR wins")
+	assert.False(t, Colour(true, &buf, env("FORCE_COLOR", "1")), "--no-color wins")
 }

@@ -1,6 +1,4 @@
-// Package textreport renders a Report for a person at a terminal, and the
-// live progress line of a run.
-package textreport
+package render
 
 import (
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // MaxEvidence is how many witnessing attempts an anomaly shows; the JSON
@@ -28,15 +25,37 @@ func colours(on bool) palette {
 	return palette{red: "\033[31m", green: "\033[32m", yellow: "\033[33m", bold: "\033[1m", dim: "\033[2m", reset: "\033[0m"}
 }
 
-// IsTerminal reports whether f is a terminal, where colour and a live
+// IsTerminal reports whether w is a terminal, where colour and a live
 // progress line make sense.
-func IsTerminal(f *os.File) bool {
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// Write renders r. With colour, statuses are coloured.
-func Write(w io.Writer, r idemcheck.Report, colour bool) {
+// Colour decides whether text written to w is coloured: never with
+// noColour (--no-color) or NO_COLOR (https://no-color.org: set and not
+// empty), always with FORCE_COLOR set to anything but empty, 0 or false (a
+// CI log that renders colour), else only on a terminal. getenv is
+// os.Getenv outside tests.
+func Colour(noColour bool, w io.Writer, getenv func(string) string) bool {
+	if noColour || getenv("NO_COLOR") != "" {
+		return false
+	}
+	switch f := strings.ToLower(getenv("FORCE_COLOR")); f {
+	case "", "0", "false":
+	default:
+		return true
+	}
+	return IsTerminal(w)
+}
+
+// WriteText renders r for a person at a terminal. With colour, statuses
+// are coloured.
+func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 	c := colours(colour)
 	t := r.Target
 	name := t.Name
@@ -74,7 +93,7 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 		}
 		detail := fmt.Sprintf("%d intents, %d attempts", ch.Intents, ch.Attempts)
 		if len(ch.Anomalies) > 0 {
-			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindSummary(r, ch.Anomalies))
+			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindTally(r, ch.Anomalies))
 		}
 		if ch.Status == idemcheck.Skip || ch.Status == idemcheck.Inconclusive {
 			detail = ch.Reason
@@ -116,7 +135,7 @@ func Write(w io.Writer, r idemcheck.Report, colour bool) {
 			case e.Error != "":
 				line += "no reply: " + e.Error
 			default:
-				line += fmt.Sprintf("%d %s", e.Status, oneLine(e.Body, 100))
+				line += fmt.Sprintf("%d %s", e.Status, flatten(e.Body, 100))
 			}
 			if e.Replayed != "" {
 				line += "  [replayed: " + e.Replayed + "]"
@@ -171,13 +190,6 @@ func VerdictWords(v idemcheck.Status) string {
 	return strings.ToUpper(string(v))
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "status unknown"
-	}
-	return s
-}
-
 // MaxExitTails is how many target exits the terminal report shows with
 // their last output; the rest are named by where they happened.
 const MaxExitTails = 3
@@ -218,7 +230,9 @@ func writeExits(w io.Writer, r idemcheck.Report, c palette) {
 	fmt.Fprintln(w)
 }
 
-func kindSummary(r idemcheck.Report, idx []int) string {
+// kindTally counts the anomalies idx names by kind, "kind xN" each, in
+// the order of the kinds' names.
+func kindTally(r idemcheck.Report, idx []int) string {
 	n := map[idemcheck.Kind]int{}
 	for _, i := range idx {
 		n[r.Anomalies[i].Kind]++
@@ -231,7 +245,8 @@ func kindSummary(r idemcheck.Report, idx []int) string {
 	return strings.Join(parts, ", ")
 }
 
-func oneLine(s string, n int) string {
+// flatten puts s on one line, whitespace runs one space, cut to n bytes.
+func flatten(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
 		return s[:n] + "…"
@@ -275,8 +290,18 @@ type Progress struct {
 	drawn     bool
 }
 
-// Update is a scenarios.Runner progress callback.
-func (p *Progress) Update(s scenarios.Progress) {
+// Step is where a run is: the check, its round of Rounds, and the
+// attempts Sent so far of the whole run's Total. It has the fields of
+// scenarios.Progress, so a runner's callback converts one:
+// p.Update(render.Step(s)), and this package needs nothing of scenarios.
+type Step struct {
+	Check         string
+	Round, Rounds int
+	Sent, Total   int
+}
+
+// Update draws s.
+func (p *Progress) Update(s Step) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.TTY {

@@ -1,10 +1,4 @@
-// Package report renders Reports for CI: JUnit XML for test reporters
-// (Jenkins, GitLab, GitHub actions that read JUnit), and a Markdown summary
-// for a pull request or a GitHub job summary.
-//
-// Both renderings are deterministic: times come from the Report's own
-// Stats, never from the clock, so a report renders the same every time.
-package report
+package render
 
 import (
 	"fmt"

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/internal/render"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+// The newcomer's path: the example API started in the background on a
+// throwaway PostgreSQL, certified by --url and --db from the lines it
+// prints, then stopped with kill, which takes its database with it.
+func TestExampleAPIInTheBackground(t *testing.T) {
+	code, out, errOut := cli(t, "example-api", "--background")
+	require.Equal(t, idemcheck.ExitHeld, code, "%s\n%s", out, errOut)
+	vars := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok && !strings.HasPrefix(sc.Text(), "#") {
+			vars[k] = strings.Trim(v, "'")
+		}
+	}
+	pid, err := strconv.Atoi(vars["EXAMPLE_PID"])
+	require.NoError(t, err, out)
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped { // a failed test leaves no server behind; a reaped pid may be another process's
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_, _ = syscall.Wait4(pid, nil, 0, nil)
+		}
+	})
+	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, vars["EXAMPLE_URL"])
+	require.Regexp(t, `^postgres://`, vars["EXAMPLE_DB"])
+
+	rep := certifyByURL(t, vars["EXAMPLE_URL"], vars["EXAMPLE_DB"], "concurrent-burst", "sequential-replay", "lost-reply")
+	var text bytes.Buffer
+	render.WriteText(&text, rep, false)
+	require.Equal(t, idemcheck.Pass, rep.Verdict, text.String())
+	assert.Contains(t, text.String(), "effects counted in")
+
+	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
+	// In the test the server is this process's child, released, not
+	// waited for: Wait4 reaps it once SIGTERM has stopped it. From a
+	// shell, example-api exits and the server belongs to init.
+	var ws syscall.WaitStatus
+	_, err = syscall.Wait4(pid, &ws, 0, nil)
+	require.NoError(t, err)
+	reaped = true
+	assert.True(t, ws.Exited() && ws.ExitStatus() == 0, "the server stops cleanly on SIGTERM: %v", ws)
+}
+
+// certifyByURL certifies POST /orders of the API at rawURL, its effects
+// counted in the database at dsn, as idemcheck certify --url --db does
+// (the command's own flags are tested in cmd/idemcheck).
+func certifyByURL(t *testing.T, rawURL, dsn string, checks ...string) idemcheck.Report {
+	t.Helper()
+	ctx := context.Background()
+	base, err := url.Parse(rawURL)
+	require.NoError(t, err)
+	db, err := targets.OpenDatabase(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	cfg := certify.Config{
+		Name: "orders", Policy: idemcheck.IETF(), Checks: checks, Options: scenarios.Defaults, Seed: 1,
+		Timeout: 10 * time.Second, Preflight: true,
+		DB: db.Pool, DBName: targets.RedactDSN(dsn), DSN: dsn,
+		EffectSQL:  "SELECT count(*) FROM orders WHERE customer_id = $1",
+		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
+	}
+	cfg.Endpoint.Base = base
+	cfg.Endpoint.Method = "POST"
+	cfg.Endpoint.Path = idemcheck.MustTemplate("/orders")
+	cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`)
+	res, err := certify.Run(ctx, cfg)
+	require.NoError(t, err)
+	return res.Report
+}
