@@ -1,6 +1,8 @@
 package idemcheck
 
 // Check names are stable: they appear in reports, suite files and JUnit.
+// They are names only: each check is one value in package scenarios, whose
+// registry is the one list of checks, in the order a certification runs them.
 const (
 	CheckConcurrentBurst  = "concurrent-burst"
 	CheckSequentialReplay = "sequential-replay"
@@ -31,15 +33,6 @@ const (
 	// CheckSoak is the load run of `idemcheck soak`, apart from certification.
 	CheckSoak = "soak"
 )
-
-// AllChecks lists every check name in the order reports show them.
-var AllChecks = []string{
-	CheckConcurrentBurst, CheckSequentialReplay, CheckLostReply, CheckPayloadMismatch,
-	CheckReorderedBody, CheckCrossEndpoint, CheckDistinctKeys, CheckMissingKey,
-	CheckFailedAttempt, CheckCrashLease, CheckRestartReplay, CheckCrashAfterCommit, CheckInFlightRetry,
-	CheckLeaseFencing, CheckCrossTenant, CheckWebhookRedeliver,
-	CheckCorrectedRetry, CheckKeySyntax,
-}
 
 // Variant says how an attempt's request differs from its intent's
 // original request. Most attempts send the original; some checks send a

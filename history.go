@@ -2,6 +2,7 @@ package idemcheck
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -70,6 +71,10 @@ type Attempt struct {
 	Fingerprint string `json:"fingerprint"`
 	// Fault is the name of the fault applied to this attempt's link, if any.
 	Fault string `json:"fault,omitempty"`
+	// FaultLinks are the links Fault acted on (LinkClient, LinkDB), client
+	// link first: what kind of fault it was, so a reader never has to
+	// guess from its name. A kill alone acts on no link.
+	FaultLinks []string `json:"fault_links,omitempty"`
 
 	Start     time.Time `json:"start"`
 	FirstByte time.Time `json:"first_byte,omitzero"`
@@ -82,6 +87,18 @@ type Attempt struct {
 	// Error is the transport error of an attempt without a complete reply.
 	Error string `json:"error,omitempty"`
 }
+
+// Links a fault acts on.
+const (
+	// LinkClient is the link between the harness and the target.
+	LinkClient = "client"
+	// LinkDB is the link between the target and its database: a fault
+	// there breaks the attempt inside the server, on purpose.
+	LinkDB = "db"
+)
+
+// FaultOn reports whether the attempt went through a fault on link.
+func (a Attempt) FaultOn(link string) bool { return slices.Contains(a.FaultLinks, link) }
 
 // Overlaps reports whether two attempts were in flight at the same time.
 func (a Attempt) Overlaps(b Attempt) bool {
@@ -222,13 +239,27 @@ type Run struct {
 	// Checks are the checks planned for the run, in order; a check the
 	// target could not support carries the reason it was skipped.
 	Checks []PlannedCheck `json:"checks"`
+	// NotAsked are the checks idemcheck knew and the run was not asked for
+	// (--checks), in the order a certification runs them, each with its
+	// rule: the report's contract states every rule, these as not checked.
+	NotAsked []PlannedCheck `json:"not_asked,omitempty"`
 	// EffectQuery is the SQL that counted effects, empty without a database.
 	EffectQuery string `json:"effect_query,omitempty"`
 }
 
-// PlannedCheck is a check the run meant to perform.
+// PlannedCheck is a check the run meant to perform, with what the checker
+// needs to know of it: the run records them, so a history is checked again
+// offline by a checker that knows no list of checks.
 type PlannedCheck struct {
 	Name string `json:"name"`
 	// Skip, when set, is why the check could not run on this target.
 	Skip string `json:"skip,omitempty"`
+	// Rule is the contract rule the check enforces and where the rule is
+	// published. Empty in a history recorded before plans carried their
+	// rules (see UnmarshalJSON).
+	Rule string `json:"rule,omitempty"`
+	// Faults: the check breaks the target on purpose (a cut database link,
+	// a kill), so a key still in progress when its retries give up is
+	// stuck, and the in-progress status its retries meet is judged as such.
+	Faults bool `json:"faults,omitempty"`
 }

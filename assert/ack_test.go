@@ -97,7 +97,7 @@ func TestAckOnlyInProgressThroughoutIsStuck(t *testing.T) {
 	b.intent(redeliver, 0,
 		`1 0-5 500 {}`, `1 55-60 409 {}`, `1 160-165 409 {}`, `1 365-370 409 {}`, `1 770-775 409 {}`)
 	b.redelivered(4)
-	b.h.Attempts[0].Fault = "db-cut"
+	b.h.Attempts[0].Fault, b.h.Attempts[0].FaultLinks = "db-cut", []string{idemcheck.LinkDB}
 	got := Check(&b.h)
 	require.Equal(t, []idemcheck.Kind{idemcheck.StuckKey}, kinds(got))
 	assert.Contains(t, got[0].Explanation, "all 4 redeliveries were told it is in progress (409)")

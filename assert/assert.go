@@ -3,6 +3,13 @@
 // counts the database gave. It is sound rather than complete: every anomaly
 // it reports is witnessed by attempts in the history, and what it cannot see
 // (a check with no database, say) it leaves to the checks that can.
+//
+// What it knows of each check (the rule it enforces, whether it breaks the
+// target on purpose) it reads from the history's plan, and what kind of
+// fault an attempt went through from the attempt: a history carries all
+// the checker needs, so it is checked the same way offline. It must never
+// import anything but the root package and the standard library; above
+// all not the scenarios package, whose registry of checks fills the plan.
 package assert
 
 import (
@@ -16,55 +23,30 @@ import (
 	"github.com/idemcheck/idemcheck"
 )
 
-// Rules says, for each check, the contract rule it enforces and where the
-// rule is published.
-var Rules = map[string]string{
-	idemcheck.CheckConcurrentBurst: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
-		"concurrent duplicates leave exactly one effect and every success describes the same resource.",
-	idemcheck.CheckSequentialReplay: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
-		"(same status, same body), never the in-progress status, and leaves no second effect.",
-	idemcheck.CheckLostReply: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
-		"and gets the original result; the effect happens once.",
-	idemcheck.CheckPayloadMismatch: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
-		"a key reused with a different payload is rejected, runs nothing, and leaves the original untouched.",
-	idemcheck.CheckReorderedBody: "IETF Idempotency-Key draft, section 2.4: the fingerprint is over the request's content, so the same JSON with " +
-		"members reordered or white space changed is the same request and is replayed, not rejected.",
-	idemcheck.CheckCrossEndpoint: "IETF Idempotency-Key draft, sections 2.2 and 2.4: a key belongs to one request; sent to another method or path " +
-		"it is never answered with the first endpoint's saved response.",
-	idemcheck.CheckDistinctKeys: "IETF Idempotency-Key draft, section 2.2: the key, not the payload, identifies an intent: the same body under " +
-		"two keys is two intents with two effects.",
-	idemcheck.CheckMissingKey: "IETF Idempotency-Key draft, section 2.7: a request without the key on an endpoint that requires one gets 400 " +
-		"and runs nothing.",
-	idemcheck.CheckFailedAttempt: "IETF Idempotency-Key draft, section 2.6, and Stripe: an attempt that fails inside the server leaves no partial " +
-		"effect; its retry either gets the saved error (where errors are saved) or succeeds exactly once, and never finds the key stuck.",
-	idemcheck.CheckCrashLease: "IETF Idempotency-Key draft, section 2.6: a key claimed by a process that died becomes retakable within its lease; " +
-		"the retry succeeds and the effect happens once.",
-	idemcheck.CheckRestartReplay: "IETF Idempotency-Key draft, section 2.6: a retry of a completed request returns the saved result for as long as " +
-		"the key is kept, whatever happened to the server in between: a restart (a deploy, a crash) must not lose the key, and the effect happens once.",
-	idemcheck.CheckCrashAfterCommit: "IETF Idempotency-Key draft, section 2.6: the key and its result are saved with the effect, atomically; a server " +
-		"killed after its effect committed and before its reply reached the client answers the retry with a replay, never a second effect.",
-	idemcheck.CheckInFlightRetry: "IETF Idempotency-Key draft, section 2.7: a retry that arrives while the first attempt is still running gets " +
-		"409 Conflict (or waits and gets the replay); it never executes a second time.",
-	idemcheck.CheckLeaseFencing: "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
-	idemcheck.CheckCrossTenant: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
-		"never replays another client's saved response.",
-	idemcheck.CheckWebhookRedeliver: "At-least-once delivery (webhooks, queues): a consumer may refuse a delivery with 5xx (or let it time out) " +
-		"and the sender delivers it again, a bounded number of times; once the event is acknowledged (2xx) its effect is applied exactly once, " +
-		"never skipped, so the consumer records the event id in the same transaction as the effect.",
-	idemcheck.CheckCorrectedRetry: "Stripe: nothing is saved when validation fails before execution, so a request refused with a 4xx and then corrected " +
-		"under the same key is executed, once (the IETF Idempotency-Key draft, section 2.6, returns the result of a completed request, and a refused " +
-		"request completed nothing); where the policy saves rejections (save_rejected), the correction gets the saved rejection or the mismatch status " +
-		"and runs nothing.",
-	idemcheck.CheckKeySyntax: "IETF Idempotency-Key draft, section 2.1: the key is a Structured Field string; Stripe: at most 255 characters. " +
-		"A malformed key (empty, too long, a list) gets the policy's invalid-key status and runs nothing; two valid long keys that differ only past " +
-		"their 64th character are two intents with two effects, never one key cut short.",
+// NoRule stands for the rule of a check whose plan records none: a history
+// written before plans carried their rules, or a check outside the
+// registry (a soak).
+const NoRule = "the history records no rule for this check"
+
+// ruleOf is the rule a planned check enforces, as its plan recorded it.
+func ruleOf(pc idemcheck.PlannedCheck) string {
+	if pc.Rule == "" {
+		return NoRule
+	}
+	return pc.Rule
 }
 
-// faultChecks are the checks that break the target on purpose: a key still
-// in progress when their retries give up is stuck.
-var faultChecks = map[string]bool{
-	idemcheck.CheckFailedAttempt: true, idemcheck.CheckCrashLease: true, idemcheck.CheckLeaseFencing: true,
-	idemcheck.CheckWebhookRedeliver: true, idemcheck.CheckCrashAfterCommit: true,
+// faultChecks are the planned checks that break the target on purpose,
+// as the plan says: a key still in progress when their retries give up is
+// stuck.
+func faultChecks(h *idemcheck.History) map[string]bool {
+	m := map[string]bool{}
+	for _, pc := range h.Run.Checks {
+		if pc.Faults {
+			m[pc.Name] = true
+		}
+	}
+	return m
 }
 
 // Report checks h against the policy and plan in its header and returns the
@@ -90,7 +72,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 	for _, pc := range h.Run.Checks {
 		ev := gatherEvidence(h, pc.Name, byIntent, events)
 		cr := idemcheck.CheckResult{
-			Name: pc.Name, Status: idemcheck.Pass, Rule: Rules[pc.Name], Anomalies: []int{},
+			Name: pc.Name, Status: idemcheck.Pass, Rule: ruleOf(pc), Anomalies: []int{},
 			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
 		}
 		for i, a := range anomalies {
@@ -136,7 +118,9 @@ func Report(h *idemcheck.History) idemcheck.Report {
 	return r
 }
 
-// contract states every known rule as held, broken or not checked.
+// contract states every rule the history records as held, broken or not
+// checked: the planned checks' in the order they ran, then those the run
+// was not asked for.
 func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck.RuleResult {
 	// counted says, per check, where its effect counts came from: the
 	// database ("db") or a read-back through the API (ViaHTTP).
@@ -153,8 +137,12 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 		byName[c.Name] = c
 	}
 	var out []idemcheck.RuleResult
-	for _, name := range idemcheck.AllChecks {
-		rr := idemcheck.RuleResult{Check: name, Rule: Rules[name]}
+	for _, pc := range slices.Concat(h.Run.Checks, h.Run.NotAsked) {
+		name := pc.Name
+		if slices.ContainsFunc(out, func(rr idemcheck.RuleResult) bool { return rr.Check == name }) {
+			continue // a check planned twice states its rule once
+		}
+		rr := idemcheck.RuleResult{Check: name, Rule: ruleOf(pc)}
 		c, planned := byName[name]
 		switch {
 		case !planned:
@@ -195,13 +183,14 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 			scheduled[b.Intent] = b
 		}
 	}
+	faults := faultChecks(h)
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
 		atts := byIntent[in.ID]
 		if len(atts) == 0 {
 			continue
 		}
-		ic := intentCheck{policy: p, intent: in, attempts: atts}
+		ic := intentCheck{policy: p, intent: in, attempts: atts, faults: faults[in.Check]}
 		if b, ok := scheduled[in.ID]; ok {
 			ic.scheduled = &b
 		}
@@ -223,6 +212,9 @@ type intentCheck struct {
 	intent   idemcheck.Intent
 	attempts []idemcheck.Attempt // in start order
 	obs      *idemcheck.Observation
+	// faults: the intent's check breaks the target on purpose (its plan's
+	// fault flag).
+	faults bool
 	// scheduled is the intent's burst when its race was scheduled at the
 	// database link.
 	scheduled *idemcheck.Burst
@@ -255,7 +247,7 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 // fault check gave up: past the lease and its margin.
 func (c *intentCheck) checkStuck() {
 	p := c.policy
-	if !faultChecks[c.intent.Check] || len(p.InProgressList()) == 0 || p.AckOnly {
+	if !c.faults || len(p.InProgressList()) == 0 || p.AckOnly {
 		return // under an ack-only policy checkAcknowledged judges conflicts
 	}
 	var conflicts []idemcheck.Attempt
@@ -300,7 +292,7 @@ func (c *intentCheck) checkStuck() {
 // look the same. "" otherwise.
 func (c *intentCheck) stuckWithoutLease() string {
 	p := c.policy
-	if !faultChecks[c.intent.Check] || p.Lease > 0 || p.AckOnly || len(c.attempts) < 2 {
+	if !c.faults || p.Lease > 0 || p.AckOnly || len(c.attempts) < 2 {
 		return ""
 	}
 	last := c.attempts[len(c.attempts)-1]
@@ -556,7 +548,7 @@ func (c *intentCheck) checkStatuses() {
 		if a.Outcome != idemcheck.Replied || p.Replay(a.Status) || !a.Variant.SameRequest() {
 			continue
 		}
-		if strings.Contains(a.Fault, "db-") {
+		if a.FaultOn(idemcheck.LinkDB) {
 			continue // the harness broke this attempt inside the server on purpose
 		}
 		falseMismatch := a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus
@@ -573,7 +565,7 @@ func (c *intentCheck) checkStatuses() {
 			}
 			continue
 		}
-		if faultChecks[c.intent.Check] && p.InProgress(a.Status) {
+		if c.faults && p.InProgress(a.Status) {
 			continue // checkStuck judges conflicts after a fault
 		}
 		if p.AckOnly && (a.Status >= 500 || p.InProgress(a.Status)) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // histBuilder writes small histories in a line notation, one attempt a line:
@@ -27,12 +28,20 @@ type histBuilder struct {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// newHist starts a history of the named checks, planned as a run plans
+// them: each known check with its rule and fault flag from the registry,
+// and the checks not named recorded as not asked for.
 func newHist(t *testing.T, p idemcheck.Policy, checks ...string) *histBuilder {
 	b := &histBuilder{t: t}
 	b.h.Run.Policy = p
 	for _, c := range checks {
-		b.h.Run.Checks = append(b.h.Run.Checks, idemcheck.PlannedCheck{Name: c})
+		pc := idemcheck.PlannedCheck{Name: c}
+		if known, err := scenarios.Lookup(c); err == nil {
+			pc = known.Planned("")
+		}
+		b.h.Run.Checks = append(b.h.Run.Checks, pc)
 	}
+	b.h.Run.NotAsked = scenarios.NotAsked(b.h.Run.Checks)
 	return b
 }
 
@@ -417,10 +426,11 @@ func TestContractListsEveryRule(t *testing.T) {
 	b.intent(burst, 2, `1 0-5 201 {"orderId":"A"}`, `1 0-6 201 {"orderId":"B"}`)
 	b.intent(idemcheck.CheckSequentialReplay, -1, `1 10-15 201 {"orderId":"C"}`, `2 20-25 201 {"orderId":"C"}`)
 	r := Report(&b.h)
-	require.Len(t, r.Contract, len(idemcheck.AllChecks))
+	require.Len(t, r.Contract, len(scenarios.Names()))
 	byCheck := map[string]idemcheck.RuleResult{}
 	for _, rr := range r.Contract {
 		assert.NotEmpty(t, rr.Rule, rr.Check)
+		assert.NotEqual(t, NoRule, rr.Rule, rr.Check)
 		byCheck[rr.Check] = rr
 	}
 	assert.Equal(t, idemcheck.RuleBroken, byCheck[burst].Status)

@@ -47,6 +47,7 @@ type checkEvidence struct {
 // gatherEvidence reads the check's intents, attempts and events.
 func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event) *checkEvidence {
 	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}}
+	faults := faultChecks(h)
 	for _, e := range h.Events {
 		if e.Check == name && e.Kind == idemcheck.TargetExited {
 			ev.exits = append(ev.exits, e)
@@ -101,7 +102,7 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				ev.landed++
 			}
 		}
-		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts}
+		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, faults: faults[name]}
 		if why := ic.stuckWithoutLease(); why != "" && ev.undecided == "" {
 			ev.undecided = why
 		}

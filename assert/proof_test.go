@@ -27,11 +27,12 @@ func status(t *testing.T, r idemcheck.Report, name string) idemcheck.CheckResult
 	return idemcheck.CheckResult{}
 }
 
-// fault marks the attempts of step 1 of intent as sent through f.
+// fault marks the attempts of step 1 of intent as sent through f, a fault
+// on the database link.
 func (b *histBuilder) fault(intent, f string) {
 	for i := range b.h.Attempts {
 		if a := &b.h.Attempts[i]; a.Intent == intent && a.Step == 1 {
-			a.Fault = f
+			a.Fault, a.FaultLinks = f, []string{idemcheck.LinkDB}
 		}
 	}
 }

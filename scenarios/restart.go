@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,18 @@ func stepFault(st Step) string {
 		names = append(names, f)
 	}
 	return strings.Join(names, "+")
+}
+
+// stepLinks are the links a step's first attempt has faults on
+// (Attempt.FaultLinks), client link first: the reply hold of a kill after
+// commit and st.Fault on the client link, st.DBFault on the database
+// link. A kill alone acts on none.
+func stepLinks(st Step) []string {
+	links := faultLinks(st.Fault, st.DBFault)
+	if st.OnHold == HoldKillAfterCommit && !slices.Contains(links, idemcheck.LinkClient) {
+		links = append([]string{idemcheck.LinkClient}, links...)
+	}
+	return links
 }
 
 // event records something that happened to the target during attempt a's

@@ -369,7 +369,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Method: req.Method, Header: s.redact(req.Header), Path: s.scrubRequest(req), Body: s.scrub(string(req.Body)),
-			Fingerprint: Fingerprint(req), Fault: stepFault(st),
+			Fingerprint: Fingerprint(req), Fault: stepFault(st), FaultLinks: stepLinks(st),
 		}
 		from := len(s.h.Attempts)
 		if st.DelayBefore > 0 {
@@ -390,7 +390,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			}
 			next := sc.Steps[i+1]
 			retry := base
-			retry.Step, retry.Fault, retry.Variant = i+2, stepFault(next), next.Variant
+			retry.Step, retry.Fault, retry.FaultLinks, retry.Variant = i+2, stepFault(next), stepLinks(next), next.Variant
 			if st.OnHold == HoldKillAfterCommit {
 				err = s.killAfterCommit(ctx, in, st, addr, req, base, retry)
 			} else {
@@ -613,6 +613,29 @@ func faultNames(client, db faults.Fault) string {
 	return strings.Join(names, "+")
 }
 
+// faultLinks are the links fs act on, client link first, in the root
+// package's words (Attempt.FaultLinks); nil for clean traffic.
+func faultLinks(fs ...faults.Fault) []string {
+	var client, db bool
+	for _, f := range fs {
+		switch {
+		case f.IsNone():
+		case f.Link == faults.LinkDB:
+			db = true
+		default:
+			client = true
+		}
+	}
+	var links []string
+	if client {
+		links = append(links, idemcheck.LinkClient)
+	}
+	if db {
+		links = append(links, idemcheck.LinkDB)
+	}
+	return links
+}
+
 // arm puts a database-link fault on the target for one step.
 func (s *session) arm(f faults.Fault) (func() faults.Landing, error) {
 	if f.IsNone() {
@@ -819,7 +842,7 @@ func (s *session) redeliver(ctx context.Context, req wire.Request, base idemchec
 	if err != nil {
 		return fmt.Errorf("redeliver: %w", err)
 	}
-	base.Fault, base.Burst = "", 0
+	base.Fault, base.FaultLinks, base.Burst = "", nil, 0
 	for n := 1; n <= MaxRedeliveries; n++ {
 		t := time.NewTimer(Redelivery(s.Policy, n))
 		select {

@@ -1,14 +1,22 @@
-// Package scenarios says what to send to a target: each check's scenario is
-// a value (how many rounds, and per round the steps of attempts of one
-// intent, released together or one after another, through which fault), and
-// Run sends them, recording every attempt in a History.
+// Package scenarios holds the checks and says what they send to a target.
+// A check is one value (Check: its name, its contract rule, whether it
+// breaks the target on purpose, its scenarios and when it does not apply)
+// in one ordered registry (Checks, Lookup, Names); Plan records each
+// planned check's rule and fault flag in the run's plan, so the checker
+// reads them from the history. A scenario is a value too (how many rounds,
+// and per round the steps of attempts of one intent, released together or
+// one after another, through which fault), and Run sends them, recording
+// every attempt, with the links its fault acted on, in a History.
+//
+// It speaks the root package's vocabulary and drives the faults and wire
+// packages; it never imports the checker (assert), the reports or the
+// commands: they use it, and the checker learns what it needs of a check
+// from the history alone.
 package scenarios
 
 import (
 	"fmt"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
@@ -410,187 +418,4 @@ func MalformedKeys(rounds int) Scenario {
 func LongKeys(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckKeySyntax, Rounds: rounds,
 		Steps: []Step{{Attempts: 1, Variant: idemcheck.LongKey}, {Attempts: 1, Variant: idemcheck.LongKeyTwin}}}
-}
-
-// keyInBody is why the checks about the key header do not apply to a
-// policy that carries the key in the body.
-const keyInBody = "the key travels in the body (key_pointer, a consumer's event id), not in a header: "
-
-// check is one check's scenario and the reason it may not apply.
-type check struct {
-	// build returns the check's scenarios for a target it applies to:
-	// some checks have a half for each thing the harness may do to it.
-	build func(o Options, e Endpoint, t Target) []Scenario
-	// skip returns why the check does not apply to this target, or "".
-	skip func(p idemcheck.Policy, e Endpoint, t Target) string
-}
-
-// one is the build of a check with one scenario.
-func one(f func(Options) Scenario) func(Options, Endpoint, Target) []Scenario {
-	return func(o Options, _ Endpoint, _ Target) []Scenario { return []Scenario{f(o)} }
-}
-
-func always(idemcheck.Policy, Endpoint, Target) string { return "" }
-
-const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd)"
-
-func needsPowers(_ idemcheck.Policy, _ Endpoint, t Target) string {
-	if !t.Powers {
-		return noPowers
-	}
-	return ""
-}
-
-func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t Target) string {
-	if r := needsPowers(p, e, t); r != "" {
-		return r
-	}
-	if p.Lease <= 0 {
-		return "the policy names no lease (--lease, or lease: in the policy), so a slow takeover cannot be told from a stuck key"
-	}
-	return ""
-}
-
-var checks = map[string]check{
-	idemcheck.CheckConcurrentBurst: {one(func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }), always},
-	idemcheck.CheckSequentialReplay: {func(o Options, _ Endpoint, _ Target) []Scenario {
-		if o.RetryWindow > 0 {
-			return []Scenario{SequentialReplay(o.Rounds), LateReplay(1, o.RetryWindow)}
-		}
-		return []Scenario{SequentialReplay(o.Rounds)}
-	}, always},
-	idemcheck.CheckLostReply: {one(func(o Options) Scenario { return LostReply(o.Rounds) }), always},
-	idemcheck.CheckPayloadMismatch: {one(func(o Options) Scenario { return PayloadMismatch(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ Target) string {
-		if p.MismatchStatus == 0 {
-			return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
-		}
-		return ""
-	}},
-	idemcheck.CheckReorderedBody: {one(func(o Options) Scenario { return ReorderedBody(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
-		if !e.JSONBody() {
-			return "the request body is not a JSON object, so it has no members to reorder"
-		}
-		return ""
-	}},
-	idemcheck.CheckCrossEndpoint: {one(func(o Options) Scenario { return CrossEndpoint(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
-		if e.Other == nil {
-			return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
-		}
-		return ""
-	}},
-	idemcheck.CheckDistinctKeys: {one(func(o Options) Scenario { return DistinctKeys(o.Rounds) }), always},
-	idemcheck.CheckMissingKey: {one(func(o Options) Scenario { return MissingKey(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ Target) string {
-		if p.MissingKeyStatus == 0 {
-			return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
-		}
-		return ""
-	}},
-	idemcheck.CheckFailedAttempt: {func(o Options, e Endpoint, t Target) []Scenario {
-		// Two halves: a failure the harness causes (needs the database
-		// link) and a failure the target answers (needs a failing body).
-		var scs []Scenario
-		if t.Powers {
-			scs = append(scs, FailedAttempt(o.FaultRounds))
-		}
-		if e.FailingBody != nil {
-			scs = append(scs, SavedError(o.FaultRounds))
-		}
-		return scs
-	}, func(p idemcheck.Policy, e Endpoint, t Target) string {
-		if e.FailingBody != nil {
-			return ""
-		}
-		return needsPowers(p, e, t)
-	}},
-	// Without a lease the crash checks still run: a key still in progress
-	// after the restart and a bounded wait is a stuck key, and the report
-	// says the policy named no lease. Lease-fencing is about a lease that
-	// ran out, so it needs one.
-	idemcheck.CheckCrashLease:       {one(func(o Options) Scenario { return CrashLease(o.FaultRounds) }), needsPowers},
-	idemcheck.CheckRestartReplay:    {one(func(o Options) Scenario { return RestartReplay(o.FaultRounds) }), needsPowers},
-	idemcheck.CheckCrashAfterCommit: {one(func(o Options) Scenario { return CrashAfterCommit(o.FaultRounds) }), needsPowers},
-	idemcheck.CheckInFlightRetry:    {one(func(o Options) Scenario { return InFlightRetry(o.FaultRounds) }), needsPowers},
-	idemcheck.CheckLeaseFencing:     {one(func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }), needsPowersAndLease},
-	idemcheck.CheckCrossTenant: {one(func(o Options) Scenario { return CrossTenant(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
-		if len(e.Tenants) != 2 {
-			return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"
-		}
-		return ""
-	}},
-	idemcheck.CheckWebhookRedeliver: {func(o Options, e Endpoint, t Target) []Scenario {
-		scs := []Scenario{WebhookRedelivery(o.Rounds, o.Redeliveries)}
-		if t.Powers {
-			scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
-		}
-		if e.FailingBody != nil {
-			scs = append(scs, RedeliveryAfterFailingBody(o.FaultRounds))
-		}
-		return scs
-	}, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
-		if p.KeyPointer == "" {
-			return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
-		}
-		return ""
-	}},
-	idemcheck.CheckCorrectedRetry: {one(func(o Options) Scenario { return CorrectedRetry(o.Rounds) }), func(p idemcheck.Policy, e Endpoint, _ Target) string {
-		if p.KeyPointer != "" {
-			return keyInBody + "a sender does not correct an event it delivered"
-		}
-		if e.InvalidBody == nil {
-			if _, ok := BreakTypes(e.Body.Fill(idemcheck.Intent{ID: "ic-x-1", Key: "k", Seq: 1})); !ok {
-				return "the request body is not a JSON object with members, so no invalid body can be derived from it (give --invalid-body, or invalid_body in the suite)"
-			}
-		}
-		return ""
-	}},
-	idemcheck.CheckKeySyntax: {func(o Options, _ Endpoint, _ Target) []Scenario {
-		// Two halves: malformed keys where the policy has a rule for them,
-		// and two long keys, which every key store must keep apart.
-		return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
-	}, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
-		if p.KeyPointer != "" {
-			return keyInBody + "the header's syntax does not apply"
-		}
-		return ""
-	}},
-}
-
-// Names lists the checks that have a scenario, in the order a
-// certification runs them.
-func Names() []string { return slices.Clone(idemcheck.AllChecks) }
-
-// Known reports whether name is a check with a scenario.
-func Known(name string) bool { _, ok := checks[name]; return ok }
-
-// UnknownCheckError names the known checks.
-func UnknownCheckError(name string) error {
-	known := Names()
-	sort.Strings(known)
-	return fmt.Errorf("unknown check %q (known: %s)", name, strings.Join(known, ", "))
-}
-
-// Plan returns the scenarios of the named checks that apply to the policy
-// and endpoint, and every named check with the reason it was skipped, if
-// it was. An unknown name is an error listing the known ones. Under an
-// ack-only policy (a webhook consumer) every step that delivers a request
-// to be processed redelivers it until acknowledged, whatever the check.
-func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) ([]Scenario, []idemcheck.PlannedCheck, error) {
-	var scs []Scenario
-	var plan []idemcheck.PlannedCheck
-	for _, n := range names {
-		c, ok := checks[n]
-		if !ok {
-			return nil, nil, UnknownCheckError(n)
-		}
-		pc := idemcheck.PlannedCheck{Name: n, Skip: c.skip(p, e, t)}
-		if pc.Skip == "" {
-			built := c.build(o, e, t)
-			if p.AckOnly {
-				built = senderRedelivers(built)
-			}
-			scs = append(scs, built...)
-		}
-		plan = append(plan, pc)
-	}
-	return scs, plan, nil
 }

@@ -150,6 +150,13 @@ func TestRestartClassScenarios(t *testing.T) {
 	assert.Equal(t, ifr.Steps[0].DBFault.String(), stepFault(ifr.Steps[0]))
 	assert.Equal(t, "kill-at-commit+"+CrashLease(1).Steps[0].DBFault.String(), stepFault(CrashLease(1).Steps[0]))
 
+	// And the links those faults act on, as the attempts record them.
+	assert.Nil(t, stepLinks(rr.Steps[0]), "a kill alone acts on no link")
+	assert.Equal(t, []string{idemcheck.LinkClient, idemcheck.LinkDB}, stepLinks(cac.Steps[0]), "the reply hold and the COMMIT hold")
+	assert.Equal(t, []string{idemcheck.LinkDB}, stepLinks(ifr.Steps[0]))
+	assert.Equal(t, []string{idemcheck.LinkDB}, stepLinks(CrashLease(1).Steps[0]))
+	assert.Equal(t, []string{idemcheck.LinkClient}, stepLinks(LostReply(1).Steps[0]))
+
 	for _, sql := range []string{"COMMIT", " end;", "INSERT INTO t VALUES (1)", "select 1"} {
 		assert.NotEmpty(t, landingOf(sql), sql)
 	}

@@ -282,11 +282,12 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		// The attempt record is built only for a history: it costs a
 		// fingerprint and copies of headers and bodies per hit.
 		if hist != nil {
-			fault := ""
+			fault, links := "", []string(nil)
 			if h.cut {
-				fault = faults.CutReply.String()
+				fault, links = faults.CutReply.String(), faultLinks(faults.CutReply)
 			}
 			a := s.attempt(h, 1, fault)
+			a.FaultLinks = links
 			s.fillVegeta(&a, r)
 			hist.intent(h.in)
 			hist.attempt(a)

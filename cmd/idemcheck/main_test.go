@@ -20,6 +20,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/examples/serve"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -98,7 +99,7 @@ func TestCertifyReferenceWritesReportAndHistory(t *testing.T) {
 	assert.EqualValues(t, 1, rep["version"])
 	assert.Equal(t, "pass", rep["verdict"])
 	assert.EqualValues(t, 42, rep["seed"])
-	assert.Len(t, rep["checks"], len(idemcheck.AllChecks))
+	assert.Len(t, rep["checks"], len(scenarios.Names()))
 	assert.NotContains(t, string(b), "secret", "the DSN's password never reaches a report")
 
 	// The recorded history checks again offline to the same verdict.
@@ -289,7 +290,7 @@ endpoints:
 	x, err := os.ReadFile(junitPath)
 	require.NoError(t, err)
 	assert.Contains(t, string(x), "<testsuites")
-	assert.Equal(t, len(idemcheck.AllChecks)+2, strings.Count(string(x), "<testcase "), "one test case per endpoint and check")
+	assert.Equal(t, len(scenarios.Names())+2, strings.Count(string(x), "<testcase "), "one test case per endpoint and check")
 	md, err := os.ReadFile(summary)
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "orders, wire only")

@@ -277,7 +277,13 @@ func rejectedResult(cfg certify.Config, why error) *certify.Result {
 		checks = scenarios.Names()
 	}
 	for _, c := range checks {
-		h.Run.Checks = append(h.Run.Checks, idemcheck.PlannedCheck{Name: c, Skip: why.Error()})
+		pc := idemcheck.PlannedCheck{Name: c}
+		if known, err := scenarios.Lookup(c); err == nil {
+			pc = known.Planned("")
+		}
+		pc.Skip = why.Error()
+		h.Run.Checks = append(h.Run.Checks, pc)
 	}
+	h.Run.NotAsked = scenarios.NotAsked(h.Run.Checks)
 	return &certify.Result{History: h, Report: assert.Report(h)}
 }

@@ -36,8 +36,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	var only []string
 	for _, c := range splitList(checks) {
-		if !scenarios.Known(c) {
-			return 0, idemcheck.Usagef("--checks: %v", scenarios.UnknownCheckError(c))
+		if _, err := scenarios.Lookup(c); err != nil {
+			return 0, idemcheck.Usagef("--checks: %v", err)
 		}
 		only = append(only, c)
 	}

@@ -219,7 +219,7 @@ func (r Row) Caught() bool {
 // applicable), the expected cell is marked with brackets, and the last
 // column says whether the entry was caught (a reference: left clean).
 func WriteMatrix(w io.Writer, rows []Row) {
-	checks := idemcheck.AllChecks
+	checks := scenarios.Names()
 	short := func(c string) string {
 		parts := strings.Split(c, "-")
 		var b strings.Builder

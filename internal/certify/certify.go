@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		h.Run.EffectQuery, h.Run.Target.ReadBack = desc, desc
 	}
-	h.Run.Checks = plan
+	h.Run.Checks, h.Run.NotAsked = plan, scenarios.NotAsked(plan)
 	h.Run.Target.Insecure = cfg.Endpoint.Base.Scheme == "https" && cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
 	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {
 		cfg.Protocol = wire.ProtocolHTTP1

@@ -257,8 +257,8 @@ func (p *parser) checks(n *yaml.Node, field string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !scenarios.Known(name) {
-			return nil, p.errf(c, fmt.Sprintf("%s[%d]", field, i), "%v", scenarios.UnknownCheckError(name))
+		if _, err := scenarios.Lookup(name); err != nil {
+			return nil, p.errf(c, fmt.Sprintf("%s[%d]", field, i), "%v", err)
 		}
 		out = append(out, name)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -37,7 +38,7 @@ func TestExampleSuite(t *testing.T) {
 	require.NotNil(t, e.Endpoint.Other)
 	assert.Equal(t, "/payments", e.Endpoint.Other.Path.Fill(in))
 	assert.Equal(t, "POST", e.Endpoint.Other.Method)
-	assert.Len(t, e.Checks, len(idemcheck.AllChecks))
+	assert.Len(t, e.Checks, len(scenarios.Names()))
 	assert.Equal(t, []string{"concurrent-burst", "sequential-replay", "lost-reply", "payload-mismatch"}, s.Endpoints[1].Checks)
 	assert.Equal(t, 10*time.Second, s.Options.Timeout)
 }

@@ -1,0 +1,357 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// Check is one check, whole: its stable name, the contract rule it
+// enforces, whether it breaks the target on purpose, the scenarios it
+// sends and when it does not apply. A check is this one value in the
+// registry: Plan puts its rule and fault flag in the run's plan, so the
+// checker (package assert) and every report learn them from the history.
+type Check struct {
+	// Name is the check's stable name (the idemcheck.Check* constants),
+	// as reports, suite files and JUnit show it.
+	Name string
+	// Rule says the contract rule the check enforces and where the rule is
+	// published, for reports and reviewers.
+	Rule string
+	// Faults: the check breaks the target on purpose (a cut database link,
+	// a kill), so a key still in progress when its retries give up is
+	// stuck, and the in-progress status its retries meet is judged as such.
+	Faults bool
+	// Build returns the check's scenarios for a target it applies to:
+	// some checks have a half for each thing the harness may do to it.
+	Build func(o Options, e Endpoint, t Target) []Scenario
+	// Skip returns why the check does not apply to this target, or "".
+	Skip func(p idemcheck.Policy, e Endpoint, t Target) string
+}
+
+// Planned is the check as a run's plan records it, skipped for skip when
+// that is not "".
+func (c Check) Planned(skip string) idemcheck.PlannedCheck {
+	return idemcheck.PlannedCheck{Name: c.Name, Skip: skip, Rule: c.Rule, Faults: c.Faults}
+}
+
+// Checks returns every check in the order a certification runs them.
+func Checks() []Check { return slices.Clone(registry) }
+
+// Names lists the checks in the order a certification runs them.
+func Names() []string {
+	out := make([]string, len(registry))
+	for i, c := range registry {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Lookup returns the check called name; for a name it does not know, an
+// error that lists the known ones.
+func Lookup(name string) (Check, error) {
+	for _, c := range registry {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	known := Names()
+	sort.Strings(known)
+	return Check{}, fmt.Errorf("unknown check %q (known: %s)", name, strings.Join(known, ", "))
+}
+
+// Plan returns the scenarios of the named checks that apply to the policy
+// and endpoint, and every named check with its rule, its fault flag and
+// the reason it was skipped, if it was. An unknown name is an error
+// listing the known ones. Under an ack-only policy (a webhook consumer)
+// every step that delivers a request to be processed redelivers it until
+// acknowledged, whatever the check.
+func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) ([]Scenario, []idemcheck.PlannedCheck, error) {
+	var scs []Scenario
+	var plan []idemcheck.PlannedCheck
+	for _, n := range names {
+		c, err := Lookup(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		pc := c.Planned(c.Skip(p, e, t))
+		if pc.Skip == "" {
+			built := c.Build(o, e, t)
+			if p.AckOnly {
+				built = senderRedelivers(built)
+			}
+			scs = append(scs, built...)
+		}
+		plan = append(plan, pc)
+	}
+	return scs, plan, nil
+}
+
+// NotAsked returns the checks plan does not name, in the order a
+// certification runs them, each with its rule: a run header records them
+// (Run.NotAsked), so the report's contract states every rule.
+func NotAsked(plan []idemcheck.PlannedCheck) []idemcheck.PlannedCheck {
+	var out []idemcheck.PlannedCheck
+	for _, c := range registry {
+		if !slices.ContainsFunc(plan, func(pc idemcheck.PlannedCheck) bool { return pc.Name == c.Name }) {
+			out = append(out, c.Planned(""))
+		}
+	}
+	return out
+}
+
+// keyInBody is why the checks about the key header do not apply to a
+// policy that carries the key in the body.
+const keyInBody = "the key travels in the body (key_pointer, a consumer's event id), not in a header: "
+
+// one is the build of a check with one scenario.
+func one(f func(Options) Scenario) func(Options, Endpoint, Target) []Scenario {
+	return func(o Options, _ Endpoint, _ Target) []Scenario { return []Scenario{f(o)} }
+}
+
+func always(idemcheck.Policy, Endpoint, Target) string { return "" }
+
+const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd)"
+
+func needsPowers(_ idemcheck.Policy, _ Endpoint, t Target) string {
+	if !t.Powers {
+		return noPowers
+	}
+	return ""
+}
+
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t Target) string {
+	if r := needsPowers(p, e, t); r != "" {
+		return r
+	}
+	if p.Lease <= 0 {
+		return "the policy names no lease (--lease, or lease: in the policy), so a slow takeover cannot be told from a stuck key"
+	}
+	return ""
+}
+
+// registry is every check, in the order a certification runs them (and
+// reports and the contract list them). Adding a check is adding its value
+// here, with a test; nothing else needs to know the list.
+var registry = []Check{
+	{
+		Name: idemcheck.CheckConcurrentBurst,
+		Rule: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
+			"concurrent duplicates leave exactly one effect and every success describes the same resource.",
+		Build: one(func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }),
+		Skip:  always,
+	},
+	{
+		Name: idemcheck.CheckSequentialReplay,
+		Rule: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
+			"(same status, same body), never the in-progress status, and leaves no second effect.",
+		Build: func(o Options, _ Endpoint, _ Target) []Scenario {
+			if o.RetryWindow > 0 {
+				return []Scenario{SequentialReplay(o.Rounds), LateReplay(1, o.RetryWindow)}
+			}
+			return []Scenario{SequentialReplay(o.Rounds)}
+		},
+		Skip: always,
+	},
+	{
+		Name: idemcheck.CheckLostReply,
+		Rule: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
+			"and gets the original result; the effect happens once.",
+		Build: one(func(o Options) Scenario { return LostReply(o.Rounds) }),
+		Skip:  always,
+	},
+	{
+		Name: idemcheck.CheckPayloadMismatch,
+		Rule: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
+			"a key reused with a different payload is rejected, runs nothing, and leaves the original untouched.",
+		Build: one(func(o Options) Scenario { return PayloadMismatch(o.Rounds) }),
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+			if p.MismatchStatus == 0 {
+				return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
+			}
+			return ""
+		},
+	},
+	{
+		Name: idemcheck.CheckReorderedBody,
+		Rule: "IETF Idempotency-Key draft, section 2.4: the fingerprint is over the request's content, so the same JSON with " +
+			"members reordered or white space changed is the same request and is replayed, not rejected.",
+		Build: one(func(o Options) Scenario { return ReorderedBody(o.Rounds) }),
+		Skip: func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+			if !e.JSONBody() {
+				return "the request body is not a JSON object, so it has no members to reorder"
+			}
+			return ""
+		},
+	},
+	{
+		Name: idemcheck.CheckCrossEndpoint,
+		Rule: "IETF Idempotency-Key draft, sections 2.2 and 2.4: a key belongs to one request; sent to another method or path " +
+			"it is never answered with the first endpoint's saved response.",
+		Build: one(func(o Options) Scenario { return CrossEndpoint(o.Rounds) }),
+		Skip: func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+			if e.Other == nil {
+				return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
+			}
+			return ""
+		},
+	},
+	{
+		Name: idemcheck.CheckDistinctKeys,
+		Rule: "IETF Idempotency-Key draft, section 2.2: the key, not the payload, identifies an intent: the same body under " +
+			"two keys is two intents with two effects.",
+		Build: one(func(o Options) Scenario { return DistinctKeys(o.Rounds) }),
+		Skip:  always,
+	},
+	{
+		Name: idemcheck.CheckMissingKey,
+		Rule: "IETF Idempotency-Key draft, section 2.7: a request without the key on an endpoint that requires one gets 400 " +
+			"and runs nothing.",
+		Build: one(func(o Options) Scenario { return MissingKey(o.Rounds) }),
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+			if p.MissingKeyStatus == 0 {
+				return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
+			}
+			return ""
+		},
+	},
+	{
+		Name: idemcheck.CheckFailedAttempt,
+		Rule: "IETF Idempotency-Key draft, section 2.6, and Stripe: an attempt that fails inside the server leaves no partial " +
+			"effect; its retry either gets the saved error (where errors are saved) or succeeds exactly once, and never finds the key stuck.",
+		Faults: true,
+		Build: func(o Options, e Endpoint, t Target) []Scenario {
+			// Two halves: a failure the harness causes (needs the database
+			// link) and a failure the target answers (needs a failing body).
+			var scs []Scenario
+			if t.Powers {
+				scs = append(scs, FailedAttempt(o.FaultRounds))
+			}
+			if e.FailingBody != nil {
+				scs = append(scs, SavedError(o.FaultRounds))
+			}
+			return scs
+		},
+		Skip: func(p idemcheck.Policy, e Endpoint, t Target) string {
+			if e.FailingBody != nil {
+				return ""
+			}
+			return needsPowers(p, e, t)
+		},
+	},
+	// Without a lease the crash checks still run: a key still in progress
+	// after the restart and a bounded wait is a stuck key, and the report
+	// says the policy named no lease. Lease-fencing is about a lease that
+	// ran out, so it needs one.
+	{
+		Name: idemcheck.CheckCrashLease,
+		Rule: "IETF Idempotency-Key draft, section 2.6: a key claimed by a process that died becomes retakable within its lease; " +
+			"the retry succeeds and the effect happens once.",
+		Faults: true,
+		Build:  one(func(o Options) Scenario { return CrashLease(o.FaultRounds) }),
+		Skip:   needsPowers,
+	},
+	{
+		Name: idemcheck.CheckRestartReplay,
+		Rule: "IETF Idempotency-Key draft, section 2.6: a retry of a completed request returns the saved result for as long as " +
+			"the key is kept, whatever happened to the server in between: a restart (a deploy, a crash) must not lose the key, and the effect happens once.",
+		Build: one(func(o Options) Scenario { return RestartReplay(o.FaultRounds) }),
+		Skip:  needsPowers,
+	},
+	{
+		Name: idemcheck.CheckCrashAfterCommit,
+		Rule: "IETF Idempotency-Key draft, section 2.6: the key and its result are saved with the effect, atomically; a server " +
+			"killed after its effect committed and before its reply reached the client answers the retry with a replay, never a second effect.",
+		Faults: true,
+		Build:  one(func(o Options) Scenario { return CrashAfterCommit(o.FaultRounds) }),
+		Skip:   needsPowers,
+	},
+	{
+		Name: idemcheck.CheckInFlightRetry,
+		Rule: "IETF Idempotency-Key draft, section 2.7: a retry that arrives while the first attempt is still running gets " +
+			"409 Conflict (or waits and gets the replay); it never executes a second time.",
+		Build: one(func(o Options) Scenario { return InFlightRetry(o.FaultRounds) }),
+		Skip:  needsPowers,
+	},
+	{
+		Name:   idemcheck.CheckLeaseFencing,
+		Rule:   "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
+		Faults: true,
+		Build:  one(func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }),
+		Skip:   needsPowersAndLease,
+	},
+	{
+		Name: idemcheck.CheckCrossTenant,
+		Rule: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
+			"never replays another client's saved response.",
+		Build: one(func(o Options) Scenario { return CrossTenant(o.Rounds) }),
+		Skip: func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+			if len(e.Tenants) != 2 {
+				return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"
+			}
+			return ""
+		},
+	},
+	{
+		Name: idemcheck.CheckWebhookRedeliver,
+		Rule: "At-least-once delivery (webhooks, queues): a consumer may refuse a delivery with 5xx (or let it time out) " +
+			"and the sender delivers it again, a bounded number of times; once the event is acknowledged (2xx) its effect is applied exactly once, " +
+			"never skipped, so the consumer records the event id in the same transaction as the effect.",
+		Faults: true,
+		Build: func(o Options, e Endpoint, t Target) []Scenario {
+			scs := []Scenario{WebhookRedelivery(o.Rounds, o.Redeliveries)}
+			if t.Powers {
+				scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
+			}
+			if e.FailingBody != nil {
+				scs = append(scs, RedeliveryAfterFailingBody(o.FaultRounds))
+			}
+			return scs
+		},
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+			if p.KeyPointer == "" {
+				return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
+			}
+			return ""
+		},
+	},
+	{
+		Name: idemcheck.CheckCorrectedRetry,
+		Rule: "Stripe: nothing is saved when validation fails before execution, so a request refused with a 4xx and then corrected " +
+			"under the same key is executed, once (the IETF Idempotency-Key draft, section 2.6, returns the result of a completed request, and a refused " +
+			"request completed nothing); where the policy saves rejections (save_rejected), the correction gets the saved rejection or the mismatch status " +
+			"and runs nothing.",
+		Build: one(func(o Options) Scenario { return CorrectedRetry(o.Rounds) }),
+		Skip: func(p idemcheck.Policy, e Endpoint, _ Target) string {
+			if p.KeyPointer != "" {
+				return keyInBody + "a sender does not correct an event it delivered"
+			}
+			if e.InvalidBody == nil {
+				if _, ok := BreakTypes(e.Body.Fill(idemcheck.Intent{ID: "ic-x-1", Key: "k", Seq: 1})); !ok {
+					return "the request body is not a JSON object with members, so no invalid body can be derived from it (give --invalid-body, or invalid_body in the suite)"
+				}
+			}
+			return ""
+		},
+	},
+	{
+		Name: idemcheck.CheckKeySyntax,
+		Rule: "IETF Idempotency-Key draft, section 2.1: the key is a Structured Field string; Stripe: at most 255 characters. " +
+			"A malformed key (empty, too long, a list) gets the policy's invalid-key status and runs nothing; two valid long keys that differ only past " +
+			"their 64th character are two intents with two effects, never one key cut short.",
+		Build: func(o Options, _ Endpoint, _ Target) []Scenario {
+			// Two halves: malformed keys where the policy has a rule for them,
+			// and two long keys, which every key store must keep apart.
+			return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
+		},
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+			if p.KeyPointer != "" {
+				return keyInBody + "the header's syntax does not apply"
+			}
+			return ""
+		},
+	},
+}

@@ -1,0 +1,164 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	idemassert "github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/wire"
+)
+
+// Every check is whole: a unique name, its rule, a build and a skip; the
+// registry's order is the run order Names gives, and Lookup finds each.
+func TestEveryCheckIsOneWholeValue(t *testing.T) {
+	seen := map[string]bool{}
+	for i, c := range Checks() {
+		assert.NotEmpty(t, c.Name)
+		assert.False(t, seen[c.Name], "%s is registered twice", c.Name)
+		seen[c.Name] = true
+		assert.NotEmpty(t, c.Rule, c.Name)
+		assert.NotNil(t, c.Build, c.Name)
+		assert.NotNil(t, c.Skip, c.Name)
+		assert.Equal(t, c.Name, Names()[i])
+		got, err := Lookup(c.Name)
+		require.NoError(t, err)
+		assert.Equal(t, c.Name, got.Name)
+	}
+	_, err := Lookup("burst")
+	require.Error(t, err)
+	known := Names()
+	slices.Sort(known)
+	want := `unknown check "burst" (known: ` + strings.Join(known, ", ") + ")"
+	assert.Equal(t, want, err.Error())
+	_, _, err = Plan([]string{"burst"}, Defaults, idemcheck.IETF(), Endpoint{}, Target{})
+	assert.EqualError(t, err, want)
+}
+
+// The plan carries each check's rule and fault flag, skipped or not, and
+// NotAsked the rest, in run order, so a history holds every rule.
+func TestPlanRecordsRulesAndFaults(t *testing.T) {
+	names := []string{idemcheck.CheckCrashLease, idemcheck.CheckSequentialReplay}
+	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, Target{})
+	require.NoError(t, err)
+	require.Len(t, plan, 2)
+	crash, _ := Lookup(idemcheck.CheckCrashLease)
+	assert.Equal(t, idemcheck.PlannedCheck{Name: crash.Name, Skip: noPowers, Rule: crash.Rule, Faults: true}, plan[0])
+	replay, _ := Lookup(idemcheck.CheckSequentialReplay)
+	assert.Equal(t, idemcheck.PlannedCheck{Name: replay.Name, Rule: replay.Rule}, plan[1])
+
+	rest := NotAsked(plan)
+	require.Len(t, rest, len(Names())-2)
+	var restNames []string
+	for _, pc := range rest {
+		restNames = append(restNames, pc.Name)
+		c, _ := Lookup(pc.Name)
+		assert.Equal(t, c.Planned(""), pc)
+	}
+	want := slices.DeleteFunc(Names(), func(n string) bool { return slices.Contains(names, n) })
+	assert.Equal(t, want, restNames, "in run order")
+}
+
+// Every step of every check's scenarios records the links its faults act
+// on; a history without them (an older one) reads the same links from the
+// fault's name.
+func TestOlderHistoriesReadTheSameFaultLinks(t *testing.T) {
+	assert.Equal(t, idemcheck.LinkClient, faults.LinkClient)
+	assert.Equal(t, idemcheck.LinkDB, faults.LinkDB)
+	failing := idemcheck.MustTemplate(`{"a":2}`)
+	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`), FailingBody: &failing}
+	steps := 0
+	for _, c := range Checks() {
+		for _, sc := range c.Build(Defaults, e, Target{Powers: true}) {
+			for _, st := range sc.Steps {
+				name := stepFault(st)
+				if name == "" {
+					continue
+				}
+				b, err := json.Marshal(idemcheck.Attempt{Check: c.Name, Fault: name})
+				require.NoError(t, err)
+				var old idemcheck.Attempt
+				require.NoError(t, json.Unmarshal(b, &old))
+				assert.Equal(t, stepLinks(st), old.FaultLinks, "%s: %s", c.Name, name)
+				steps++
+			}
+		}
+	}
+	assert.Greater(t, steps, 5)
+	b, _ := json.Marshal(idemcheck.Attempt{Fault: faults.CutReply.String(), FaultLinks: faultLinks(faults.CutReply)})
+	var soak idemcheck.Attempt
+	require.NoError(t, json.Unmarshal(b, &soak))
+	assert.Equal(t, []string{idemcheck.LinkClient}, soak.FaultLinks, "the soak's cut replies")
+}
+
+// register adds c to the registry for the rest of the test.
+func register(t *testing.T, c Check) {
+	t.Helper()
+	saved := registry
+	registry = append(slices.Clone(registry), c)
+	t.Cleanup(func() { registry = saved })
+}
+
+// A new check is one value: registered, it is known by name, planned with
+// its rule, run, judged, and its rule reaches the report and its
+// contract, held against a target that replays and broken against one
+// that executes every request again.
+func TestANewCheckIsOneValue(t *testing.T) {
+	const name = "triple-replay"
+	const rule = "A test rule: a completed request sent twice more gets its saved result both times, with one effect."
+	register(t, Check{
+		Name: name,
+		Rule: rule,
+		Build: one(func(o Options) Scenario {
+			return Scenario{Check: name, Rounds: o.Rounds, Steps: []Step{{Attempts: 1}, {Attempts: 1}, {Attempts: 1}}}
+		}),
+		Skip: always,
+	})
+	require.Contains(t, Names(), name)
+
+	for _, racy := range []bool{false, true} {
+		target := newSeenTarget(t)
+		target.racy = racy
+		e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
+			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
+		p := idemcheck.IETF()
+		scs, plan, err := Plan([]string{name}, Defaults, p, e, Target{})
+		require.NoError(t, err)
+		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, plan)
+		h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
+		r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
+		require.NoError(t, r.Run(context.Background(), scs, h))
+		require.Len(t, h.Attempts, 3*Defaults.Rounds)
+
+		rep := idemassert.Report(h)
+		require.Len(t, rep.Checks, 1)
+		assert.Equal(t, rule, rep.Checks[0].Rule)
+		require.Len(t, rep.Contract, len(Names()))
+		assert.Equal(t, name, rep.Contract[0].Check)
+		assert.Equal(t, rule, rep.Contract[0].Rule)
+		if racy {
+			assert.Equal(t, idemcheck.Fail, rep.Checks[0].Status)
+			assert.Equal(t, idemcheck.RuleBroken, rep.Contract[0].Status)
+			assert.Contains(t, kindsOf(rep.Anomalies), idemcheck.FreshResultOnReplay)
+		} else {
+			assert.Equal(t, idemcheck.Pass, rep.Checks[0].Status, rep.Checks[0].Reason)
+			assert.Equal(t, idemcheck.RuleHeld, rep.Contract[0].Status)
+		}
+	}
+}
+
+func kindsOf(as []idemcheck.Anomaly) []idemcheck.Kind {
+	var out []idemcheck.Kind
+	for _, a := range as {
+		out = append(out, a.Kind)
+	}
+	return out
+}
