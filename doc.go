@@ -8,5 +8,8 @@
 // targets say where the API and its database live, and assert turns a
 // History into Anomalies. A run is recorded first and checked afterwards, so
 // a history written to disk can be checked again offline and the same
-// verdict comes out.
+// verdict comes out (package history holds the format on disk).
+//
+// It imports nothing but the standard library: every other package of
+// idemcheck imports it, never the other way round.
 package idemcheck

@@ -2,7 +2,11 @@
 // no network, no database, only the attempts the wire showed and the effect
 // counts the database gave. It is sound rather than complete: every anomaly
 // it reports is witnessed by attempts in the history, and what it cannot see
-// (a check with no database, say) it leaves to the checks that can.
+// (a check with no database, say) it leaves to the checks that can. The
+// soak's rules (duplicated and lost effects, its verdict) are here too.
+//
+// It imports only the root package and the standard library: never the
+// history format, the runner or a renderer.
 package assert
 
 import (

@@ -1,5 +1,5 @@
-// Package textreport renders a Report for a person at a terminal, and the
-// live progress line of a run.
+// Package textreport renders a Report (and a soak's SoakReport) for a
+// person at a terminal, and the live progress line of a run.
 package textreport
 
 import (
