@@ -107,7 +107,7 @@ zoo: postgres
 ## leaves its input under the package's testdata/fuzz folder, where go test replays it from then on.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := \
-	.:FuzzParseTemplate .:FuzzReadHistories \
+	.:FuzzParseTemplate ./history:FuzzReadHistories \
 	./internal/suite:FuzzParse ./internal/suite:FuzzParsePolicy \
 	./internal/openapi:FuzzParseGenerate \
 	./targets:FuzzRedactDSN \

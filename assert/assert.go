@@ -2,14 +2,16 @@
 // no network, no database, only the attempts the wire showed and the effect
 // counts the database gave. It is sound rather than complete: every anomaly
 // it reports is witnessed by attempts in the history, and what it cannot see
-// (a check with no database, say) it leaves to the checks that can.
+// (a check with no database, say) it leaves to the checks that can. The
+// soak's rules (duplicated and lost effects, its verdict) are here too.
 //
 // What it knows of each check (the rule it enforces, whether it breaks the
 // target on purpose) it reads from the history's plan, and what kind of
 // fault an attempt went through from the attempt: a history carries all
 // the checker needs, so it is checked the same way offline. It must never
-// import anything but the root package and the standard library; above
-// all not the scenarios package, whose registry of checks fills the plan.
+// import anything but the root package and the standard library: not the
+// history format, the runner or a renderer, and above all not the
+// scenarios package, whose registry of checks fills the plan.
 package assert
 
 import (

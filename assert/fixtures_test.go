@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/history"
 )
 
 // Histories recorded from real runs against the example orders API (see
@@ -31,7 +32,7 @@ func TestRecordedHistories(t *testing.T) {
 			f, err := os.Open(filepath.Join("testdata", c.file))
 			require.NoError(t, err)
 			defer f.Close()
-			hs, err := idemcheck.ReadHistories(f, c.file)
+			hs, err := history.ReadAll(f, c.file)
 			require.NoError(t, err)
 			require.Len(t, hs, 1)
 			r := Report(hs[0])

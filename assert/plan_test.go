@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/history"
 )
 
 // stuckRound adds a round of check whose first attempt died at its
@@ -70,7 +71,7 @@ func TestAHistoryWithoutRecordedFactsChecksAsBefore(t *testing.T) {
 	require.NotEqual(t, NoRule, now.Checks[0].Rule)
 
 	var buf bytes.Buffer
-	require.NoError(t, b.h.WriteJSONL(&buf))
+	require.NoError(t, history.Write(&buf, &b.h))
 	// What an older history lacks: rules and fault flags in its plan, the
 	// checks not asked for, and the links of its attempts' faults.
 	old := buf.String()
@@ -78,7 +79,7 @@ func TestAHistoryWithoutRecordedFactsChecksAsBefore(t *testing.T) {
 		require.Regexp(t, re, old)
 		old = regexp.MustCompile(re).ReplaceAllString(old, "")
 	}
-	hs, err := idemcheck.ReadHistories(strings.NewReader(old), "old.jsonl")
+	hs, err := history.ReadAll(strings.NewReader(old), "old.jsonl")
 	require.NoError(t, err)
 	then := Report(hs[0])
 	assert.Equal(t, kinds(now.Anomalies), kinds(then.Anomalies))

@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/idemcheck/idemcheck"
+	jsonl "github.com/idemcheck/idemcheck/history"
 )
 
 // BenchmarkHistoryWriteJSONL encodes whole histories, as --history does at
@@ -16,14 +16,14 @@ func BenchmarkHistoryWriteJSONL(b *testing.B) {
 		b.Run(fmt.Sprintf("attempts=%d", n), func(b *testing.B) {
 			h := history(b, n)
 			var size countingWriter
-			if err := h.WriteJSONL(&size); err != nil {
+			if err := jsonl.Write(&size, h); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(size.n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if err := h.WriteJSONL(io.Discard); err != nil {
+				if err := jsonl.Write(io.Discard, h); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -41,14 +41,14 @@ func BenchmarkHistoryRead(b *testing.B) {
 		b.Run(fmt.Sprintf("attempts=%d", n), func(b *testing.B) {
 			h := history(b, n)
 			var buf bytes.Buffer
-			if err := h.WriteJSONL(&buf); err != nil {
+			if err := jsonl.Write(&buf, h); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(buf.Len()))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				hs, err := idemcheck.ReadHistories(bytes.NewReader(buf.Bytes()), "bench.jsonl")
+				hs, err := jsonl.ReadAll(bytes.NewReader(buf.Bytes()), "bench.jsonl")
 				if err != nil || len(hs) != 1 || len(hs[0].Attempts) != len(h.Attempts) {
 					b.Fatalf("read back %d histories: %v", len(hs), err)
 				}

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 )
@@ -30,7 +30,8 @@ import (
 // and then retried with the same key, and every intent's effects counted.
 // vegeta paces and sends the first attempts; retries go through the
 // harness's own client. Nothing of the run is kept in memory beyond what
-// is in flight: attempts stream to History as they finish.
+// is in flight: each attempt and observation is a history record as soon
+// as it is made, handed to Counter and streamed to History.
 type Soak struct {
 	Endpoint Endpoint
 	Policy   idemcheck.Policy
@@ -60,40 +61,22 @@ type Soak struct {
 	// MaxBody is how many bytes of each reply body are kept (0 means 64
 	// KiB, the soak's default: its replies are only compared for status).
 	MaxBody int64
-	// History, when set, receives every attempt as a JSONL history record.
-	History io.Writer
+	// History, when set, receives the soak's history as it happens: Header
+	// first, then every intent, attempt and observation.
+	History *history.Encoder
 	// Header is written as the history's run record.
 	Header idemcheck.Run
+	// Counter, when set, is given every attempt (numbered, in the
+	// history's order) and observation as it is recorded, one at a time,
+	// whether or not a history is written: assert.SoakTally counts the
+	// soak's duplicates and lost effects from them.
+	Counter SoakCounter
 }
 
-// SoakResult is what a soak measured.
-type SoakResult struct {
-	Intents    int64 `json:"intents"`
-	Attempts   int64 `json:"attempts"`
-	Cut        int64 `json:"cut"`
-	Duplicates int64 `json:"duplicates"`
-	Lost       int64 `json:"lost"`
-	// Unresolved intents never got a reply, even on retry.
-	Unresolved int64 `json:"unresolved"`
-	// Counted intents had their effects counted.
-	Counted int64 `json:"counted"`
-	// DuplicatesPerMillion is per million counted intents.
-	DuplicatesPerMillion float64 `json:"duplicates_per_million"`
-	// Throughput is successful first attempts per second; Rate the
-	// achieved request rate (vegeta's own figures).
-	Throughput float64       `json:"throughput"`
-	Rate       float64       `json:"rate"`
-	P50        time.Duration `json:"p50_ns"`
-	P90        time.Duration `json:"p90_ns"`
-	P99        time.Duration `json:"p99_ns"`
-	Max        time.Duration `json:"max_ns"`
-	Success    float64       `json:"success"`
-	// TimeoutRate is the share of first attempts that got no reply, and
-	// SucceededShare the share of those the server had carried out (their
-	// retry was answered as a replay): the inputs of the cost arithmetic.
-	TimeoutRate    float64 `json:"timeout_rate"`
-	SucceededShare float64 `json:"succeeded_share"`
-	Duration       time.Duration
+// SoakCounter counts a soak from its history records (assert.SoakTally).
+type SoakCounter interface {
+	Attempt(idemcheck.Attempt)
+	Observation(idemcheck.Observation)
 }
 
 // soakHit is one intent's first attempt, as sent.
@@ -104,8 +87,10 @@ type soakHit struct {
 	fp  string // the request's fingerprint, once an attempt record needed it
 }
 
-// Run sends the soak and returns its figures.
-func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
+// Run sends the soak and returns the load generator's figures: rates,
+// latencies, success share and duration. The counts (intents, cuts,
+// duplicates, lost effects) are the Counter's, from the history records.
+func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	if sk.Endpoint.Base.Scheme != "http" {
 		return nil, fmt.Errorf("a soak sends plain http:// only, not %s://", sk.Endpoint.Base.Scheme)
 	}
@@ -150,16 +135,11 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		dialer.Control = netguard.Control
 	}
 
-	var hist *historyStream
-	if sk.History != nil {
-		// Buffered: records come one per attempt, from the results loop.
-		bw := bufio.NewWriterSize(sk.History, 256<<10)
-		hist = &historyStream{buf: bw, enc: json.NewEncoder(bw)}
-		if err := hist.write(map[string]any{"run": sk.Header}); err != nil {
-			return nil, err
-		}
+	rec := &soakRecorder{enc: sk.History, count: sk.Counter}
+	if err := rec.run(sk.Header); err != nil {
+		return nil, err
 	}
-	res := &SoakResult{}
+	res := &idemcheck.SoakResult{}
 	var ids atomic.Int64
 	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed))
 	var rngMu sync.Mutex
@@ -222,7 +202,7 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		defer os.Remove(spool.Name())
 		defer spool.Close()
 	}
-	counts := make(chan doneIntent, 1024)
+	counts := make(chan idemcheck.Intent, 1024)
 	spooled := make(chan error, 1)
 	go func() {
 		if spool == nil {
@@ -233,34 +213,21 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 		}
 		w := bufio.NewWriter(spool)
 		for d := range counts {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%t\n", d.in.ID, d.in.Key, d.in.Seq, d.promised)
+			fmt.Fprintf(w, "%s\t%s\t%d\n", d.ID, d.Key, d.Seq)
 		}
 		spooled <- w.Flush()
 	}()
 	// Retries go to the retriers.
 	retries := make(chan *soakHit, 1024)
-	var replayed atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for h := range retries {
 				r := client.Do(ctx, clean, h.req)
-				succeeded := r.Err == nil && sk.Policy.Replay(r.Status)
-				switch {
-				case r.Err != nil:
-					if ctx.Err() == nil {
-						atomic.AddInt64(&res.Unresolved, 1)
-					}
-				case succeeded && (sk.Policy.ReplayHeader == "" || idemcheck.HeaderTrue(r.Header.Get(sk.Policy.ReplayHeader))):
-					replayed.Add(1)
-				}
-				atomic.AddInt64(&res.Attempts, 1)
-				if hist != nil {
-					a := s.attempt(h, 2, "")
-					s.fill(&a, r)
-					hist.attempt(a)
-				}
-				counts <- doneIntent{h.in, succeeded}
+				a := s.attempt(h, 2, "", rec.detailed())
+				s.fill(&a, r)
+				rec.attempt(a)
+				counts <- h.in
 			}
 		})
 	}
@@ -276,28 +243,21 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 			continue
 		}
 		h := v.(*soakHit)
-		atomic.AddInt64(&res.Intents, 1)
-		atomic.AddInt64(&res.Attempts, 1)
 		metrics.Add(r)
-		// The attempt record is built only for a history: it costs a
-		// fingerprint and copies of headers and bodies per hit.
-		if hist != nil {
-			fault, links := "", []string(nil)
-			if h.cut {
-				fault, links = faults.CutReply.String(), faultLinks(faults.CutReply)
-			}
-			a := s.attempt(h, 1, fault)
-			a.FaultLinks = links
-			s.fillVegeta(&a, r)
-			hist.intent(h.in)
-			hist.attempt(a)
+		fault, links := "", []string(nil)
+		if h.cut {
+			fault, links = faults.CutReply.String(), faultLinks(faults.CutReply)
 		}
-		if r.Code == 0 { // no reply: fillVegeta's Unknown
-			atomic.AddInt64(&res.Cut, 1)
+		a := s.attempt(h, 1, fault, rec.detailed())
+		a.FaultLinks = links
+		s.fillVegeta(&a, r, rec.detailed())
+		rec.intent(h.in)
+		rec.attempt(a)
+		if a.Outcome != idemcheck.Replied {
 			retries <- h
 			continue
 		}
-		counts <- doneIntent{h.in, sk.Policy.Replay(int(r.Code))}
+		counts <- h.in
 	}
 	close(retries)
 	wg.Wait()
@@ -307,71 +267,51 @@ func (sk *Soak) Run(ctx context.Context) (*SoakResult, error) {
 	}
 	metrics.Close()
 	res.Duration = time.Since(start)
-	if err := sk.countAll(ctx, spool, res, hist); err != nil {
+	if err := sk.countAll(ctx, spool, rec); err != nil {
 		return nil, err
 	}
 	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
 	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
-	if res.Intents > 0 {
-		res.TimeoutRate = float64(res.Cut) / float64(res.Intents)
-	}
-	if res.Cut > 0 {
-		res.SucceededShare = float64(replayed.Load()) / float64(res.Cut)
-	}
-	if res.Counted > 0 {
-		res.DuplicatesPerMillion = float64(res.Duplicates) * 1e6 / float64(res.Counted)
-	}
-	if err := hist.flush(); err != nil {
+	if err := rec.flush(); err != nil {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	return res, ctx.Err()
 }
 
 // countAll counts the effects of every spooled intent, eight at a time.
-func (sk *Soak) countAll(ctx context.Context, spool *os.File, res *SoakResult, hist *historyStream) error {
+func (sk *Soak) countAll(ctx context.Context, spool *os.File, rec *soakRecorder) error {
 	if sk.Effects == nil {
 		return nil
 	}
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	intents := make(chan doneIntent, 256)
+	intents := make(chan idemcheck.Intent, 256)
 	var wg sync.WaitGroup
 	var errOnce sync.Once
 	var countErr error
 	for range 8 {
 		wg.Go(func() {
-			for d := range intents {
-				o, err := sk.Effects.Count(ctx, d.in)
+			for in := range intents {
+				o, err := sk.Effects.Count(ctx, in)
 				if err != nil {
 					if ctx.Err() == nil {
-						errOnce.Do(func() { countErr = fmt.Errorf("count the effects of intent %s: %w", d.in.ID, err) })
+						errOnce.Do(func() { countErr = fmt.Errorf("count the effects of intent %s: %w", in.ID, err) })
 					}
 					continue
 				}
-				n := o.Effects
-				atomic.AddInt64(&res.Counted, 1)
-				switch {
-				case n > 1:
-					atomic.AddInt64(&res.Duplicates, 1)
-				case n == 0 && d.promised:
-					// Lost only when the client was told of a success, as
-					// the checker's lost-effect.
-					atomic.AddInt64(&res.Lost, 1)
-				}
-				hist.observe(o)
+				rec.observation(o)
 			}
 		})
 	}
 	sc := bufio.NewScanner(spool)
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 4 {
+		if len(f) != 3 {
 			continue
 		}
 		seq, _ := strconv.Atoi(f[2])
-		in := idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
-		intents <- doneIntent{in: in, promised: f[3] == "true"}
+		intents <- idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
 	}
 	close(intents)
 	wg.Wait()
@@ -381,21 +321,17 @@ func (sk *Soak) countAll(ctx context.Context, spool *os.File, res *SoakResult, h
 	return sc.Err()
 }
 
-// doneIntent is an intent whose attempts are over; promised when one of
-// them was answered with a success, so its effect must exist.
-type doneIntent struct {
-	in       idemcheck.Intent
-	promised bool
-}
-
 // attempt starts an Attempt record for a soak hit; IDs are filled by the
-// history stream in the order attempts finish.
-func (s *session) attempt(h *soakHit, step int, fault string) idemcheck.Attempt {
-	return idemcheck.Attempt{
-		Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step,
-		Method: h.req.Method, Header: s.redact(h.req.Header), Path: s.scrubRequest(h.req), Body: s.scrub(string(h.req.Body)),
-		Fingerprint: h.fingerprint(), Fault: fault,
+// recorder in the order attempts finish. Only a record for a history
+// (detailed) carries the request: it costs a fingerprint and copies of
+// headers and bodies per hit, and the counter needs none of it.
+func (s *session) attempt(h *soakHit, step int, fault string, detailed bool) idemcheck.Attempt {
+	a := idemcheck.Attempt{Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step, Fault: fault}
+	if detailed {
+		a.Method, a.Header, a.Path, a.Body = h.req.Method, s.redact(h.req.Header), s.scrubRequest(h.req), s.scrub(string(h.req.Body))
+		a.Fingerprint = h.fingerprint()
 	}
+	return a
 }
 
 // fingerprint is computed once per hit: a retry sends the same request.
@@ -408,15 +344,19 @@ func (h *soakHit) fingerprint() string {
 }
 
 // fillVegeta records one of vegeta's results on a: a status code means a
-// reply came back; none means the attempt's outcome is unknown.
-func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result) {
+// reply came back; none means the attempt's outcome is unknown. The reply's
+// body is kept only in a detailed record (one for a history).
+func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result, detailed bool) {
 	a.Start, a.End = r.Timestamp, r.Timestamp.Add(r.Latency)
 	if r.Code == 0 {
 		a.Outcome, a.Error = idemcheck.Unknown, s.scrub(r.Error)
 		return
 	}
-	s.secret().learnBody(r.Body)
-	a.Outcome, a.Status, a.RespHeader, a.RespBody = idemcheck.Replied, int(r.Code), s.redact(r.Headers), s.scrub(string(r.Body))
+	a.Outcome, a.Status, a.RespHeader = idemcheck.Replied, int(r.Code), s.redact(r.Headers)
+	if detailed {
+		s.secret().learnBody(r.Body)
+		a.RespBody = s.scrub(string(r.Body))
+	}
 }
 
 // soakTransport sends vegeta's requests on the run's context, so that a
@@ -434,59 +374,76 @@ func (t soakTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.rt.RoundTrip(r2)
 }
 
-// historyStream writes history records as they happen, numbering
-// attempts, from many goroutines.
-type historyStream struct {
+// soakRecorder records the soak's history as it happens, from many
+// goroutines: it numbers attempts and hands each record to the counter and
+// to the history, under one lock, so that IDs appear in the file in order
+// and the counter sees the records in the file's order.
+type soakRecorder struct {
 	mu    sync.Mutex
-	buf   *bufio.Writer
-	enc   *json.Encoder // writes to buf
+	enc   *history.Encoder // nil without a history
+	count SoakCounter      // nil without a counter
 	next  int
-	first error
+	err   error // the history's first error
 }
 
-func (h *historyStream) write(v any) error {
-	if h == nil {
+// detailed reports whether records are written to a history, so must
+// carry the requests and replies in full.
+func (r *soakRecorder) detailed() bool { return r.enc != nil }
+
+func (r *soakRecorder) run(h idemcheck.Run) error {
+	if r.enc == nil {
 		return nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.first == nil {
-		h.first = h.enc.Encode(v)
-	}
-	return h.first
+	return r.enc.Run(h)
 }
 
-func (h *historyStream) intent(in idemcheck.Intent) { _ = h.write(map[string]any{"intent": in}) }
-
-// attempt numbers a and writes it, under one lock, so that IDs appear in
-// the file in order.
-func (h *historyStream) attempt(a idemcheck.Attempt) {
-	if h == nil {
+func (r *soakRecorder) intent(in idemcheck.Intent) {
+	if r.enc == nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.next++
-	a.ID = h.next
-	if h.first == nil {
-		h.first = h.enc.Encode(map[string]any{"attempt": a})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keep(r.enc.Intent(in))
+}
+
+func (r *soakRecorder) attempt(a idemcheck.Attempt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.next++
+	a.ID = r.next
+	if r.count != nil {
+		r.count.Attempt(a)
+	}
+	if r.enc != nil {
+		r.keep(r.enc.Attempt(a))
 	}
 }
 
-func (h *historyStream) observe(o idemcheck.Observation) {
-	_ = h.write(map[string]any{"observation": o})
+func (r *soakRecorder) observation(o idemcheck.Observation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.count != nil {
+		r.count.Observation(o)
+	}
+	if r.enc != nil {
+		r.keep(r.enc.Observation(o))
+	}
 }
 
-// flush writes out what is buffered and returns the first error of the
-// stream.
-func (h *historyStream) flush() error {
-	if h == nil {
+// keep remembers the history's first error.
+func (r *soakRecorder) keep(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// flush writes out what the history buffered and returns its first error.
+func (r *soakRecorder) flush() error {
+	if r.enc == nil {
 		return nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.first == nil {
-		h.first = h.buf.Flush()
-	}
-	return h.first
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keep(r.enc.Flush())
+	return r.err
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
@@ -38,7 +39,10 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // outputs are the files a run writes when it finishes, never before.
 type outputs struct {
 	json, junit, history string
-	noColour             bool
+	// stream is where a history goes when --history is "-": the
+	// command's standard output, which then carries nothing else.
+	stream   io.Writer
+	noColour bool
 	// allowInconclusive exits 0 on an inconclusive verdict.
 	allowInconclusive bool
 }
@@ -48,7 +52,7 @@ func (o *outputs) register(fs *flag.FlagSet) {
 	if fs.Name() != "soak" {
 		fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to `FILE`, one test case per endpoint and check")
 	}
-	fs.StringVar(&o.history, "history", "", "write every attempt as JSON lines to `FILE`, for idemcheck check")
+	fs.StringVar(&o.history, "history", "", "write every attempt as JSON lines to `FILE`, for idemcheck check; - writes it to standard output (the report then goes to standard error), for idemcheck check to read from a pipe")
 	fs.BoolVar(&o.noColour, "no-color", false, "no colour, even on a terminal")
 	fs.BoolVar(&o.allowInconclusive, "allow-inconclusive", false,
 		"exit 0, not 4, when no anomaly was found but some check's scenario did not happen (inconclusive); it is still reported")
@@ -58,7 +62,7 @@ func (o *outputs) register(fs *flag.FlagSet) {
 // sent: a run must not print its verdict and then fail on a path.
 func (o *outputs) check() error {
 	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--junit", o.junit}, {"--history", o.history}} {
-		if f.path == "" {
+		if f.path == "" || f.flag == "--history" && f.path == "-" {
 			continue
 		}
 		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
@@ -72,6 +76,18 @@ func (o *outputs) check() error {
 		os.Remove(tmp.Name())
 	}
 	return nil
+}
+
+// route sends a history asked for with --history - to stdout, and returns
+// where everything else the command prints goes: stderr then, so that
+// standard output holds the history alone (idemcheck certify … --history - |
+// idemcheck check). Otherwise it returns stdout.
+func (o *outputs) route(stdout, stderr io.Writer) io.Writer {
+	if o.history != "-" {
+		return stdout
+	}
+	o.stream = stdout
+	return stderr
 }
 
 // unwrapPath drops the temporary file's name from an error about its folder.
@@ -255,6 +271,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err := rf.validate(); err != nil {
 		return 0, err
 	}
+	stdout = rf.outputs.route(stdout, stderr)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// ${NAME} in these flags comes from the environment. What the header,
@@ -700,14 +717,16 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) erro
 		reports[i] = r.Report
 	}
 	if out.history != "" {
-		err := idemcheck.WriteFileAtomic(out.history, func(w io.Writer) error {
-			for _, r := range results {
-				if err := r.History.WriteJSONL(w); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		hs := make([]*idemcheck.History, len(results))
+		for i, r := range results {
+			hs[i] = r.History
+		}
+		var err error
+		if out.history == "-" {
+			err = history.Write(out.stream, hs...)
+		} else {
+			err = idemcheck.WriteFileAtomic(out.history, func(w io.Writer) error { return history.Write(w, hs...) })
+		}
 		if err != nil {
 			return idemcheck.Usagef("--history: %v", err)
 		}
@@ -900,48 +919,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	var out outputs
-	out.register(fs)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return 0, idemcheck.Usagef("check: %v (usage: idemcheck check [--json FILE] [--junit FILE] HISTORY.jsonl)", err)
-	}
-	if fs.NArg() != 1 {
-		return 0, idemcheck.Usagef("check: name one history file (usage: idemcheck check [--json FILE] [--junit FILE] HISTORY.jsonl)")
-	}
-	if out.history != "" {
-		return 0, idemcheck.Usagef("check: --history is for runs that send traffic; check reads one")
-	}
-	if err := out.check(); err != nil {
-		return 0, err
-	}
-	f, err := os.Open(fs.Arg(0))
-	if err != nil {
-		return 0, idemcheck.Usagef("check: %v", err)
-	}
-	defer f.Close()
-	hs, err := idemcheck.ReadHistories(f, fs.Arg(0))
-	if err != nil {
-		return 0, idemcheck.Usagef("check: %v", err)
-	}
-	var results []*certify.Result
-	verdict := idemcheck.Pass
-	for i, h := range hs {
-		rep := assert.Report(h)
-		stamp(&rep, historyStart(h))
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		render.WriteText(stdout, rep, render.Colour(out.noColour, stdout, os.Getenv))
-		verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
-		results = append(results, &certify.Result{History: h, Report: rep})
-	}
-	if err := writeOutputs(results, out, len(results) > 1); err != nil {
-		return 0, err
-	}
-	return exitFor(out, verdict), nil
 }

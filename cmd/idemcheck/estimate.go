@@ -76,7 +76,7 @@ func runEstimate(args []string, stdout, stderr io.Writer) (int, error) {
 	in.Layers, in.Tries = layers, tries
 	// The flags above are checked one by one to name the flag; this catches
 	// any rule of the package that they missed.
-	if err := in.Validate(); err != nil {
+	if err := estimate.Validate(in); err != nil {
 		return 0, idemcheck.Usagef("estimate: %v", err)
 	}
 
@@ -86,7 +86,7 @@ func runEstimate(args []string, stdout, stderr io.Writer) (int, error) {
 		enc.SetIndent("", "  ")
 		return idemcheck.ExitHeld, enc.Encode(res)
 	}
-	return idemcheck.ExitHeld, res.WriteText(stdout)
+	return idemcheck.ExitHeld, estimate.WriteText(stdout, res)
 }
 
 // parseCount reads a non-negative, finite number, allowing thousands

@@ -51,6 +51,14 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
+// withStdin gives the commands in this test in as their standard input.
+func withStdin(t *testing.T, in string) {
+	t.Helper()
+	old := stdin
+	stdin = strings.NewReader(in)
+	t.Cleanup(func() { stdin = old })
+}
+
 // cli runs the command in-process and returns its exit code and output.
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -150,6 +158,8 @@ func TestCertifyRedactsSecrets(t *testing.T) {
 // and no report file left behind.
 func TestBadInput(t *testing.T) {
 	url, dsn := ordersAPI(t, orders.Reference)
+	// check without a file reads standard input: nothing comes in here.
+	withStdin(t, "")
 	badPolicy := filepath.Join(t.TempDir(), "policy.yaml")
 	require.NoError(t, os.WriteFile(badPolicy, []byte("preset: stripe\nreplay_header: Idempotent Replayed\n"), 0o644))
 	cases := []struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/bench"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -47,7 +48,7 @@ func TestProductBenchIsCertify(t *testing.T) {
 			f, err := os.Open(histPath)
 			require.NoError(t, err)
 			defer f.Close()
-			hs, err := idemcheck.ReadHistories(f, histPath)
+			hs, err := history.ReadAll(f, histPath)
 			require.NoError(t, err)
 			require.Len(t, hs, 1)
 			fromCLI := hs[0]

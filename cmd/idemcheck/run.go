@@ -34,6 +34,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
 	}
+	stdout = rf.outputs.route(stdout, stderr)
 	var only []string
 	for _, c := range splitList(checks) {
 		if _, err := scenarios.Lookup(c); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,8 +9,11 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/estimate"
+	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
@@ -20,22 +22,9 @@ import (
 // MaxSoakRate bounds --rate: far past what one machine's loopback takes.
 const MaxSoakRate = 100000
 
-// soakReport is the JSON of a soak.
-type soakReport struct {
-	Version   int                   `json:"version"`
-	Verdict   idemcheck.Status      `json:"verdict"`
-	Tool      idemcheck.Tool        `json:"tool,omitzero"`
-	StartedAt time.Time             `json:"started_at,omitzero"`
-	Seed      int64                 `json:"seed"`
-	Target    idemcheck.Target      `json:"target"`
-	Soak      *scenarios.SoakResult `json:"soak"`
-	Estimate  *estimate.Result      `json:"estimate,omitempty"`
-	// EstimateAssumes says what the estimate rests on: the timeout rate
-	// is the share of replies the soak cut, an assumption, not a figure
-	// measured from the API.
-	EstimateAssumes string `json:"estimate_assumes,omitempty"`
-}
-
+// runSoak is the soak command: flags to a scenarios.Soak, the run, its
+// history counted by assert.SoakTally (and streamed to --history), the
+// report rendered, the exit code.
 func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	var (
@@ -185,22 +174,31 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckSoak}}}
 
 	// The history streams to a temporary file beside the target file and
-	// is renamed into place only when the soak finishes.
+	// is renamed into place only when the soak finishes; with --history -
+	// it streams to standard output, and the report goes to stderr.
 	var histFile *os.File
-	if out.history != "" {
+	switch out.history {
+	case "":
+	case "-":
+		sk.History = history.NewEncoder(stdout)
+		stdout = stderr
+	default:
 		if histFile, err = os.CreateTemp(dirOf(out.history), ".soak-history-*"); err != nil {
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
 		defer os.Remove(histFile.Name())
 		defer histFile.Close()
-		sk.History = histFile
+		sk.History = history.NewEncoder(histFile)
 	}
+	tally := &assert.SoakTally{Policy: policy}
+	sk.Counter = tally
 	fmt.Fprintf(stderr, "soak: %d intents/s for %v, %.1f%% of replies cut after commit …\n", rate, duration, cutShare*100)
 	started := time.Now()
-	res, err := sk.Run(ctx)
+	load, err := sk.Run(ctx)
 	if err != nil {
 		return 0, idemcheck.Unavailablef("soak: %v", err)
 	}
+	res := tally.Result(*load)
 	if res.Intents > 0 && res.Unresolved == res.Intents {
 		// A soak in which nothing was answered has proved nothing: no
 		// verdict and no files, as when the target is down from the start.
@@ -215,58 +213,16 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
 	}
-	rep := soakReport{Version: idemcheck.ReportVersion, Verdict: idemcheck.Pass, Tool: tool,
-		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: res}
-	if res.Duplicates > 0 || res.Lost > 0 {
-		rep.Verdict = idemcheck.Fail
-	}
-	if res.Cut > 0 {
-		est := estimate.Compute(estimate.Inputs{
-			RequestsPerDay: res.Rate * 86400, TimeoutRate: res.TimeoutRate, SucceededShare: res.SucceededShare,
-			ValuePerDuplicate: value, KeyBytes: estimate.DefaultKeyBytes, Window: estimate.DefaultWindow,
-		})
-		rep.Estimate = &est
-		rep.EstimateAssumes = fmt.Sprintf("%.2f%% of real requests time out after the server committed (the share this soak cut, not a measurement of the API)", res.TimeoutRate*100)
-	}
-	writeSoak(stdout, rep, sk.Effects != nil)
+	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: assert.SoakVerdict(res), Tool: tool,
+		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res}
+	rep.Estimate, rep.EstimateAssumes = estimate.Soak(res, value)
+	render.WriteSoak(stdout, rep, sk.Effects != nil)
 	if out.json != "" {
-		err := idemcheck.WriteFileAtomic(out.json, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
-		})
-		if err != nil {
+		if err := idemcheck.WriteFileAtomic(out.json, rep.WriteJSON); err != nil {
 			return 0, idemcheck.Usagef("--json: %v", err)
 		}
 	}
 	return exitFor(out, rep.Verdict), nil
-}
-
-func writeSoak(w io.Writer, rep soakReport, counted bool) {
-	r := rep.Soak
-	fmt.Fprintf(w, "soak of %s %s%s, seed %d\n", rep.Target.Method, rep.Target.URL, rep.Target.Path, rep.Seed)
-	fmt.Fprintf(w, "  %d intents in %.1fs: %.0f requests/s sent, %.0f/s answered with success (%.1f%%)\n",
-		r.Intents, r.Duration.Seconds(), r.Rate, r.Throughput, r.Success*100)
-	fmt.Fprintf(w, "  latency p50 %v, p90 %v, p99 %v, max %v\n", r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond))
-	fmt.Fprintf(w, "  %d replies cut after commit and retried with the same key (%.2f%%); %.0f%% of those retries were replays; %d never answered\n",
-		r.Cut, r.TimeoutRate*100, r.SucceededShare*100, r.Unresolved)
-	if counted {
-		fmt.Fprintf(w, "  effects counted for %d intents: %d duplicated, %d lost: %.1f duplicates per million intents\n",
-			r.Counted, r.Duplicates, r.Lost, r.DuplicatesPerMillion)
-	} else {
-		fmt.Fprintf(w, "  effects not counted (no --effect-sql): duplicates can only be seen on the wire\n")
-	}
-	if e := rep.Estimate; e != nil {
-		// The cut share is what this soak injected, not what the API's
-		// clients see: the cost is stated as the assumption it is, and
-		// only the replay share is the API's own figure.
-		fmt.Fprintf(w, "  the cut share was injected by this soak, not measured from the API. If %.2f%% of your real requests timed out after commit\n"+
-			"  at %.0f requests a day, retries without idempotency would make %.0f duplicates a day, and a client without\n"+
-			"  retries would leave %.0f customers a month unanswered. With your own traffic's figures:\n"+
-			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share %.2f\n",
-			e.Inputs.TimeoutRate*100, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
-	}
-	fmt.Fprintf(w, "  verdict %s\n", map[idemcheck.Status]string{idemcheck.Pass: "PASS", idemcheck.Fail: "FAIL"}[rep.Verdict])
 }
 
 func dirOf(p string) string {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	rules "github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -29,9 +32,9 @@ func soakArgs(url, dsn string, extra ...string) []string {
 }
 
 // readSoakReport reads the JSON report a soak wrote with --json.
-func readSoakReport(t *testing.T, path string) soakReport {
+func readSoakReport(t *testing.T, path string) idemcheck.SoakReport {
 	t.Helper()
-	var rep soakReport
+	var rep idemcheck.SoakReport
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -194,4 +197,51 @@ func TestSoakErrorRepliesPromiseNothing(t *testing.T) {
 	assert.Less(t, rep.Soak.Success, 0.8, "a third of the first attempts were answered 503")
 	assert.Zero(t, rep.Soak.Lost)
 	assert.Zero(t, rep.Soak.Duplicates)
+}
+
+// A soak's streamed history, tallied again offline by the same rules,
+// gives the figures the soak reported.
+func TestSoakHistoryTalliesToItsReport(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	dir := t.TempDir()
+	jsonPath, hist := filepath.Join(dir, "soak.json"), filepath.Join(dir, "soak.jsonl")
+	code, out, errOut := cli(t, soakArgs(url, dsn, "--replay-header", "Idempotent-Replayed", "--json", jsonPath, "--history", hist,
+		"--intents", "200", "--duration", "1m")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	rep := readSoakReport(t, jsonPath)
+
+	f, err := os.Open(hist)
+	require.NoError(t, err)
+	defer f.Close()
+	hs, err := history.ReadAll(f, hist)
+	require.NoError(t, err)
+	require.Len(t, hs, 1)
+	again := rules.Soak(hs[0])
+	for name, pair := range map[string][2]int64{
+		"intents": {rep.Soak.Intents, again.Intents}, "attempts": {rep.Soak.Attempts, again.Attempts},
+		"cut": {rep.Soak.Cut, again.Cut}, "unresolved": {rep.Soak.Unresolved, again.Unresolved},
+		"counted": {rep.Soak.Counted, again.Counted}, "duplicates": {rep.Soak.Duplicates, again.Duplicates}, "lost": {rep.Soak.Lost, again.Lost},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("%s: the soak reported %d, its history tallies to %d", name, pair[0], pair[1])
+		}
+	}
+	if rep.Soak.SucceededShare != again.SucceededShare {
+		t.Errorf("succeeded share: the soak reported %v, its history tallies to %v", rep.Soak.SucceededShare, again.SucceededShare)
+	}
+}
+
+// --history - streams the soak's history to standard output, which then
+// holds nothing else: the report goes to standard error.
+func TestSoakHistoryToStdout(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	code, out, errOut := cli(t, soakArgs(url, dsn, "--history", "-", "--intents", "50", "--duration", "1m")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, errOut, "verdict PASS")
+	hs, err := history.ReadAll(strings.NewReader(out), "stdout")
+	require.NoError(t, err)
+	require.Len(t, hs, 1)
+	assert.Len(t, hs[0].Intents, 50)
+	assert.Len(t, hs[0].Observations, 50)
+	assert.Equal(t, idemcheck.Pass, rules.SoakVerdict(rules.Soak(hs[0])))
 }

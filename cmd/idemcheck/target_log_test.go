@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -54,7 +55,7 @@ func TestCertifyTargetLog(t *testing.T) {
 	f, err := os.Open(histPath)
 	require.NoError(t, err)
 	defer f.Close()
-	hs, err := idemcheck.ReadHistories(f, histPath)
+	hs, err := history.ReadAll(f, histPath)
 	require.NoError(t, err)
 	require.Len(t, hs, 1)
 	var kinds []idemcheck.EventKind

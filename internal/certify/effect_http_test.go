@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/certify"
 )
 
@@ -118,7 +119,7 @@ func TestHTTPCountHidesSecrets(t *testing.T) {
 	require.NoError(t, err)
 	var buf strings.Builder
 	require.NoError(t, res.Report.WriteJSON(&buf))
-	require.NoError(t, res.History.WriteJSONL(&buf))
+	require.NoError(t, history.Write(&buf, res.History))
 	assert.NotContains(t, buf.String(), "s3cret-value")
 	assert.Contains(t, res.Report.Target.ReadBack, "token=[redacted]")
 	require.NotEmpty(t, res.History.Observations)

@@ -10,6 +10,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	checker "github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/certify"
 )
 
@@ -33,8 +34,8 @@ func scheduleEvents(h *idemcheck.History) (held map[string][]idemcheck.Event, re
 func rechecked(t *testing.T, res *certify.Result) idemcheck.Report {
 	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, res.History.WriteJSONL(&buf))
-	hs, err := idemcheck.ReadHistories(&buf, "history.jsonl")
+	require.NoError(t, history.Write(&buf, res.History))
+	hs, err := history.ReadAll(&buf, "history.jsonl")
 	require.NoError(t, err)
 	require.Len(t, hs, 1)
 	h := hs[0]

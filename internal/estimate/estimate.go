@@ -6,6 +6,9 @@
 // The arithmetic is deliberately plain, so a reader can redo it by hand:
 // a duplicate is a request whose client timed out although the server had
 // already done the work, and whose retry then did the work again.
+//
+// Its inputs and figures are the root package's CostInputs and Cost (a
+// soak's report carries them); it imports nothing else of idemcheck.
 package estimate
 
 import (
@@ -15,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // DaysPerMonth is the month the figures use: 30 days, so a monthly figure
@@ -45,62 +50,14 @@ const (
 )
 
 // Inputs are the figures a team knows, or can look up, about one mutating
-// endpoint.
-type Inputs struct {
-	// RequestsPerDay is the number of mutating requests a day.
-	RequestsPerDay float64 `json:"requests_per_day"`
-	// TimeoutRate is the share of requests whose client gave up without a
-	// reply, from 0 to 1.
-	TimeoutRate float64 `json:"timeout_rate"`
-	// SucceededShare is the share of those timeouts where the server had
-	// done the work anyway, from 0 to 1.
-	SucceededShare float64 `json:"succeeded_share"`
-	// ValuePerDuplicate is what one duplicate costs (a refund, support
-	// time), in any currency; 0 means unknown and leaves the cost out.
-	ValuePerDuplicate float64 `json:"value_per_duplicate,omitempty"`
-	// KeyBytes is what one stored key takes.
-	KeyBytes int64 `json:"key_bytes"`
-	// Window is how long keys are kept.
-	Window time.Duration `json:"window_ns"`
-	// Layers is the number of layers in a call stack that each retry, and
-	// Tries the tries each makes, the first included; 0 leaves the
-	// amplification out.
-	Layers int `json:"layers,omitempty"`
-	Tries  int `json:"tries,omitempty"`
-}
+// endpoint (idemcheck.CostInputs: a soak's report carries them).
+type Inputs = idemcheck.CostInputs
 
-// Result is the arithmetic for one set of Inputs. Figures are not rounded:
-// the caller rounds for display, so a sum of displayed figures can differ
-// from a displayed sum by a rounding step.
-type Result struct {
-	Inputs Inputs `json:"inputs"`
-	// TimeoutsPerDay = RequestsPerDay x TimeoutRate.
-	TimeoutsPerDay float64 `json:"timeouts_per_day"`
-	// DuplicatesPerDay = TimeoutsPerDay x SucceededShare: each such timeout
-	// is retried, and a retry the server does not recognise does the work
-	// again.
-	DuplicatesPerDay   float64 `json:"duplicates_per_day"`
-	DuplicatesPerMonth float64 `json:"duplicates_per_month"`
-	// CostPerMonth = DuplicatesPerMonth x ValuePerDuplicate; 0 without a value.
-	CostPerMonth float64 `json:"cost_per_month,omitempty"`
-	// UnansweredPerMonth is what removing retries leaves instead: every
-	// timeout is a customer who never hears back.
-	UnansweredPerMonth float64 `json:"unanswered_per_month"`
-	// ChargedAnywayPerMonth are those of them whose request took effect.
-	ChargedAnywayPerMonth float64 `json:"charged_anyway_per_month"`
-	// StoredKeys is the number of keys held at once: every mutating request
-	// stores a key, held for the window, so RequestsPerDay x Window in days.
-	StoredKeys float64 `json:"stored_keys"`
-	// KeyStoreBytes = StoredKeys x KeyBytes.
-	KeyStoreBytes float64 `json:"key_store_bytes"`
-	// Amplification = Tries^Layers: the tries that reach the bottom layer
-	// for one request at the top when every layer retries; 0 when Layers or
-	// Tries is 0.
-	Amplification int64 `json:"amplification,omitempty"`
-}
+// Result is the arithmetic for one set of Inputs (idemcheck.Cost).
+type Result = idemcheck.Cost
 
 // Validate says which input is out of range, and what the range is.
-func (in Inputs) Validate() error {
+func Validate(in Inputs) error {
 	switch {
 	case !(in.RequestsPerDay >= 1 && in.RequestsPerDay <= MaxRequestsPerDay):
 		return fmt.Errorf("requests per day %v is out of range: use 1 to %g", in.RequestsPerDay, float64(MaxRequestsPerDay))
@@ -145,9 +102,26 @@ func Compute(in Inputs) Result {
 	return r
 }
 
-// WriteText writes the result as a block a person reads: each figure with
-// the inputs it comes from, so the arithmetic can be checked by hand.
-func (r Result) WriteText(w io.Writer) error {
+// Soak is the arithmetic on a soak's figures: its achieved request rate
+// over a day, the share of replies it cut as the timeout rate, and the
+// share of those whose retry was a replay as the succeeded share; with
+// the sentence that says what it rests on (the cut share is what the soak
+// injected, an assumption, not a figure measured from the API). Nil when
+// no reply was cut: there is nothing to reckon with.
+func Soak(r idemcheck.SoakResult, valuePerDuplicate float64) (*Result, string) {
+	if r.Cut == 0 {
+		return nil, ""
+	}
+	est := Compute(Inputs{
+		RequestsPerDay: r.Rate * 86400, TimeoutRate: r.TimeoutRate, SucceededShare: r.SucceededShare,
+		ValuePerDuplicate: valuePerDuplicate, KeyBytes: DefaultKeyBytes, Window: DefaultWindow,
+	})
+	return &est, fmt.Sprintf("%.2f%% of real requests time out after the server committed (the share this soak cut, not a measurement of the API)", r.TimeoutRate*100)
+}
+
+// WriteText writes r as a block a person reads: each figure with the
+// inputs it comes from, so the arithmetic can be checked by hand.
+func WriteText(w io.Writer, r Result) error {
 	in := r.Inputs
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s mutating requests a day, %s time out, %s of those had succeeded\n\n",

@@ -26,7 +26,7 @@ var contractExample = Inputs{
 // were charged anyway, 20 MB of keys (20,000 keys: requests per day x a
 // one-day window, at 1 KB each), 3^5 = 243.
 func TestComputeReproducesTheContractExample(t *testing.T) {
-	require.NoError(t, contractExample.Validate())
+	require.NoError(t, Validate(contractExample))
 	r := Compute(contractExample)
 	const eps = 1e-9
 	assert.InDelta(t, 40, r.TimeoutsPerDay, eps)
@@ -43,7 +43,7 @@ func TestComputeReproducesTheContractExample(t *testing.T) {
 
 func TestWriteTextShowsTheContractFigures(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, Compute(contractExample).WriteText(&b))
+	require.NoError(t, WriteText(&b, Compute(contractExample)))
 	want := `20,000 mutating requests a day, 0.2% time out, 50% of those had succeeded
 
   duplicates           20 a day, 600 a month (30 days): timeouts that had succeeded, retried and done again
@@ -59,7 +59,7 @@ func TestWriteTextLeavesOutWhatWasNotAsked(t *testing.T) {
 	in := contractExample
 	in.ValuePerDuplicate, in.Layers, in.Tries = 0, 0, 0
 	var b strings.Builder
-	require.NoError(t, Compute(in).WriteText(&b))
+	require.NoError(t, WriteText(&b, Compute(in)))
 	assert.NotContains(t, b.String(), "cost")
 	assert.NotContains(t, b.String(), "amplification")
 	assert.Contains(t, b.String(), "600 a month")
@@ -105,7 +105,7 @@ func TestValidateNamesTheInputAndItsRange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := contractExample
 			c.edit(&in)
-			err := in.Validate()
+			err := Validate(in)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})

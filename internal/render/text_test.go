@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -121,4 +122,30 @@ func TestColourFollowsNoColorAndForceColor(t *testing.T) {
 	assert.False(t, Colour(false, &buf, env("FORCE_COLOR", "0")))
 	assert.False(t, Colour(false, &buf, env("FORCE_COLOR", "1", "NO_COLOR", "1")), "NO_COLOR wins")
 	assert.False(t, Colour(true, &buf, env("FORCE_COLOR", "1")), "--no-color wins")
+}
+
+// A soak's report: the figures, the estimate as an assumption, the
+// verdict; and without an effect query, that duplicates went uncounted.
+func TestWriteSoak(t *testing.T) {
+	res := &idemcheck.SoakResult{Intents: 400, Attempts: 440, Cut: 40, Counted: 400, Duplicates: 1, Rate: 200, Throughput: 190,
+		Success: 0.9, TimeoutRate: 0.1, SucceededShare: 1, DuplicatesPerMillion: 2500, Duration: 2 * time.Second}
+	rep := idemcheck.SoakReport{Verdict: idemcheck.Fail, Seed: 3, Soak: res,
+		Target:   idemcheck.Target{URL: "http://127.0.0.1:1", Method: "POST", Path: "/orders"},
+		Estimate: &idemcheck.Cost{Inputs: idemcheck.CostInputs{RequestsPerDay: 200 * 86400, TimeoutRate: 0.1, SucceededShare: 1}, DuplicatesPerDay: 1728000}}
+	var b strings.Builder
+	WriteSoak(&b, rep, true)
+	out := b.String()
+	assert.Contains(t, out, "soak of POST http://127.0.0.1:1/orders, seed 3\n")
+	assert.Contains(t, out, "  400 intents in 2.0s: 200 requests/s sent, 190/s answered with success (90.0%)\n")
+	assert.Contains(t, out, "  40 replies cut after commit and retried with the same key (10.00%); 100% of those retries were replays; 0 never answered\n")
+	assert.Contains(t, out, "  effects counted for 400 intents: 1 duplicated, 0 lost: 2500.0 duplicates per million intents\n")
+	assert.Contains(t, out, "the cut share was injected by this soak")
+	assert.True(t, strings.HasSuffix(out, "  verdict FAIL\n"), out)
+
+	b.Reset()
+	rep.Estimate, rep.Verdict = nil, idemcheck.Pass
+	WriteSoak(&b, rep, false)
+	assert.Contains(t, b.String(), "effects not counted (no --effect-sql)")
+	assert.NotContains(t, b.String(), "cut share was injected")
+	assert.True(t, strings.HasSuffix(b.String(), "  verdict PASS\n"))
 }

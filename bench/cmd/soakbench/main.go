@@ -35,8 +35,10 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/bench"
 	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
@@ -187,17 +189,19 @@ func throughput(ctx context.Context, doc *figures, runs int, d time.Duration, wo
 		if noCount {
 			sk.Effects = nil
 		}
+		tally := &assert.SoakTally{Policy: cfg.Policy}
+		sk.Counter = tally
 		// A fresh target is cold (connections, pools, caches): a short
 		// raw load warms it first, and the two drivers take turns going
 		// first, so that neither always meets the target cold or after
 		// the other's load (the soak counts effects once its load is
 		// over, which keeps PostgreSQL busy for a moment).
 		rawVegeta(pt.URL.Host, rate, 2*time.Second, workers)
-		var res *scenarios.SoakResult
+		var load *idemcheck.SoakResult
 		var r float64
 		var n int
 		var el time.Duration
-		runSoak := func() { res, err = sk.Run(ctx) }
+		runSoak := func() { load, err = sk.Run(ctx) }
 		runRaw := func() { r, n, el = rawVegeta(pt.URL.Host, rate, d, workers) }
 		order := "soak first"
 		if i%2 == 0 {
@@ -212,6 +216,7 @@ func throughput(ctx context.Context, doc *figures, runs int, d time.Duration, wo
 			pt.Close()
 			return err
 		}
+		res := tally.Result(*load)
 		soak = append(soak, float64(res.Intents)/res.Duration.Seconds())
 		soakLine := fmt.Sprintf("soak %d intents in %.1f s (%.0f/s), %d cut and retried, %d duplicates, p50 %v, p99 %v",
 			res.Intents, res.Duration.Seconds(), soak[i], res.Cut, res.Duplicates, res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond))
@@ -314,12 +319,15 @@ func memoryChild(ctx context.Context, attempts, workers int) error {
 	d := time.Duration(float64(attempts) / rate * 3 * float64(time.Second))
 	base := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 	e := scenarios.Endpoint{Base: base, Method: "POST", Path: idemcheck.MustTemplate("/orders"), Body: idemcheck.MustTemplate(body)}
-	sk := &scenarios.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, Intents: intents, CutShare: cutShare, Seed: 1, Workers: workers, History: hist}
+	tally := &assert.SoakTally{Policy: idemcheck.IETF()}
+	sk := &scenarios.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, Intents: intents, CutShare: cutShare, Seed: 1, Workers: workers,
+		History: history.NewEncoder(hist), Counter: tally}
 	start := time.Now()
-	res, err := sk.Run(ctx)
+	load, err := sk.Run(ctx)
 	if err != nil {
 		return err
 	}
+	res := tally.Result(*load)
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	fi, err := hist.Stat()

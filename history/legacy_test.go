@@ -1,7 +1,9 @@
-package idemcheck
+package history_test
 
 import (
 	"bytes"
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/history"
 	"slices"
 	"strings"
 	"testing"
@@ -26,9 +28,9 @@ func TestOlderHistoriesReadAsTheyMeant(t *testing.T) {
 		`{"run":{"seed":1,"checks":[{"name":"crash-lease","rule":"R"},{"name":"made-up","rule":"M","faults":true}]}}`,
 		`{"attempt":{"id":1,"check":"crash-lease","fault":"db-cut:nth=1","fault_links":["client"]}}`,
 	}, "\n")
-	read := func(s string) *History {
+	read := func(s string) *idemcheck.History {
 		t.Helper()
-		hs, err := ReadHistories(strings.NewReader(s), "h.jsonl")
+		hs, err := history.ReadAll(strings.NewReader(s), "h.jsonl")
 		if err != nil || len(hs) != 1 {
 			t.Fatalf("read: %v (%d histories)", err, len(hs))
 		}
@@ -48,13 +50,13 @@ func TestOlderHistoriesReadAsTheyMeant(t *testing.T) {
 	if want := []string{"crash-lease", "failed-attempt"}; !slices.Equal(faulted, want) {
 		t.Errorf("fault checks of an older plan: got %v, want %v", faulted, want)
 	}
-	wantLinks := [][]string{{LinkDB}, {LinkClient}, nil, {LinkClient, LinkDB}, nil, {LinkDB}}
+	wantLinks := [][]string{{idemcheck.LinkDB}, {idemcheck.LinkClient}, nil, {idemcheck.LinkClient, idemcheck.LinkDB}, nil, {idemcheck.LinkDB}}
 	for i, a := range h.Attempts {
 		if !slices.Equal(a.FaultLinks, wantLinks[i]) {
 			t.Errorf("attempt %d (%q): links %v, want %v", a.ID, a.Fault, a.FaultLinks, wantLinks[i])
 		}
 	}
-	if !h.Attempts[0].FaultOn(LinkDB) || h.Attempts[1].FaultOn(LinkDB) || h.Attempts[2].FaultOn(LinkClient) {
+	if !h.Attempts[0].FaultOn(idemcheck.LinkDB) || h.Attempts[1].FaultOn(idemcheck.LinkDB) || h.Attempts[2].FaultOn(idemcheck.LinkClient) {
 		t.Error("FaultOn disagrees with the links")
 	}
 
@@ -62,14 +64,14 @@ func TestOlderHistoriesReadAsTheyMeant(t *testing.T) {
 	if n.Run.Checks[0].Faults || !n.Run.Checks[1].Faults {
 		t.Errorf("a plan that records its rules keeps its own fault flags: %+v", n.Run.Checks)
 	}
-	if !slices.Equal(n.Attempts[0].FaultLinks, []string{LinkClient}) {
+	if !slices.Equal(n.Attempts[0].FaultLinks, []string{idemcheck.LinkClient}) {
 		t.Errorf("recorded links are kept as recorded: %v", n.Attempts[0].FaultLinks)
 	}
 
 	// What reads writes back, and reads again the same.
-	for _, h := range []*History{h, n} {
+	for _, h := range []*idemcheck.History{h, n} {
 		var b bytes.Buffer
-		if err := h.WriteJSONL(&b); err != nil {
+		if err := history.Write(&b, h); err != nil {
 			t.Fatal(err)
 		}
 		again := read(b.String())

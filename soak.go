@@ -1,0 +1,119 @@
+package idemcheck
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// SoakResult is what a soak measured: the counts come from its history
+// (assert.SoakTally), the rates and latencies from the load generator.
+type SoakResult struct {
+	Intents    int64 `json:"intents"`
+	Attempts   int64 `json:"attempts"`
+	Cut        int64 `json:"cut"`
+	Duplicates int64 `json:"duplicates"`
+	Lost       int64 `json:"lost"`
+	// Unresolved intents never got a reply, even on retry.
+	Unresolved int64 `json:"unresolved"`
+	// Counted intents had their effects counted.
+	Counted int64 `json:"counted"`
+	// DuplicatesPerMillion is per million counted intents.
+	DuplicatesPerMillion float64 `json:"duplicates_per_million"`
+	// Throughput is successful first attempts per second; Rate the
+	// achieved request rate (vegeta's own figures).
+	Throughput float64       `json:"throughput"`
+	Rate       float64       `json:"rate"`
+	P50        time.Duration `json:"p50_ns"`
+	P90        time.Duration `json:"p90_ns"`
+	P99        time.Duration `json:"p99_ns"`
+	Max        time.Duration `json:"max_ns"`
+	Success    float64       `json:"success"`
+	// TimeoutRate is the share of first attempts that got no reply, and
+	// SucceededShare the share of those the server had carried out (their
+	// retry was answered as a replay): the inputs of the cost arithmetic.
+	TimeoutRate    float64 `json:"timeout_rate"`
+	SucceededShare float64 `json:"succeeded_share"`
+	Duration       time.Duration
+}
+
+// SoakReport is the report of `idemcheck soak` (its JSON, version 1): the
+// verdict, what was soaked, the figures, and what they would cost.
+type SoakReport struct {
+	Version   int         `json:"version"`
+	Verdict   Status      `json:"verdict"`
+	Tool      Tool        `json:"tool,omitzero"`
+	StartedAt time.Time   `json:"started_at,omitzero"`
+	Seed      int64       `json:"seed"`
+	Target    Target      `json:"target"`
+	Soak      *SoakResult `json:"soak"`
+	Estimate  *Cost       `json:"estimate,omitempty"`
+	// EstimateAssumes says what the estimate rests on: the timeout rate
+	// is the share of replies the soak cut, an assumption, not a figure
+	// measured from the API.
+	EstimateAssumes string `json:"estimate_assumes,omitempty"`
+}
+
+// WriteJSON writes the soak report as indented JSON.
+func (r *SoakReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// CostInputs are the figures a team knows, or can look up, about one
+// mutating endpoint: the inputs of `idemcheck estimate`'s arithmetic
+// (package internal/estimate computes it).
+type CostInputs struct {
+	// RequestsPerDay is the number of mutating requests a day.
+	RequestsPerDay float64 `json:"requests_per_day"`
+	// TimeoutRate is the share of requests whose client gave up without a
+	// reply, from 0 to 1.
+	TimeoutRate float64 `json:"timeout_rate"`
+	// SucceededShare is the share of those timeouts where the server had
+	// done the work anyway, from 0 to 1.
+	SucceededShare float64 `json:"succeeded_share"`
+	// ValuePerDuplicate is what one duplicate costs (a refund, support
+	// time), in any currency; 0 means unknown and leaves the cost out.
+	ValuePerDuplicate float64 `json:"value_per_duplicate,omitempty"`
+	// KeyBytes is what one stored key takes.
+	KeyBytes int64 `json:"key_bytes"`
+	// Window is how long keys are kept.
+	Window time.Duration `json:"window_ns"`
+	// Layers is the number of layers in a call stack that each retry, and
+	// Tries the tries each makes, the first included; 0 leaves the
+	// amplification out.
+	Layers int `json:"layers,omitempty"`
+	Tries  int `json:"tries,omitempty"`
+}
+
+// Cost is the arithmetic for one set of CostInputs: what retries that are
+// not recognised as retries cost. Figures are not rounded: the caller
+// rounds for display, so a sum of displayed figures can differ from a
+// displayed sum by a rounding step.
+type Cost struct {
+	Inputs CostInputs `json:"inputs"`
+	// TimeoutsPerDay = RequestsPerDay x TimeoutRate.
+	TimeoutsPerDay float64 `json:"timeouts_per_day"`
+	// DuplicatesPerDay = TimeoutsPerDay x SucceededShare: each such timeout
+	// is retried, and a retry the server does not recognise does the work
+	// again.
+	DuplicatesPerDay   float64 `json:"duplicates_per_day"`
+	DuplicatesPerMonth float64 `json:"duplicates_per_month"`
+	// CostPerMonth = DuplicatesPerMonth x ValuePerDuplicate; 0 without a value.
+	CostPerMonth float64 `json:"cost_per_month,omitempty"`
+	// UnansweredPerMonth is what removing retries leaves instead: every
+	// timeout is a customer who never hears back.
+	UnansweredPerMonth float64 `json:"unanswered_per_month"`
+	// ChargedAnywayPerMonth are those of them whose request took effect.
+	ChargedAnywayPerMonth float64 `json:"charged_anyway_per_month"`
+	// StoredKeys is the number of keys held at once: every mutating request
+	// stores a key, held for the window, so RequestsPerDay x Window in days.
+	StoredKeys float64 `json:"stored_keys"`
+	// KeyStoreBytes = StoredKeys x KeyBytes.
+	KeyStoreBytes float64 `json:"key_store_bytes"`
+	// Amplification = Tries^Layers: the tries that reach the bottom layer
+	// for one request at the top when every layer retries; 0 when Layers or
+	// Tries is 0.
+	Amplification int64 `json:"amplification,omitempty"`
+}
