@@ -8,7 +8,7 @@
 //	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0] [-only races|references] [-variants orders/check-then-insert,...]
 //
 // Every target is an example binary in a process of its own, on a database
-// of its own, certified through internal/certify exactly as `idemcheck
+// of its own, certified through certify exactly as `idemcheck
 // certify --cmd` does (two instances behind the round-robin balancer, as
 // `make zoo` runs them). -busy N starts N busy loops (sh -c 'while :; do
 // :; done') for the duration and stops them after. It prints a Markdown
@@ -29,7 +29,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/zoo"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 

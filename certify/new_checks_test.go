@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
 )
 
 var newChecks = []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -32,7 +32,7 @@ func ordersBinary(t *testing.T) string {
 		if binDir, buildErr = os.MkdirTemp("", "idemcheck-certify-test-"); buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../../examples/orders/cmd/orders").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../examples/orders/cmd/orders").CombinedOutput()
 		if err != nil {
 			buildErr = &exec.ExitError{Stderr: out}
 		}
