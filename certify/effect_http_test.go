@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/examples/orders"
 )
 
 // httpCounted turns an orders configuration's SQL count into a read-back

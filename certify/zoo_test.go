@@ -13,9 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -67,7 +68,7 @@ func certifyOrders(t *testing.T, flags string, instances int, checks ...string) 
 func certifyOrdersWith(t *testing.T, flags string, instances int, change func(*certify.Config), checks ...string) *certify.Result {
 	t.Helper()
 	ctx := context.Background()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{
 		Command:   ordersBinary(t) + " -lease " + testLease.String() + " " + flags,
 		Instances: instances,
 		DSN:       pgtest.DSN(t),

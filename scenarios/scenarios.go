@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Step is one part of a round: Attempts sends of the round's intent, all
@@ -314,10 +315,11 @@ func LeaseFencing(rounds int) Scenario {
 	}}
 }
 
-// Target says what the harness can do to the target, for planning.
-type Target struct {
-	// Powers: the harness started the target and owns its database link.
-	Powers bool
+// target is what the planner knows of the target: whether the harness
+// holds powers over it (targets.Powers), derived from the ones Plan is given.
+type target struct {
+	// powers: the harness started the target and owns its database link.
+	powers bool
 }
 
 // SavedError sends the endpoint's failing body twice under one key: the
@@ -420,28 +422,28 @@ const keyInBody = "the key travels in the body (key_pointer, a consumer's event 
 type check struct {
 	// build returns the check's scenarios for a target it applies to:
 	// some checks have a half for each thing the harness may do to it.
-	build func(o Options, e Endpoint, t Target) []Scenario
+	build func(o Options, e Endpoint, t target) []Scenario
 	// skip returns why the check does not apply to this target, or "".
-	skip func(p idemcheck.Policy, e Endpoint, t Target) string
+	skip func(p idemcheck.Policy, e Endpoint, t target) string
 }
 
 // one is the build of a check with one scenario.
-func one(f func(Options) Scenario) func(Options, Endpoint, Target) []Scenario {
-	return func(o Options, _ Endpoint, _ Target) []Scenario { return []Scenario{f(o)} }
+func one(f func(Options) Scenario) func(Options, Endpoint, target) []Scenario {
+	return func(o Options, _ Endpoint, _ target) []Scenario { return []Scenario{f(o)} }
 }
 
-func always(idemcheck.Policy, Endpoint, Target) string { return "" }
+func always(idemcheck.Policy, Endpoint, target) string { return "" }
 
 const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd)"
 
-func needsPowers(_ idemcheck.Policy, _ Endpoint, t Target) string {
-	if !t.Powers {
+func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) string {
+	if !t.powers {
 		return noPowers
 	}
 	return ""
 }
 
-func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t Target) string {
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) string {
 	if r := needsPowers(p, e, t); r != "" {
 		return r
 	}
@@ -453,50 +455,50 @@ func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t Target) string {
 
 var checks = map[string]check{
 	idemcheck.CheckConcurrentBurst: {one(func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }), always},
-	idemcheck.CheckSequentialReplay: {func(o Options, _ Endpoint, _ Target) []Scenario {
+	idemcheck.CheckSequentialReplay: {func(o Options, _ Endpoint, _ target) []Scenario {
 		if o.RetryWindow > 0 {
 			return []Scenario{SequentialReplay(o.Rounds), LateReplay(1, o.RetryWindow)}
 		}
 		return []Scenario{SequentialReplay(o.Rounds)}
 	}, always},
 	idemcheck.CheckLostReply: {one(func(o Options) Scenario { return LostReply(o.Rounds) }), always},
-	idemcheck.CheckPayloadMismatch: {one(func(o Options) Scenario { return PayloadMismatch(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+	idemcheck.CheckPayloadMismatch: {one(func(o Options) Scenario { return PayloadMismatch(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ target) string {
 		if p.MismatchStatus == 0 {
 			return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
 		}
 		return ""
 	}},
-	idemcheck.CheckReorderedBody: {one(func(o Options) Scenario { return ReorderedBody(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+	idemcheck.CheckReorderedBody: {one(func(o Options) Scenario { return ReorderedBody(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ target) string {
 		if !e.JSONBody() {
 			return "the request body is not a JSON object, so it has no members to reorder"
 		}
 		return ""
 	}},
-	idemcheck.CheckCrossEndpoint: {one(func(o Options) Scenario { return CrossEndpoint(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+	idemcheck.CheckCrossEndpoint: {one(func(o Options) Scenario { return CrossEndpoint(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ target) string {
 		if e.Other == nil {
 			return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
 		}
 		return ""
 	}},
 	idemcheck.CheckDistinctKeys: {one(func(o Options) Scenario { return DistinctKeys(o.Rounds) }), always},
-	idemcheck.CheckMissingKey: {one(func(o Options) Scenario { return MissingKey(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+	idemcheck.CheckMissingKey: {one(func(o Options) Scenario { return MissingKey(o.Rounds) }), func(p idemcheck.Policy, _ Endpoint, _ target) string {
 		if p.MissingKeyStatus == 0 {
 			return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
 		}
 		return ""
 	}},
-	idemcheck.CheckFailedAttempt: {func(o Options, e Endpoint, t Target) []Scenario {
+	idemcheck.CheckFailedAttempt: {func(o Options, e Endpoint, t target) []Scenario {
 		// Two halves: a failure the harness causes (needs the database
 		// link) and a failure the target answers (needs a failing body).
 		var scs []Scenario
-		if t.Powers {
+		if t.powers {
 			scs = append(scs, FailedAttempt(o.FaultRounds))
 		}
 		if e.FailingBody != nil {
 			scs = append(scs, SavedError(o.FaultRounds))
 		}
 		return scs
-	}, func(p idemcheck.Policy, e Endpoint, t Target) string {
+	}, func(p idemcheck.Policy, e Endpoint, t target) string {
 		if e.FailingBody != nil {
 			return ""
 		}
@@ -511,28 +513,28 @@ var checks = map[string]check{
 	idemcheck.CheckCrashAfterCommit: {one(func(o Options) Scenario { return CrashAfterCommit(o.FaultRounds) }), needsPowers},
 	idemcheck.CheckInFlightRetry:    {one(func(o Options) Scenario { return InFlightRetry(o.FaultRounds) }), needsPowers},
 	idemcheck.CheckLeaseFencing:     {one(func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }), needsPowersAndLease},
-	idemcheck.CheckCrossTenant: {one(func(o Options) Scenario { return CrossTenant(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+	idemcheck.CheckCrossTenant: {one(func(o Options) Scenario { return CrossTenant(o.Rounds) }), func(_ idemcheck.Policy, e Endpoint, _ target) string {
 		if len(e.Tenants) != 2 {
 			return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"
 		}
 		return ""
 	}},
-	idemcheck.CheckWebhookRedeliver: {func(o Options, e Endpoint, t Target) []Scenario {
+	idemcheck.CheckWebhookRedeliver: {func(o Options, e Endpoint, t target) []Scenario {
 		scs := []Scenario{WebhookRedelivery(o.Rounds, o.Redeliveries)}
-		if t.Powers {
+		if t.powers {
 			scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
 		}
 		if e.FailingBody != nil {
 			scs = append(scs, RedeliveryAfterFailingBody(o.FaultRounds))
 		}
 		return scs
-	}, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+	}, func(p idemcheck.Policy, _ Endpoint, _ target) string {
 		if p.KeyPointer == "" {
 			return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
 		}
 		return ""
 	}},
-	idemcheck.CheckCorrectedRetry: {one(func(o Options) Scenario { return CorrectedRetry(o.Rounds) }), func(p idemcheck.Policy, e Endpoint, _ Target) string {
+	idemcheck.CheckCorrectedRetry: {one(func(o Options) Scenario { return CorrectedRetry(o.Rounds) }), func(p idemcheck.Policy, e Endpoint, _ target) string {
 		if p.KeyPointer != "" {
 			return keyInBody + "a sender does not correct an event it delivered"
 		}
@@ -543,11 +545,11 @@ var checks = map[string]check{
 		}
 		return ""
 	}},
-	idemcheck.CheckKeySyntax: {func(o Options, _ Endpoint, _ Target) []Scenario {
+	idemcheck.CheckKeySyntax: {func(o Options, _ Endpoint, _ target) []Scenario {
 		// Two halves: malformed keys where the policy has a rule for them,
 		// and two long keys, which every key store must keep apart.
 		return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
-	}, func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+	}, func(p idemcheck.Policy, _ Endpoint, _ target) string {
 		if p.KeyPointer != "" {
 			return keyInBody + "the header's syntax does not apply"
 		}
@@ -574,7 +576,10 @@ func UnknownCheckError(name string) error {
 // it was. An unknown name is an error listing the known ones. Under an
 // ack-only policy (a webhook consumer) every step that delivers a request
 // to be processed redelivers it until acknowledged, whatever the check.
-func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) ([]Scenario, []idemcheck.PlannedCheck, error) {
+// powers are what the harness may do to the target (Runner.Powers); nil
+// for a target reached by URL alone, which skips the checks that need them.
+func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers) ([]Scenario, []idemcheck.PlannedCheck, error) {
+	t := target{powers: powers != nil}
 	var scs []Scenario
 	var plan []idemcheck.PlannedCheck
 	for _, n := range names {

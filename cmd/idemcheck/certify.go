@@ -360,7 +360,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			return 0, err
 		}
 	}
-	if err := certify.CheckDSN(db, "--db", allowRemote); err != nil {
+	if err := targets.CheckDSN(db, "--db", allowRemote); err != nil {
 		return 0, err
 	}
 	// A target idemcheck starts (--cmd, --image) is started before the rest
@@ -368,7 +368,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	// this closes it, an interrupted run (ctx cancelled) included.
 	var started *startedTarget
 	if command != "" || image != "" {
-		vars, err := certify.ParseEnv(env)
+		vars, err := targets.ParseEnv(env)
 		if err != nil {
 			return 0, idemcheck.Usagef("--env %v", err)
 		}
@@ -811,7 +811,7 @@ func openEffectDB(ctx context.Context, dsn string, allowRemote bool) (*targets.D
 	if dsn == "" {
 		return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 	}
-	if err := certify.CheckDSN(dsn, "--db", allowRemote); err != nil {
+	if err := targets.CheckDSN(dsn, "--db", allowRemote); err != nil {
 		return nil, err
 	}
 	open := targets.OpenDatabase

@@ -10,7 +10,6 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/zoo"
-	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -85,7 +84,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // it) with its database link through the fault proxy, and certifies it.
 func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, seed int64, out outputs, stdout, stderr io.Writer) (idemcheck.Report, error) {
 	command := fmt.Sprintf("%q %s %s %s", self, exampleServerCommand, e.App, e.Args())
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: dsn})
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: dsn})
 	if err != nil {
 		return idemcheck.Report{}, err
 	}

@@ -28,9 +28,10 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 func main() {
@@ -175,7 +176,7 @@ func certifyFull(ctx context.Context, bins *zoo.Bins, e zoo.Entry, timed bool) (
 
 func certifyWith(ctx context.Context, bins *zoo.Bins, e zoo.Entry, checks []string, o scenarios.Options, timed bool) (*certify.Result, error) {
 	command := filepath.Join(bins.Dir, e.App) + " " + e.Args()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: 2})
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, Instances: 2})
 	if err != nil {
 		return nil, err
 	}
