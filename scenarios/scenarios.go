@@ -2,6 +2,9 @@
 // a value (how many rounds, and per round the steps of attempts of one
 // intent, released together or one after another, through which fault), and
 // Run sends them, recording every attempt in a History.
+//
+// It imports targets for the Powers a started target lends the runner, and
+// never certify or assert: what the attempts mean is assert's to say.
 package scenarios
 
 import (
