@@ -90,7 +90,15 @@ func Fieldf(code int, field Field, format string, args ...any) error {
 func (e *FieldError) Error() string { return e.err.Error() }
 
 // Unwrap returns the errors the message wraps (%w).
-func (e *FieldError) Unwrap() error { return errors.Unwrap(e.err) }
+func (e *FieldError) Unwrap() []error {
+	switch u := e.err.(type) {
+	case interface{ Unwrap() []error }:
+		return u.Unwrap()
+	case interface{ Unwrap() error }:
+		return []error{u.Unwrap()}
+	}
+	return nil
+}
 
 // Word is what a program calls a Field: Name where the message names it
 // ("--allow-remote"), Set where it says how to set it ("pass

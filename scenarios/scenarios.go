@@ -437,7 +437,7 @@ func one(f func(Options) Scenario) func(Options, Endpoint, target) []Scenario {
 
 func always(idemcheck.Policy, Endpoint, target) string { return "" }
 
-const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd)"
+const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd; from Go, idemchecktest's Command or certify.Config.Powers)"
 
 func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) string {
 	if !t.powers {
