@@ -54,3 +54,76 @@ func ExitCode(err error) int {
 	}
 	return ExitUnavailable
 }
+
+// A Field names a setting in a configuration error the way Go spells it:
+// a field of the configuration the caller filled in, such as "EffectSQL"
+// (certify.Config.EffectSQL), "Options.Rounds" or "TLS.Certificates".
+// Among a FieldError's arguments it prints as that name.
+type Field string
+
+// Setting, among a FieldError's arguments, prints as how to set the
+// field: "set AllowRemote".
+type Setting Field
+
+func (s Setting) String() string { return "set " + string(s) }
+
+// FieldError is a configuration error that names the settings it is
+// about as Fields, so that a Go program reads them as the fields it set,
+// and a program whose users set them another way (the command's flags, a
+// file's keys) prints the same error in those words with Text. It comes
+// wrapped in an *Error, which carries the exit code.
+type FieldError struct {
+	// Field is the setting the error is chiefly about.
+	Field  Field
+	format string
+	args   []any
+	err    error
+}
+
+// Fieldf returns an *Error with code around a *FieldError about field.
+// Each Field and Setting among args is named in Go's words until a caller
+// renders the message in its own (Text); %w wraps as in fmt.Errorf.
+func Fieldf(code int, field Field, format string, args ...any) error {
+	return &Error{Code: code, Err: &FieldError{Field: field, format: format, args: args, err: fmt.Errorf(format, args...)}}
+}
+
+func (e *FieldError) Error() string { return e.err.Error() }
+
+// Unwrap returns the errors the message wraps (%w).
+func (e *FieldError) Unwrap() []error {
+	switch u := e.err.(type) {
+	case interface{ Unwrap() []error }:
+		return u.Unwrap()
+	case interface{ Unwrap() error }:
+		return []error{u.Unwrap()}
+	}
+	return nil
+}
+
+// Word is what a program calls a Field: Name where the message names it
+// ("--allow-remote"), Set where it says how to set it ("pass
+// --allow-remote"; "set " and Name when empty).
+type Word struct{ Name, Set string }
+
+// Text is the message in words: each Field and Setting that words knows is
+// named as words says, any other in Go's words.
+func (e *FieldError) Text(words map[Field]Word) string {
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		args[i] = a
+		switch a := a.(type) {
+		case Field:
+			if w, ok := words[a]; ok {
+				args[i] = w.Name
+			}
+		case Setting:
+			if w, ok := words[Field(a)]; ok {
+				args[i] = w.Set
+				if w.Set == "" {
+					args[i] = "set " + w.Name
+				}
+			}
+		}
+	}
+	return fmt.Errorf(e.format, args...).Error()
+}

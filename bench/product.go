@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 )

@@ -16,8 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
 // testTimeout bounds every database step: generous, so only a hang fails.
@@ -37,7 +35,7 @@ func newShop(t *testing.T) *shop {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	s := &shop{dsn: pgtest.DSN(t)}
+	s := &shop{dsn: testDSN(t)}
 	var err error
 	s.direct, err = pgx.Connect(ctx, s.dsn)
 	require.NoError(t, err)

@@ -6,11 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
-
-func TestMain(m *testing.M) { pgtest.Main(m) }
 
 var allNames = []string{
 	"bandwidth", "cut-reply", "cut-request", "db-cut", "db-hold", "db-latency",

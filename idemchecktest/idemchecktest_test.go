@@ -2,7 +2,12 @@ package idemchecktest_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +19,35 @@ import (
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(m, removeBinaries) }
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// ordersBinary builds the example orders API's command once per test run.
+func ordersBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "idemcheck-idemchecktest-"); buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../examples/orders/cmd/orders").CombinedOutput()
+		if err != nil {
+			buildErr = &exec.ExitError{Stderr: out}
+		}
+	})
+	require.NoError(t, buildErr)
+	return filepath.Join(binDir, "orders")
+}
+
+func removeBinaries() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}
 
 func ordersTarget(t *testing.T, v orders.Variant) idemchecktest.Target {
 	pool := pgtest.Pool(t)
@@ -55,4 +88,81 @@ func TestConfigurationErrors(t *testing.T) {
 	o.BurstSize = 1
 	_, err = idemchecktest.Check(context.Background(), idemchecktest.Target{URL: "http://127.0.0.1:1", Options: &o})
 	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+}
+
+// lease is the lease the orders command runs with and its policy
+// promises: short, so the fault checks wait little.
+const lease = time.Second
+
+// commandTarget is the orders API with variant v as a process idemcheck
+// starts, on a fresh database, with the fault checks.
+func commandTarget(t *testing.T, v orders.Variant) idemchecktest.Target {
+	p := idemcheck.IETF()
+	p.ReplayHeader = "Idempotent-Replayed"
+	p.Lease = lease
+	return idemchecktest.Target{
+		Command: ordersBinary(t) + " -lease " + lease.String() + " -variant " + string(v),
+		DSN:     pgtest.DSN(t),
+		Path:    "/orders", Body: `{"customerId":"{{intent}}","totalCents":4000}`,
+		Policy: &p, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
+		Checks: []string{idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease},
+	}
+}
+
+// A target given as a command is one idemcheck holds powers over: the
+// fault checks run inside go test (not skipped, as for a handler), hold on
+// the reference, and catch the variant that never releases a failed
+// attempt's claim and the one without a lease.
+func TestCommandTargetRunsTheFaultChecks(t *testing.T) {
+	ctx := context.Background()
+	rep, err := idemchecktest.Check(ctx, commandTarget(t, orders.Reference))
+	require.NoError(t, err)
+	require.Len(t, rep.Checks, 2)
+	for _, c := range rep.Checks {
+		assert.Equal(t, idemcheck.Pass, c.Status, "%s: %s", c.Name, c.Reason)
+	}
+	for _, a := range rep.Anomalies {
+		t.Errorf("reference: %s", idemchecktest.Describe(a))
+	}
+	assert.Equal(t, idemcheck.Pass, rep.Verdict)
+
+	for v, check := range map[orders.Variant]string{orders.ClaimNeverReleased: idemcheck.CheckFailedAttempt, orders.NoLease: idemcheck.CheckCrashLease} {
+		target := commandTarget(t, v)
+		target.Checks = []string{check}
+		rep, err := idemchecktest.Check(ctx, target)
+		require.NoError(t, err)
+		require.Len(t, rep.Checks, 1)
+		assert.Equal(t, idemcheck.Fail, rep.Checks[0].Status, "%s: %s", v, rep.Checks[0].Reason)
+		var kinds []idemcheck.Kind
+		for _, a := range rep.Anomalies {
+			kinds = append(kinds, a.Kind)
+		}
+		assert.Contains(t, kinds, idemcheck.StuckKey, "%s", v)
+	}
+}
+
+// Run starts a command target once and runs each check as a subtest on it.
+func TestRunStartsACommandTarget(t *testing.T) {
+	target := commandTarget(t, orders.Reference)
+	target.Checks = []string{idemcheck.CheckSequentialReplay, idemcheck.CheckFailedAttempt}
+	idemchecktest.Run(t, target)
+}
+
+func TestTargetSourceErrors(t *testing.T) {
+	ctx := context.Background()
+	_, err := idemchecktest.Check(ctx, idemchecktest.Target{URL: "http://127.0.0.1:1", Command: "true"})
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+	assert.ErrorContains(t, err, "not Command and URL")
+	_, err = idemchecktest.Check(ctx, idemchecktest.Target{URL: "http://127.0.0.1:1", DSN: "postgres://127.0.0.1/x"})
+	assert.ErrorContains(t, err, "DSN and Env go with Command or Image")
+	_, err = idemchecktest.Check(ctx, idemchecktest.Target{Command: "true", DB: pgtest.Pool(t)})
+	assert.ErrorContains(t, err, "DB goes with Handler or URL")
+	// A configuration error of a started target names the field, not a flag.
+	_, err = idemchecktest.Check(ctx, idemchecktest.Target{Command: "true", DSN: "postgres://u:pw@10.255.255.1/db"})
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+	assert.ErrorContains(t, err, "DSN postgres://u:xxxxx@10.255.255.1/db")
+	assert.ErrorContains(t, err, "set AllowRemote")
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, idemcheck.Field("DSN"), fe.Field)
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/idemcheck/idemcheck/targets"
 	"slices"
 	"sort"
 	"strings"
@@ -27,9 +28,9 @@ type Check struct {
 	Faults bool
 	// Build returns the check's scenarios for a target it applies to:
 	// some checks have a half for each thing the harness may do to it.
-	Build func(o Options, e Endpoint, t Target) []Scenario
+	Build func(o Options, e Endpoint, t target) []Scenario
 	// Skip returns why the check does not apply to this target, or "".
-	Skip func(p idemcheck.Policy, e Endpoint, t Target) string
+	Skip func(p idemcheck.Policy, e Endpoint, t target) string
 }
 
 // Planned is the check as a run's plan records it, skipped for skip when
@@ -69,7 +70,8 @@ func Lookup(name string) (Check, error) {
 // listing the known ones. Under an ack-only policy (a webhook consumer)
 // every step that delivers a request to be processed redelivers it until
 // acknowledged, whatever the check.
-func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, t Target) ([]Scenario, []idemcheck.PlannedCheck, error) {
+func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers) ([]Scenario, []idemcheck.PlannedCheck, error) {
+	t := target{powers: powers != nil}
 	var scs []Scenario
 	var plan []idemcheck.PlannedCheck
 	for _, n := range names {
@@ -108,22 +110,22 @@ func NotAsked(plan []idemcheck.PlannedCheck) []idemcheck.PlannedCheck {
 const keyInBody = "the key travels in the body (key_pointer, a consumer's event id), not in a header: "
 
 // one is the build of a check with one scenario.
-func one(f func(Options) Scenario) func(Options, Endpoint, Target) []Scenario {
-	return func(o Options, _ Endpoint, _ Target) []Scenario { return []Scenario{f(o)} }
+func one(f func(Options) Scenario) func(Options, Endpoint, target) []Scenario {
+	return func(o Options, _ Endpoint, _ target) []Scenario { return []Scenario{f(o)} }
 }
 
-func always(idemcheck.Policy, Endpoint, Target) string { return "" }
+func always(idemcheck.Policy, Endpoint, target) string { return "" }
 
-const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd)"
+const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd; from Go, idemchecktest's Command or certify.Config.Powers)"
 
-func needsPowers(_ idemcheck.Policy, _ Endpoint, t Target) string {
-	if !t.Powers {
+func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) string {
+	if !t.powers {
 		return noPowers
 	}
 	return ""
 }
 
-func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t Target) string {
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) string {
 	if r := needsPowers(p, e, t); r != "" {
 		return r
 	}
@@ -148,7 +150,7 @@ var registry = []Check{
 		Name: idemcheck.CheckSequentialReplay,
 		Rule: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
 			"(same status, same body), never the in-progress status, and leaves no second effect.",
-		Build: func(o Options, _ Endpoint, _ Target) []Scenario {
+		Build: func(o Options, _ Endpoint, _ target) []Scenario {
 			if o.RetryWindow > 0 {
 				return []Scenario{SequentialReplay(o.Rounds), LateReplay(1, o.RetryWindow)}
 			}
@@ -168,7 +170,7 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
 			"a key reused with a different payload is rejected, runs nothing, and leaves the original untouched.",
 		Build: one(func(o Options) Scenario { return PayloadMismatch(o.Rounds) }),
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
 			if p.MismatchStatus == 0 {
 				return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
 			}
@@ -180,7 +182,7 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.4: the fingerprint is over the request's content, so the same JSON with " +
 			"members reordered or white space changed is the same request and is replayed, not rejected.",
 		Build: one(func(o Options) Scenario { return ReorderedBody(o.Rounds) }),
-		Skip: func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+		Skip: func(_ idemcheck.Policy, e Endpoint, _ target) string {
 			if !e.JSONBody() {
 				return "the request body is not a JSON object, so it has no members to reorder"
 			}
@@ -192,7 +194,7 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, sections 2.2 and 2.4: a key belongs to one request; sent to another method or path " +
 			"it is never answered with the first endpoint's saved response.",
 		Build: one(func(o Options) Scenario { return CrossEndpoint(o.Rounds) }),
-		Skip: func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+		Skip: func(_ idemcheck.Policy, e Endpoint, _ target) string {
 			if e.Other == nil {
 				return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
 			}
@@ -211,7 +213,7 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.7: a request without the key on an endpoint that requires one gets 400 " +
 			"and runs nothing.",
 		Build: one(func(o Options) Scenario { return MissingKey(o.Rounds) }),
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
 			if p.MissingKeyStatus == 0 {
 				return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
 			}
@@ -223,11 +225,11 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.6, and Stripe: an attempt that fails inside the server leaves no partial " +
 			"effect; its retry either gets the saved error (where errors are saved) or succeeds exactly once, and never finds the key stuck.",
 		Faults: true,
-		Build: func(o Options, e Endpoint, t Target) []Scenario {
+		Build: func(o Options, e Endpoint, t target) []Scenario {
 			// Two halves: a failure the harness causes (needs the database
 			// link) and a failure the target answers (needs a failing body).
 			var scs []Scenario
-			if t.Powers {
+			if t.powers {
 				scs = append(scs, FailedAttempt(o.FaultRounds))
 			}
 			if e.FailingBody != nil {
@@ -235,7 +237,7 @@ var registry = []Check{
 			}
 			return scs
 		},
-		Skip: func(p idemcheck.Policy, e Endpoint, t Target) string {
+		Skip: func(p idemcheck.Policy, e Endpoint, t target) string {
 			if e.FailingBody != nil {
 				return ""
 			}
@@ -288,7 +290,7 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
 			"never replays another client's saved response.",
 		Build: one(func(o Options) Scenario { return CrossTenant(o.Rounds) }),
-		Skip: func(_ idemcheck.Policy, e Endpoint, _ Target) string {
+		Skip: func(_ idemcheck.Policy, e Endpoint, _ target) string {
 			if len(e.Tenants) != 2 {
 				return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"
 			}
@@ -301,9 +303,9 @@ var registry = []Check{
 			"and the sender delivers it again, a bounded number of times; once the event is acknowledged (2xx) its effect is applied exactly once, " +
 			"never skipped, so the consumer records the event id in the same transaction as the effect.",
 		Faults: true,
-		Build: func(o Options, e Endpoint, t Target) []Scenario {
+		Build: func(o Options, e Endpoint, t target) []Scenario {
 			scs := []Scenario{WebhookRedelivery(o.Rounds, o.Redeliveries)}
-			if t.Powers {
+			if t.powers {
 				scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
 			}
 			if e.FailingBody != nil {
@@ -311,7 +313,7 @@ var registry = []Check{
 			}
 			return scs
 		},
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
 			if p.KeyPointer == "" {
 				return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
 			}
@@ -325,7 +327,7 @@ var registry = []Check{
 			"request completed nothing); where the policy saves rejections (save_rejected), the correction gets the saved rejection or the mismatch status " +
 			"and runs nothing.",
 		Build: one(func(o Options) Scenario { return CorrectedRetry(o.Rounds) }),
-		Skip: func(p idemcheck.Policy, e Endpoint, _ Target) string {
+		Skip: func(p idemcheck.Policy, e Endpoint, _ target) string {
 			if p.KeyPointer != "" {
 				return keyInBody + "a sender does not correct an event it delivered"
 			}
@@ -342,12 +344,12 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.1: the key is a Structured Field string; Stripe: at most 255 characters. " +
 			"A malformed key (empty, too long, a list) gets the policy's invalid-key status and runs nothing; two valid long keys that differ only past " +
 			"their 64th character are two intents with two effects, never one key cut short.",
-		Build: func(o Options, _ Endpoint, _ Target) []Scenario {
+		Build: func(o Options, _ Endpoint, _ target) []Scenario {
 			// Two halves: malformed keys where the policy has a rule for them,
 			// and two long keys, which every key store must keep apart.
 			return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
 		},
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ Target) string {
+		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
 			if p.KeyPointer != "" {
 				return keyInBody + "the header's syntax does not apply"
 			}

@@ -39,7 +39,7 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 	slices.Sort(known)
 	want := `unknown check "burst" (known: ` + strings.Join(known, ", ") + ")"
 	assert.Equal(t, want, err.Error())
-	_, _, err = Plan([]string{"burst"}, Defaults, idemcheck.IETF(), Endpoint{}, Target{})
+	_, _, err = Plan([]string{"burst"}, Defaults, idemcheck.IETF(), Endpoint{}, nil)
 	assert.EqualError(t, err, want)
 }
 
@@ -47,7 +47,7 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 // NotAsked the rest, in run order, so a history holds every rule.
 func TestPlanRecordsRulesAndFaults(t *testing.T) {
 	names := []string{idemcheck.CheckCrashLease, idemcheck.CheckSequentialReplay}
-	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, Target{})
+	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil)
 	require.NoError(t, err)
 	require.Len(t, plan, 2)
 	crash, _ := Lookup(idemcheck.CheckCrashLease)
@@ -77,7 +77,7 @@ func TestOlderHistoriesReadTheSameFaultLinks(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`), FailingBody: &failing}
 	steps := 0
 	for _, c := range Checks() {
-		for _, sc := range c.Build(Defaults, e, Target{Powers: true}) {
+		for _, sc := range c.Build(Defaults, e, target{powers: true}) {
 			for _, st := range sc.Steps {
 				name := stepFault(st)
 				if name == "" {
@@ -130,7 +130,7 @@ func TestANewCheckIsOneValue(t *testing.T) {
 		e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
 			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
 		p := idemcheck.IETF()
-		scs, plan, err := Plan([]string{name}, Defaults, p, e, Target{})
+		scs, plan, err := Plan([]string{name}, Defaults, p, e, nil)
 		require.NoError(t, err)
 		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, plan)
 		h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}

@@ -75,8 +75,9 @@ func (s *session) preflight(ctx context.Context) error {
 }
 
 // TLSProblem turns a TLS failure (of the pre-flight, or of a handshake
-// before it) into a usage error naming the flags that fix it, and returns
-// nil for any other failure.
+// before it) into a usage error naming the settings that fix it (an
+// *idemcheck.FieldError: fields of the TLS configuration), and returns nil
+// for any other failure.
 func TLSProblem(err error) error {
 	var (
 		ve  *tls.CertificateVerificationError
@@ -86,13 +87,16 @@ func TLSProblem(err error) error {
 	)
 	switch {
 	case errors.As(err, &he):
-		return idemcheck.Usagef("the target's TLS certificate does not name the --url host: %v (use the host it names, or --insecure to skip verification)", he)
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Endpoint.Base", "the target's TLS certificate does not name the %s host: %v (use the host it names, or %s to skip verification)",
+			idemcheck.Field("Endpoint.Base"), he, idemcheck.Field("TLS.InsecureSkipVerify"))
 	case errors.As(err, &ve) || errors.As(err, &ua) || errors.As(err, &cie):
-		return idemcheck.Usagef("the target's TLS certificate is not trusted: %v: pass --cacert FILE with the CA that signed it (PEM), or --insecure to skip verification", unwrapTLS(err))
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "TLS.RootCAs", "the target's TLS certificate is not trusted: %v: %s with the CA that signed it (PEM), or %s to skip verification",
+			unwrapTLS(err), idemcheck.Setting("TLS.RootCAs"), idemcheck.Field("TLS.InsecureSkipVerify"))
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "remote error: tls:") && strings.Contains(msg, "certificate") {
-		return idemcheck.Usagef("the target refused the TLS connection (%s): it wants a client certificate it trusts: pass --cert FILE and --key FILE", msg[strings.Index(msg, "remote error: tls:"):])
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "TLS.Certificates", "the target refused the TLS connection (%s): it wants a client certificate it trusts: %s",
+			msg[strings.Index(msg, "remote error: tls:"):], idemcheck.Setting("TLS.Certificates"))
 	}
 	return nil
 }

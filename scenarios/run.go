@@ -24,6 +24,7 @@ import (
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Endpoint is the request every intent sends, with holes filled per intent.
@@ -122,7 +123,7 @@ type Runner struct {
 	Rate float64
 	// Powers are what the harness may do to a target it started; nil for
 	// a target reached by URL alone.
-	Powers Powers
+	Powers targets.Powers
 	// Upstream is the checked address (IP:port) the fault proxy forwards
 	// to, from certify's loopback check; empty means Upstream(Endpoint.Base).
 	// Handing the proxy the address that was checked, not the name, is
@@ -141,7 +142,7 @@ type Runner struct {
 	// auto.
 	Protocol wire.Protocol
 	// Timed turns the write barrier off: bursts are timed only, even where
-	// Powers could schedule their writes (see Scheduler).
+	// Powers could schedule their writes (see targets.Scheduler).
 	Timed bool
 	// TLS, for an https:// target, is the client's TLS configuration: the
 	// roots it trusts, its client certificate, whether verification is
@@ -157,45 +158,6 @@ type Runner struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// looseSpread, when set, replaces idemcheck.LooseSpread (tests).
 	looseSpread func(n int) time.Duration
-}
-
-// Powers are the harness's hold on a target it started: its database link
-// and its process (or container).
-type Powers interface {
-	// ArmDB puts a database-link fault on the target until disarm, which
-	// reports where a db-cut or db-hold acted (Landing.Acted false: it did
-	// not) and after which it never acts.
-	ArmDB(f faults.Fault) (disarm func() faults.Landing, err error)
-	// Held delivers the hold events of armed db-hold faults.
-	Held() <-chan faults.HoldEvent
-	// Kill crashes the target (SIGKILL, every instance).
-	Kill() error
-	// Restart starts the target again on the same address and waits until
-	// it is ready.
-	Restart(ctx context.Context) error
-	// Exits returns the target's ends that the harness did not cause (not
-	// Kill, Restart or closing it) since the last call, oldest first, as
-	// TargetExited events with Time, Instance, ExitStatus, LogTail and
-	// Detail set; the runner fills in where in the run they happened.
-	// With settle, it first waits (boundedly) for an instance that is
-	// dying to be gone, so that an exit that made a step's attempts fail
-	// is reported after that step and not after the next.
-	Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error)
-	// Revive starts instance i (from 0) again if it is down, waits until it
-	// is ready, and reports whether it had to; a running instance is left
-	// alone.
-	Revive(ctx context.Context, instance int) (bool, error)
-}
-
-// Scheduler is a Powers that can schedule a burst's writes at the target's
-// database link: a write barrier (faults.Link.Barrier) holds each target
-// connection's first write until every attempt of the burst has reached
-// its own, then releases them together, so a read-then-write race shows
-// whatever its window and whatever the load.
-type Scheduler interface {
-	// Barrier arms a write barrier for a burst of attempts until release,
-	// which returns what it did.
-	Barrier(attempts int) (release func() faults.Schedule, err error)
 }
 
 // DefaultRate is the request-rate cap a run has unless told otherwise: far
@@ -416,7 +378,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				return false, err
 			}
 			var unbar func() faults.Schedule
-			if sch, ok := s.Powers.(Scheduler); ok && !s.Timed && st.DBFault.IsNone() {
+			if sch, ok := s.Powers.(targets.Scheduler); ok && !s.Timed && st.DBFault.IsNone() {
 				if unbar, err = sch.Barrier(st.Attempts); err != nil {
 					disarm()
 					return false, fmt.Errorf("write barrier: %w", err)

@@ -12,6 +12,9 @@
 // packages; it never imports the checker (assert), the reports or the
 // commands: they use it, and the checker learns what it needs of a check
 // from the history alone.
+//
+// The runner gets the Powers a started target lends it from package
+// targets; it never imports certify.
 package scenarios
 
 import (
@@ -322,10 +325,11 @@ func LeaseFencing(rounds int) Scenario {
 	}}
 }
 
-// Target says what the harness can do to the target, for planning.
-type Target struct {
-	// Powers: the harness started the target and owns its database link.
-	Powers bool
+// target is what the planner knows of the target: whether the harness
+// holds powers over it (targets.Powers), derived from the ones Plan is given.
+type target struct {
+	// powers: the harness started the target and owns its database link.
+	powers bool
 }
 
 // SavedError sends the endpoint's failing body twice under one key: the

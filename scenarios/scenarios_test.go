@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 var in = idemcheck.Intent{ID: "ic-ab-1", Key: "0f8fad5b-d9cb-469f-a165-70867728950e", Seq: 1}
@@ -49,7 +50,7 @@ func indexOf(s, sub string) int {
 
 func TestPlanSkipsWithReasons(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
-	scs, plan, err := Plan(Names(), Defaults, idemcheck.GoFiber(), e, Target{})
+	scs, plan, err := Plan(Names(), Defaults, idemcheck.GoFiber(), e, nil)
 	require.NoError(t, err)
 	skipped := map[string]string{}
 	for _, p := range plan {
@@ -68,11 +69,11 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	}
 	assert.Len(t, scs, len(Names())-11+1, "key-syntax sends two scenarios")
 
-	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, Target{})
+	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, nil)
 	assert.ErrorContains(t, err, `unknown check "nope"`)
 
 	plain := Endpoint{Body: idemcheck.MustTemplate(`text`)}
-	_, plan, err = Plan([]string{idemcheck.CheckReorderedBody}, Defaults, idemcheck.IETF(), plain, Target{})
+	_, plan, err = Plan([]string{idemcheck.CheckReorderedBody}, Defaults, idemcheck.IETF(), plain, nil)
 	require.NoError(t, err)
 	assert.Contains(t, plan[0].Skip, "not a JSON object")
 }
@@ -107,7 +108,7 @@ func TestPlanFaultChecksNeedPowersAndOnlyFencingALease(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
 	names := []string{idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease, idemcheck.CheckRestartReplay,
 		idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry, idemcheck.CheckLeaseFencing}
-	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, Target{Powers: true})
+	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, stubPowers{})
 	require.NoError(t, err)
 	for _, pc := range plan[:5] {
 		assert.Empty(t, pc.Skip, pc.Name)
@@ -116,13 +117,13 @@ func TestPlanFaultChecksNeedPowersAndOnlyFencingALease(t *testing.T) {
 	assert.Len(t, scs, 5)
 	p := idemcheck.IETF()
 	p.Lease = time.Second
-	scs, plan, err = Plan(names, Defaults, p, e, Target{Powers: true})
+	scs, plan, err = Plan(names, Defaults, p, e, stubPowers{})
 	require.NoError(t, err)
 	for _, pc := range plan {
 		assert.Empty(t, pc.Skip, pc.Name)
 	}
 	assert.Len(t, scs, 6)
-	_, plan, err = Plan(names[1:], Defaults, p, e, Target{})
+	_, plan, err = Plan(names[1:], Defaults, p, e, nil)
 	require.NoError(t, err)
 	for _, pc := range plan {
 		assert.Contains(t, pc.Skip, "--cmd", pc.Name)
@@ -169,3 +170,7 @@ func TestRemoveMember(t *testing.T) {
 	assert.Equal(t, `{"a":{"c":2}}`, RemoveMember(`{"a":{"b":1,"c":2}}`, "/a/b"))
 	assert.Equal(t, `{"a":1}`, RemoveMember(`{"a":1}`, "/missing"))
 }
+
+// stubPowers stands for a target the harness started, for planning only:
+// the planner asks whether there are powers, never uses them.
+type stubPowers struct{ targets.Powers }

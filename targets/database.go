@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 )
 
@@ -87,6 +88,27 @@ func OpenDatabase(ctx context.Context, dsn string) (*Database, error) {
 // DSN's hosts may be anywhere and are resolved as usual.
 func OpenRemoteDatabase(ctx context.Context, dsn string) (*Database, error) {
 	return openDatabase(ctx, dsn, true)
+}
+
+// CheckDSN refuses a database DSN whose hosts are off this machine unless
+// allowRemote, without sending anything; field names the setting in the
+// error: Go's name (DSN) or the caller's own (a file's key). Unix-socket
+// hosts are local.
+func CheckDSN(dsn, field string, allowRemote bool) error {
+	if dsn == "" || allowRemote {
+		return nil
+	}
+	hosts, err := DSNHosts(dsn)
+	if err != nil {
+		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s %s: %v", idemcheck.Field(field), RedactDSN(dsn), err)
+	}
+	for _, h := range hosts {
+		if err := netguard.Check(h); err != nil {
+			return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s %s: database host %s: %v; use 127.0.0.1 or localhost, or %s",
+				idemcheck.Field(field), RedactDSN(dsn), h, err, idemcheck.Setting("AllowRemote"))
+		}
+	}
+	return nil
 }
 
 // DSNHosts returns the hosts dsn connects to, its fallbacks' included; a

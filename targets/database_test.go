@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 func TestRedactDSN(t *testing.T) {
@@ -147,4 +149,20 @@ func TestProvideDatabaseCancelled(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoDatabase)
 	assert.ErrorIs(t, err, context.Canceled, "a caller can tell an interrupted start from a broken one")
 	assert.NotContains(t, err.Error(), "\n")
+}
+
+func TestCheckDSN(t *testing.T) {
+	for _, dsn := range []string{"postgres://u:pw@10.255.255.1/db", "host=db.example.com user=u password=pw",
+		"postgres://u:pw@127.0.0.1,db.example.com/db"} {
+		err := CheckDSN(dsn, "--db", false)
+		require.Error(t, err, dsn)
+		assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+		assert.Contains(t, err.Error(), "--db")
+		assert.NotContains(t, err.Error(), "pw@")
+		assert.NotContains(t, err.Error(), "password=pw")
+		assert.NoError(t, CheckDSN(dsn, "--db", true))
+	}
+	for _, dsn := range []string{"postgres://u@127.0.0.1:5432/db", "postgres://u@localhost/db", "host=/tmp user=u", "postgres://u@[::1]/db"} {
+		assert.NoError(t, CheckDSN(dsn, "--db", false), dsn)
+	}
 }

@@ -19,8 +19,8 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/internal/wire"
@@ -376,7 +376,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			return 0, err
 		}
 	}
-	if err := certify.CheckDSN(db, "--db", allowRemote); err != nil {
+	if err := targets.CheckDSN(db, "--db", allowRemote); err != nil {
 		return 0, err
 	}
 	// A target idemcheck starts (--cmd, --image) is started before the rest
@@ -384,7 +384,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	// this closes it, an interrupted run (ctx cancelled) included.
 	var started *startedTarget
 	if command != "" || image != "" {
-		vars, err := certify.ParseEnv(env)
+		vars, err := targets.ParseEnv(env)
 		if err != nil {
 			return 0, idemcheck.Usagef("--env %v", err)
 		}
@@ -829,7 +829,7 @@ func openEffectDB(ctx context.Context, dsn string, allowRemote bool) (*targets.D
 	if dsn == "" {
 		return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 	}
-	if err := certify.CheckDSN(dsn, "--db", allowRemote); err != nil {
+	if err := targets.CheckDSN(dsn, "--db", allowRemote); err != nil {
 		return nil, err
 	}
 	open := targets.OpenDatabase

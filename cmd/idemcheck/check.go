@@ -11,8 +11,8 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/render"
 )
 

@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, errHelp) {
 			return idemcheck.ExitHeld
 		}
-		fmt.Fprintf(stderr, "idemcheck: %v\n", err)
+		fmt.Fprintf(stderr, "idemcheck: %s\n", inFlagWords(err))
 		return idemcheck.ExitCode(err)
 	}
 	return code

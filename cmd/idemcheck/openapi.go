@@ -18,7 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/openapi"
 	"github.com/idemcheck/idemcheck/internal/suite"

@@ -10,7 +10,7 @@ import (
 	"os"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -106,7 +106,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				return 0, err
 			}
 		}
-		if err := certify.CheckDSN(e.DB, fmt.Sprintf("%s: endpoints[%d].db", file, i), allowRemote); err != nil {
+		if err := targets.CheckDSN(e.DB, fmt.Sprintf("%s: endpoints[%d].db", file, i), allowRemote); err != nil {
 			return 0, err
 		}
 	}
@@ -125,7 +125,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				break
 			}
 		}
-		env, err := certify.ParseEnv(s.Env)
+		env, err := targets.ParseEnv(s.Env)
 		if err != nil {
 			return 0, idemcheck.Usagef("%s: target: env: %v", file, err)
 		}
@@ -203,7 +203,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 type startedTarget struct {
 	url      *url.URL
 	replicas int
-	powers   scenarios.Powers
+	powers   targets.Powers
 	db       *targets.Database
 	log      targetLog
 	stop     func()
@@ -295,7 +295,7 @@ func startTarget(ctx context.Context, spec targetSpec, dsn string, stderr io.Wri
 		return nil, err
 	}
 	if spec.image != "" {
-		ct, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{
+		ct, err := targets.StartContainerTarget(ctx, targets.ContainerOptions{
 			Image: spec.image, DBImage: spec.dbImage, DSN: dsn, Env: spec.env, Ready: spec.ready, Log: stderr, Output: log.file,
 			AllowRemote: spec.allowRemote,
 		})
@@ -308,7 +308,7 @@ func startTarget(ctx context.Context, spec targetSpec, dsn string, stderr io.Wri
 			}
 		}}, nil
 	}
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn, AllowRemote: spec.allowRemote, Logs: log.file})
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn, AllowRemote: spec.allowRemote, Logs: log.file})
 	if err != nil {
 		return fail(err)
 	}

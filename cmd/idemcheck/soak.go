@@ -10,8 +10,8 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/estimate"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
@@ -100,7 +100,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, err
 		}
 	}
-	if err := certify.CheckDSN(db, "--db", allowRemote); err != nil {
+	if err := targets.CheckDSN(db, "--db", allowRemote); err != nil {
 		return 0, err
 	}
 	policy, err := loadPolicy(policyName)
@@ -130,7 +130,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, CutShare: cutShare, Seed: seed, Workers: workers, Timeout: timeout}
 	var dbName string
 	if command != "" {
-		started, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})
+		started, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})
 		if err != nil {
 			return 0, err
 		}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/examples/zoo"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
@@ -92,7 +92,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // certifies it, with a progress line on stderr.
 func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, seed int64, stderr io.Writer) (idemcheck.Report, error) {
 	command := fmt.Sprintf("%q %s %s %s", self, serve.ExampleCommand, e.App, e.Args())
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: dsn})
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: dsn})
 	if err != nil {
 		return idemcheck.Report{}, err
 	}

@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/examples/webhooks"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Entry is one API of the zoo.
@@ -108,7 +109,7 @@ type Config struct {
 // database and certifies it.
 func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result, error) {
 	command := filepath.Join(b.Dir, e.App) + " " + e.Args()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: 2, DSN: c.DSN, Logs: c.Logs})
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, Instances: 2, DSN: c.DSN, Logs: c.Logs})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 
 // EndpointConfig is how idemcheck is told about each example ("orders" or
 // "webhooks") started as pt: its request, its effect query and its contract.
-func EndpointConfig(app string, pt *certify.ProcessTarget) certify.Config {
+func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 	base := pt.URL
 	cfg := certify.Config{
 		Powers: pt.Powers(), Replicas: pt.Replicas(), DB: pt.DB.Pool, DBName: "the " + app + " database",

@@ -12,8 +12,8 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // defaults are what the suite's top level gives every endpoint.
@@ -155,7 +155,7 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 				return err
 			}
 			kv := v.Content[i].Value + "=" + val
-			if _, err := certify.ParseEnv([]string{kv}); err != nil {
+			if _, err := targets.ParseEnv([]string{kv}); err != nil {
 				return p.errf(v.Content[i], join(field, "env."+v.Content[i].Value), "%v", err)
 			}
 			d.env = append(d.env, kv)

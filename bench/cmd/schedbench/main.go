@@ -8,7 +8,7 @@
 //	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0] [-only races|references] [-variants orders/check-then-insert,...]
 //
 // Every target is an example binary in a process of its own, on a database
-// of its own, certified through internal/certify exactly as `idemcheck
+// of its own, certified through certify exactly as `idemcheck
 // certify --cmd` does (two instances behind the round-robin balancer, as
 // `make zoo` runs them). -busy N starts N busy loops (sh -c 'while :; do
 // :; done') for the duration and stops them after. It prints a Markdown
@@ -28,9 +28,10 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/zoo"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 func main() {
@@ -175,7 +176,7 @@ func certifyFull(ctx context.Context, bins *zoo.Bins, e zoo.Entry, timed bool) (
 
 func certifyWith(ctx context.Context, bins *zoo.Bins, e zoo.Entry, checks []string, o scenarios.Options, timed bool) (*certify.Result, error) {
 	command := filepath.Join(bins.Dir, e.App) + " " + e.Args()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, Instances: 2})
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, Instances: 2})
 	if err != nil {
 		return nil, err
 	}

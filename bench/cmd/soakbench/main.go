@@ -37,9 +37,9 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/bench"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -131,12 +131,12 @@ func must(err error) {
 
 // ordersTarget builds and starts the reference orders API as a process on a
 // fresh database of pg.
-func ordersTarget(ctx context.Context, pg *targets.LocalPostgres, bins *zoo.Bins, name string) (*certify.ProcessTarget, error) {
+func ordersTarget(ctx context.Context, pg *targets.LocalPostgres, bins *zoo.Bins, name string) (*targets.ProcessTarget, error) {
 	dsn, err := pg.CreateDatabase(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return certify.StartProcessTarget(ctx, certify.ProcessOptions{
+	return targets.StartProcessTarget(ctx, targets.ProcessOptions{
 		Command: filepath.Join(bins.Dir, "orders") + " -lease " + zoo.Lease.String(), DSN: dsn,
 	})
 }

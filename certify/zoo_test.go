@@ -13,9 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -32,7 +33,7 @@ func ordersBinary(t *testing.T) string {
 		if binDir, buildErr = os.MkdirTemp("", "idemcheck-certify-test-"); buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../../examples/orders/cmd/orders").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../examples/orders/cmd/orders").CombinedOutput()
 		if err != nil {
 			buildErr = &exec.ExitError{Stderr: out}
 		}
@@ -67,7 +68,7 @@ func certifyOrders(t *testing.T, flags string, instances int, checks ...string) 
 func certifyOrdersWith(t *testing.T, flags string, instances int, change func(*certify.Config), checks ...string) *certify.Result {
 	t.Helper()
 	ctx := context.Background()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{
 		Command:   ordersBinary(t) + " -lease " + testLease.String() + " " + flags,
 		Instances: instances,
 		DSN:       pgtest.DSN(t),

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )

@@ -1,6 +1,37 @@
-// Package certify joins the parts into one certification: it checks the
-// configuration before any traffic, runs the scenarios against the target,
-// counts effects in the database and hands the history to the checker.
+// Package certify is idemcheck's one entry point from Go: Run certifies
+// one endpoint. It checks the configuration before any traffic, runs the
+// scenarios against the target, counts effects in the database and hands
+// the history to the checker; the Result holds the Report and the History.
+// The command, the suites, idemchecktest and the benchmarks all certify
+// through Run.
+//
+// Certifying a service that already runs, by its URL:
+//
+//	pool, _ := pgxpool.New(ctx, "postgres://app@127.0.0.1/shop") // where the orders are written
+//	res, err := certify.Run(ctx, certify.Config{
+//		Endpoint: scenarios.Endpoint{Base: &url.URL{Scheme: "http", Host: "127.0.0.1:8080"}, Method: "POST",
+//			Path: idemcheck.MustTemplate("/orders"),
+//			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`)},
+//		Policy: idemcheck.IETF(), Options: scenarios.Defaults,
+//		DB: pool, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
+//		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
+//	})
+//	if err != nil {
+//		return err // an *idemcheck.Error: its exit code, and the Config field at fault
+//	}
+//	fmt.Println(res.Report.Verdict) // pass, fail or inconclusive; res.Report.Anomalies say why
+//
+// A target reached by URL gives idemcheck no powers over it, so the fault
+// checks are skipped with the reason. A target that idemcheck starts itself
+// (targets.StartProcessTarget for a command, targets.StartContainerTarget
+// for an image) gives them: set Config.Powers to its Powers().
+//
+// Errors are *idemcheck.Error with an exit code; a configuration error
+// names the Config field it is about (an *idemcheck.FieldError), which the
+// command reports as its flag.
+//
+// The package may import every other package of the module but cmd and
+// examples.
 package certify
 
 import (
@@ -58,8 +89,10 @@ type Config struct {
 	// parameter names) name more values to hide wherever they appear.
 	RedactFields, RedactQuery []string
 	// Powers, when set, let the harness crash the target and fault its
-	// database link: the target was started by idemcheck.
-	Powers scenarios.Powers
+	// database link, for the fault checks: the target was started by
+	// idemcheck (targets.ProcessTarget, targets.ContainerTarget). Nil
+	// skips those checks with the reason.
+	Powers targets.Powers
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool
 	// Rate caps requests per second (scenarios.DefaultRate when 0); a
@@ -123,11 +156,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, idemcheck.Usagef("%v", err)
 	}
-	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint, scenarios.Target{Powers: cfg.Powers != nil})
+	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint, cfg.Powers)
 	if err != nil {
-		return nil, idemcheck.Usagef("--checks: %v", err)
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Checks", "%s: %v", idemcheck.Field("Checks"), err)
 	}
-	if err := CheckDSN(cfg.DSN, "--db", cfg.AllowRemote); err != nil {
+	if err := targets.CheckDSN(cfg.DSN, "DSN", cfg.AllowRemote); err != nil {
 		return nil, err
 	}
 	upstream, err := ResolveTargetTLS(ctx, cfg.Endpoint.Base, cfg.AllowRemote, cfg.TLS)
@@ -136,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var effects *scenarios.Effects
 	if cfg.EffectHTTP != nil && cfg.EffectSQL != "" {
-		return nil, idemcheck.Usagef("give --effect-sql or --effect-http, not both: one effect count per endpoint")
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "give %s or %s, not both: one effect count per endpoint", idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"))
 	}
 	if cfg.EffectHTTP != nil {
 		effects = &scenarios.Effects{HTTP: &scenarios.HTTPEffects{
@@ -144,12 +177,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote, TLS: cfg.TLS,
 		}}
 		if err := effects.Try(ctx); err != nil {
-			return nil, idemcheck.Usagef("--effect-http: the read-back of a fresh intent failed: %v: it must answer 2xx with JSON holding an array or a number at --effect-count", err)
+			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectHTTP", "%s: the read-back of a fresh intent failed: %v: it must answer 2xx with JSON holding an array or a number at %s",
+				idemcheck.Field("EffectHTTP"), err, idemcheck.Field("EffectCount"))
 		}
 	}
 	if cfg.EffectSQL != "" {
 		if cfg.DB == nil {
-			return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
+			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s needs a database: %s", idemcheck.Field("EffectSQL"), idemcheck.Setting("DB"))
 		}
 		effects = &scenarios.Effects{Pool: cfg.DB, SQL: cfg.EffectSQL, Args: cfg.EffectArgs}
 		if err := CheckEffectSQL(ctx, effects); err != nil {
@@ -207,7 +241,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			err = fmt.Errorf("%w (the target's output is in %s)", err, cfg.TargetLog)
 		}
 		if errors.Is(context.Cause(runCtx), errMaxDuration) && ctx.Err() == nil {
-			return nil, idemcheck.Unavailablef("the run went past its duration cap of %v: raise --max-duration, or send less (--burst-rounds, --rounds)", maxDur)
+			return nil, idemcheck.Fieldf(idemcheck.ExitUnavailable, "MaxDuration", "the run went past its duration cap of %v: raise %s, or send less (%s, %s)",
+				maxDur, idemcheck.Field("MaxDuration"), idemcheck.Field("Options.BurstRounds"), idemcheck.Field("Options.Rounds"))
 		}
 		if ctx.Err() != nil {
 			return nil, idemcheck.Unavailablef("interrupted: %v", context.Cause(ctx))
@@ -283,16 +318,16 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 // the client TLS configuration cfg (its client certificate is offered in
 // the handshake it opens).
 func ResolveTargetTLS(ctx context.Context, base *url.URL, allowRemote bool, cfg *tls.Config) (string, error) {
-	if err := CheckURL(base, "--url", allowRemote); err != nil {
+	if err := CheckURL(base, "Endpoint.Base", allowRemote); err != nil {
 		return "", err
 	}
 	hostport := scenarios.Upstream(base)
 	addr, err := netguard.Pin(ctx, hostport, allowRemote, 3*time.Second)
 	if err != nil {
 		if errors.Is(err, netguard.ErrNotLoopback) {
-			return "", idemcheck.Usagef("--url host %s: %v", base.Hostname(), err)
+			return "", idemcheck.Fieldf(idemcheck.ExitUsage, "Endpoint.Base", "%s host %s: %v", idemcheck.Field("Endpoint.Base"), base.Hostname(), err)
 		}
-		return "", idemcheck.Unavailablef("cannot reach target %s: %v (is it running? check --url)", hostport, unwrapNet(err))
+		return "", idemcheck.Fieldf(idemcheck.ExitUnavailable, "Endpoint.Base", "cannot reach target %s: %v (is it running? check %s)", hostport, unwrapNet(err), idemcheck.Field("Endpoint.Base"))
 	}
 	if base.Scheme == "https" {
 		if err := checkSpeaksTLS(ctx, addr, scenarios.ClientTLS(cfg, base)); err != nil {
@@ -334,55 +369,39 @@ func checkSpeaksTLS(ctx context.Context, addr string, cfg *tls.Config) error {
 	}
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) {
-		return idemcheck.Usagef("--url is https:// but the target at %s answered in plain text, not TLS: use http://", addr)
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Endpoint.Base", "%s is https:// but the target at %s answered in plain text, not TLS: use http://", idemcheck.Field("Endpoint.Base"), addr)
 	}
 	if asked && len(certs) == 0 {
-		return idemcheck.Usagef("the target at %s wants a TLS client certificate and refused the handshake without one (%s): pass --cert FILE and --key FILE", addr, unwrapNet(err))
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "TLS.Certificates", "the target at %s wants a TLS client certificate and refused the handshake without one (%s): %s", addr, unwrapNet(err), idemcheck.Setting("TLS.Certificates"))
 	}
 	if asked {
-		return idemcheck.Usagef("the target at %s refused the TLS client certificate of --cert (%s): give one its CA trusts", addr, unwrapNet(err))
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "TLS.Certificates", "the target at %s refused the TLS client certificate of %s (%s): give one its CA trusts", addr, idemcheck.Field("TLS.Certificates"), unwrapNet(err))
 	}
 	return idemcheck.Unavailablef("TLS handshake with target %s: %v", addr, unwrapNet(err))
 }
 
 // CheckURL checks a target URL without sending anything: absolute http(s),
 // and, unless allowRemote, a host the loopback rule accepts (RequireLoopback).
-// flag names the flag or file field in the error.
-func CheckURL(base *url.URL, flag string, allowRemote bool) error {
+// field names the setting in the error: Go's name (Endpoint.Base) or the
+// caller's own (a file's key).
+func CheckURL(base *url.URL, field string, allowRemote bool) error {
 	if base == nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return idemcheck.Usagef("%s must be an absolute http:// or https:// URL, such as http://127.0.0.1:8080", flag)
+		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s must be an absolute http:// or https:// URL, such as http://127.0.0.1:8080", idemcheck.Field(field))
 	}
 	if !allowRemote {
-		return RequireLoopback(flag, base.Hostname())
+		return RequireLoopback(field, base.Hostname())
 	}
 	return nil
 }
 
 // RequireLoopback refuses a host off this machine: idemcheck sends traffic
-// elsewhere only with --allow-remote. It sends nothing, not even a DNS
-// query: see netguard for the rule, and why names are not looked up.
-func RequireLoopback(flag, host string) error {
+// elsewhere only with AllowRemote. It sends nothing, not even a DNS query:
+// see netguard for the rule, and why names are not looked up. field names
+// the setting that gave the host, as CheckURL's does.
+func RequireLoopback(field, host string) error {
 	if err := netguard.Check(host); err != nil {
-		return idemcheck.Usagef("%s host %s: %v; use 127.0.0.1 or localhost, or pass --allow-remote to send traffic off this machine", flag, host, err)
-	}
-	return nil
-}
-
-// CheckDSN refuses a database DSN whose hosts are off this machine unless
-// allowRemote, without sending anything; flag names the flag or file field
-// (such as --db) in the error. Unix-socket hosts are local.
-func CheckDSN(dsn, flag string, allowRemote bool) error {
-	if dsn == "" || allowRemote {
-		return nil
-	}
-	hosts, err := targets.DSNHosts(dsn)
-	if err != nil {
-		return idemcheck.Usagef("%s %s: %v", flag, targets.RedactDSN(dsn), err)
-	}
-	for _, h := range hosts {
-		if err := netguard.Check(h); err != nil {
-			return idemcheck.Usagef("%s %s: database host %s: %v; use 127.0.0.1 or localhost, or pass --allow-remote", flag, targets.RedactDSN(dsn), h, err)
-		}
+		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s host %s: %v; use 127.0.0.1 or localhost, or %s to send traffic off this machine",
+			idemcheck.Field(field), host, err, idemcheck.Setting("AllowRemote"))
 	}
 	return nil
 }
@@ -404,10 +423,11 @@ func CheckEffectSQL(ctx context.Context, e *scenarios.Effects) error {
 		return effectSQLError(err)
 	}
 	if len(sd.ParamOIDs) != len(e.Args) {
-		return idemcheck.Usagef("--effect-sql takes %d parameters ($1..$%d) but %d --effect-arg were given", len(sd.ParamOIDs), len(sd.ParamOIDs), len(e.Args))
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s takes %d parameters ($1..$%d) but %d %s were given",
+			idemcheck.Field("EffectSQL"), len(sd.ParamOIDs), len(sd.ParamOIDs), len(e.Args), idemcheck.Field("EffectArgs"))
 	}
 	if len(sd.Fields) != 1 {
-		return idemcheck.Usagef("--effect-sql must return one number (such as SELECT count(*) ...), it returns %d columns", len(sd.Fields))
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s must return one number (such as SELECT count(*) ...), it returns %d columns", idemcheck.Field("EffectSQL"), len(sd.Fields))
 	}
 	if err := e.Try(ctx); err != nil {
 		return effectSQLError(err)
@@ -421,13 +441,13 @@ func effectSQLError(err error) error {
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case "25006": // read_only_sql_transaction
-			return idemcheck.Usagef("--effect-sql must only read, and this query writes (PostgreSQL refused it in a read-only transaction: %s): count with SELECT", pe.Message)
+			return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s must only read, and this query writes (PostgreSQL refused it in a read-only transaction: %s): count with SELECT", idemcheck.Field("EffectSQL"), pe.Message)
 		case "57014": // query_canceled: the statement timeout
-			return idemcheck.Usagef("--effect-sql took longer than %v for one intent: count over an indexed column", scenarios.EffectTimeout)
+			return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s took longer than %v for one intent: count over an indexed column", idemcheck.Field("EffectSQL"), scenarios.EffectTimeout)
 		}
-		return idemcheck.Usagef("--effect-sql: PostgreSQL says: %s (SQLSTATE %s)", pe.Message, pe.Code)
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s: PostgreSQL says: %s (SQLSTATE %s)", idemcheck.Field("EffectSQL"), pe.Message, pe.Code)
 	}
-	return idemcheck.Usagef("--effect-sql: %v", err)
+	return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s: %v", idemcheck.Field("EffectSQL"), err)
 }
 
 func refused(h *idemcheck.History) int {

@@ -8,9 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -20,7 +21,7 @@ import (
 func certifyRestart(t *testing.T, v orders.Variant, instances, rounds int, check string, lease bool) *certify.Result {
 	t.Helper()
 	ctx := context.Background()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{
 		Command:   ordersBinary(t) + " -lease " + testLease.String() + " -variant " + string(v),
 		Instances: instances,
 		DSN:       pgtest.DSN(t),

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
-	"github.com/idemcheck/idemcheck/internal/certify"
 )
 
 var newChecks = []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}

@@ -1,4 +1,4 @@
-package certify
+package targets
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
-	"github.com/idemcheck/idemcheck/targets"
 )
 
 // ContainerTarget is a target idemcheck started from an image: its
@@ -23,8 +22,8 @@ type ContainerTarget struct {
 	// DB is the database the container uses, reached directly (not through
 	// the fault proxy): effects are counted here, so an armed fault never
 	// touches the count.
-	DB        *targets.Database
-	Container *targets.Container
+	DB        *Database
+	Container *Container
 	link      *faults.Link
 	output    io.Writer
 }
@@ -35,17 +34,17 @@ type ContainerOptions struct {
 	// idemcheck never pulls.
 	Image string
 	// DBImage is the PostgreSQL image started for the target's database
-	// when DSN is empty (default targets.DefaultPostgresImage).
+	// when DSN is empty (default DefaultPostgresImage).
 	DBImage string
 	// DSN is the database to hand the target; empty provides one with
-	// targets.ProvideDatabaseWith: a PostgreSQL container, else a throwaway
+	// ProvideDatabaseWith: a PostgreSQL container, else a throwaway
 	// PostgreSQL from the local binaries.
 	DSN string
 	// Env holds extra variables for the container, such as ORDERS_VARIANT.
 	// PORT, ADDR and DATABASE_URL are idemcheck's (see ParseEnv).
 	Env map[string]string
 	// Ready is the path that answers 2xx once the target serves (default
-	// targets.DefaultContainerReady).
+	// DefaultContainerReady).
 	Ready string
 	// Log receives one line for each fallback the database provider takes,
 	// with its reason. Nil discards them.
@@ -57,7 +56,7 @@ type ContainerOptions struct {
 	Output io.Writer
 }
 
-// killTimeout bounds a crash of the container. scenarios.Powers.Kill takes
+// killTimeout bounds a crash of the container. Powers.Kill takes
 // no context, and a stuck engine must not hang the run.
 const killTimeout = 30 * time.Second
 
@@ -68,12 +67,12 @@ const killTimeout = 30 * time.Second
 // readiness path answers 2xx. Close undoes all of it; after a failed start
 // everything started so far is already undone.
 //
-// The error wraps targets.ErrNoDocker when no engine answers and
-// targets.ErrNoImage when the image is missing, so a caller can tell a
+// The error wraps ErrNoDocker when no engine answers and
+// ErrNoImage when the image is missing, so a caller can tell a
 // machine that cannot run containers from a target that failed.
 func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *ContainerTarget, err error) {
 	if o.Image == "" {
-		return nil, idemcheck.Usagef("--image: no image given")
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Image", "%s: no image given", idemcheck.Field("Image"))
 	}
 	ct := &ContainerTarget{output: o.Output}
 	defer func() {
@@ -84,16 +83,16 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	// Asked first because without an engine the image cannot run at all,
 	// and the database provider would otherwise start a local PostgreSQL
 	// only to remove it again.
-	if err := targets.DockerAvailable(ctx); err != nil {
-		return nil, idemcheck.Unavailablef("--image needs a Docker engine (make docker-setup installs and starts one): %w", err)
+	if err := DockerAvailable(ctx); err != nil {
+		return nil, idemcheck.Fieldf(idemcheck.ExitUnavailable, "Image", "%s needs a Docker engine (make docker-setup installs and starts one): %w", idemcheck.Field("Image"), err)
 	}
-	if err := CheckDSN(o.DSN, "--db", o.AllowRemote); err != nil {
+	if err := CheckDSN(o.DSN, "DSN", o.AllowRemote); err != nil {
 		return nil, err
 	}
 	if o.AllowRemote && o.DSN != "" {
-		ct.DB, err = targets.OpenRemoteDatabase(ctx, o.DSN)
+		ct.DB, err = OpenRemoteDatabase(ctx, o.DSN)
 	} else {
-		ct.DB, err = targets.ProvideDatabaseWith(ctx, o.DSN, targets.ProvideOptions{DBImage: o.DBImage, Log: logLine(o.Log)})
+		ct.DB, err = ProvideDatabaseWith(ctx, o.DSN, ProvideOptions{DBImage: o.DBImage, Log: logLine(o.Log)})
 	}
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%w", err)
@@ -104,11 +103,11 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	if ct.link, targetDSN, err = proxyDatabase(ctx, ct.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
-	ct.Container, err = targets.StartContainer(ctx, targets.ContainerConfig{
+	ct.Container, err = StartContainer(ctx, ContainerConfig{
 		Image: o.Image, Env: o.Env, DatabaseURL: targetDSN, Ready: o.Ready,
 	})
 	if err != nil {
-		return nil, idemcheck.Unavailablef("--image: %w", err)
+		return nil, idemcheck.Fieldf(idemcheck.ExitUnavailable, "Image", "%s: %w", idemcheck.Field("Image"), err)
 	}
 	ct.URL = ct.Container.URL()
 	return ct, nil
@@ -160,7 +159,7 @@ func (ct *ContainerTarget) Close() error {
 	return err
 }
 
-// ContainerPowers implements scenarios.Powers for a container target.
+// ContainerPowers implements Powers for a container target.
 type ContainerPowers struct{ ct *ContainerTarget }
 
 // ArmDB puts a fault on the container's database link; disarm reports
@@ -170,7 +169,7 @@ func (p *ContainerPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 }
 
 // Barrier arms a write barrier on the target's database link for a burst
-// (see faults.Link.Barrier and scenarios.Scheduler).
+// (see faults.Link.Barrier and Scheduler).
 func (p *ContainerPowers) Barrier(attempts int) (func() faults.Schedule, error) {
 	return p.ct.link.Barrier(faults.BarrierOptions{Attempts: attempts, LockWaiters: lockWaiters(p.ct.DB)})
 }
@@ -218,7 +217,7 @@ func ParseEnv(list []string) (map[string]string, error) {
 
 // Exits reports the container's end if it stopped without the harness
 // asking since the last call; with settle, it first waits for a dying
-// container to be stopped (see targets.Container.Settle).
+// container to be stopped (see Container.Settle).
 func (p *ContainerPowers) Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error) {
 	if settle {
 		p.ct.Container.Settle(ctx)

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/certify"
 )
 
 // httpCounted turns an orders configuration's SQL count into a read-back

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -166,8 +166,11 @@ func TestRemoteTargetNeedsAllowRemote(t *testing.T) {
 		err := certify.RequireLoopback("--url", h)
 		require.Error(t, err, h)
 		assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
-		assert.Contains(t, err.Error(), "--allow-remote")
+		assert.Contains(t, err.Error(), "set AllowRemote")
 		assert.Contains(t, err.Error(), "--url")
+		var fe *idemcheck.FieldError
+		require.ErrorAs(t, err, &fe)
+		assert.Contains(t, fe.Text(map[idemcheck.Field]idemcheck.Word{"AllowRemote": {Name: "--allow-remote", Set: "pass --allow-remote"}}), "pass --allow-remote")
 	}
 	for _, h := range []string{"127.0.0.1", "localhost", "::1", "127.3.4.5", "api.localhost", "::ffff:127.0.0.1"} {
 		assert.NoError(t, certify.RequireLoopback("--url", h), h)
@@ -232,20 +235,4 @@ func TestResolveTargetPinsTheCheckedAddress(t *testing.T) {
 	addr, err = certify.ResolveTarget(context.Background(), &url.URL{Scheme: "http", Host: "localhost:" + u.Port()}, true)
 	require.NoError(t, err)
 	assert.Equal(t, "localhost:"+u.Port(), addr)
-}
-
-func TestCheckDSN(t *testing.T) {
-	for _, dsn := range []string{"postgres://u:pw@10.255.255.1/db", "host=db.example.com user=u password=pw",
-		"postgres://u:pw@127.0.0.1,db.example.com/db"} {
-		err := certify.CheckDSN(dsn, "--db", false)
-		require.Error(t, err, dsn)
-		assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
-		assert.Contains(t, err.Error(), "--db")
-		assert.NotContains(t, err.Error(), "pw@")
-		assert.NotContains(t, err.Error(), "password=pw")
-		assert.NoError(t, certify.CheckDSN(dsn, "--db", true))
-	}
-	for _, dsn := range []string{"postgres://u@127.0.0.1:5432/db", "postgres://u@localhost/db", "host=/tmp user=u", "postgres://u@[::1]/db"} {
-		assert.NoError(t, certify.CheckDSN(dsn, "--db", false), dsn)
-	}
 }

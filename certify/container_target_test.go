@@ -23,9 +23,9 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/faults"
-	"github.com/idemcheck/idemcheck/internal/certify"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
@@ -41,7 +41,7 @@ const containerTimeout = 6 * time.Minute
 // startContainerTarget starts a container target for the test and removes
 // it with the test; it skips (or, where Docker is required, fails) when
 // containers cannot run here.
-func startContainerTarget(t *testing.T, ctx context.Context, o certify.ContainerOptions) *certify.ContainerTarget {
+func startContainerTarget(t *testing.T, ctx context.Context, o targets.ContainerOptions) *targets.ContainerTarget {
 	t.Helper()
 	if err := targets.DockerAvailable(ctx); err != nil {
 		skipWithoutContainers(t, err)
@@ -55,7 +55,7 @@ func startContainerTarget(t *testing.T, ctx context.Context, o certify.Container
 	if _, ok := o.Env["ORDERS_LEASE"]; !ok {
 		o.Env["ORDERS_LEASE"] = "1s"
 	}
-	ct, err := certify.StartContainerTarget(ctx, o)
+	ct, err := targets.StartContainerTarget(ctx, o)
 	if errors.Is(err, targets.ErrNoDocker) || errors.Is(err, targets.ErrNoImage) {
 		skipWithoutContainers(t, err)
 	}
@@ -81,7 +81,7 @@ var leaseLine = regexp.MustCompile(`orders: serving .*\blease=(\S+)`)
 // fault checks wait out and stall past exactly that lease, and a shorter
 // one makes a healthy claim look stuck), so it is read from the target
 // rather than assumed.
-func imageLease(t *testing.T, ctx context.Context, ct *certify.ContainerTarget) time.Duration {
+func imageLease(t *testing.T, ctx context.Context, ct *targets.ContainerTarget) time.Duration {
 	t.Helper()
 	// The engine collects a container's output on its own schedule, so the
 	// line the target wrote before it served can reach the log a moment
@@ -106,7 +106,7 @@ func imageLease(t *testing.T, ctx context.Context, ct *certify.ContainerTarget) 
 // certifyContainer certifies a container target of the orders image with
 // every fault check's needs met: its powers, its lease, a second endpoint
 // and a body it declines.
-func certifyContainer(t *testing.T, ctx context.Context, ct *certify.ContainerTarget, checks ...string) *certify.Result {
+func certifyContainer(t *testing.T, ctx context.Context, ct *targets.ContainerTarget, checks ...string) *certify.Result {
 	t.Helper()
 	cfg := ordersConfig(ct.URL, ct.DB.Pool)
 	cfg.Name = "orders (container)"
@@ -132,7 +132,7 @@ func TestContainerTargetReferencePassesEveryCheck(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
 	defer cancel()
-	ct := startContainerTarget(t, ctx, certify.ContainerOptions{Image: ordersImage})
+	ct := startContainerTarget(t, ctx, targets.ContainerOptions{Image: ordersImage})
 	t.Logf("database from %s", ct.DB.Source)
 	if os.Getenv("IDEMCHECK_REQUIRE_DOCKER") == "1" {
 		// make images builds the PostgreSQL image too, so no fallback.
@@ -170,7 +170,7 @@ func TestContainerTargetCatchesVariants(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
 			defer cancel()
-			ct := startContainerTarget(t, ctx, certify.ContainerOptions{
+			ct := startContainerTarget(t, ctx, targets.ContainerOptions{
 				Image: ordersImage, DSN: pgtest.DSN(t), Env: map[string]string{"ORDERS_VARIANT": string(v)},
 			})
 			check, anomaly := orders.Expectation(v)
@@ -197,7 +197,7 @@ func TestContainerTargetPowers(t *testing.T) {
 	// timeout makes the order of events certain, not a matter of speed;
 	// nothing here waits for the lease to run out.
 	lease := containerTimeout + time.Minute
-	ct := startContainerTarget(t, ctx, certify.ContainerOptions{Image: ordersImage, DSN: pgtest.DSN(t),
+	ct := startContainerTarget(t, ctx, targets.ContainerOptions{Image: ordersImage, DSN: pgtest.DSN(t),
 		Env: map[string]string{"ORDERS_LEASE": lease.String()}})
 	p := ct.Powers()
 	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
@@ -293,7 +293,7 @@ func TestContainerTargetFailedStartLeavesNothing(t *testing.T) {
 	}
 	before := ownContainers(t, docker)
 	var log strings.Builder
-	_, err := certify.StartContainerTarget(ctx, certify.ContainerOptions{Image: "idemcheck/no-such-image:never-built", Log: &log})
+	_, err := targets.StartContainerTarget(ctx, targets.ContainerOptions{Image: "idemcheck/no-such-image:never-built", Log: &log})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, targets.ErrNoImage)
 	assert.Contains(t, err.Error(), "build it (make images")
@@ -305,11 +305,11 @@ func TestContainerTargetFailedStartLeavesNothing(t *testing.T) {
 // --env values: NAME=VALUE, the value kept whole; the variables idemcheck
 // sets itself are refused rather than silently overridden.
 func TestParseContainerEnv(t *testing.T) {
-	env, err := certify.ParseEnv([]string{"ORDERS_VARIANT=no-lease", "EMPTY=", "DSN_LIKE=a=b=c", "ORDERS_VARIANT=reference"})
+	env, err := targets.ParseEnv([]string{"ORDERS_VARIANT=no-lease", "EMPTY=", "DSN_LIKE=a=b=c", "ORDERS_VARIANT=reference"})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"ORDERS_VARIANT": "reference", "EMPTY": "", "DSN_LIKE": "a=b=c"}, env)
 	for _, bad := range []string{"ORDERS_VARIANT", "=x", "A B=c", "PORT=8080", "ADDR=0.0.0.0", "DATABASE_URL=postgres://x"} {
-		_, err := certify.ParseEnv([]string{bad})
+		_, err := targets.ParseEnv([]string{bad})
 		assert.Error(t, err, bad)
 	}
 }
@@ -370,7 +370,7 @@ func TestContainerTargetExitIsWatched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
 	defer cancel()
 	var output strings.Builder
-	ct := startContainerTarget(t, ctx, certify.ContainerOptions{
+	ct := startContainerTarget(t, ctx, targets.ContainerOptions{
 		Image: ordersImage, DSN: pgtest.DSN(t), Env: map[string]string{"ORDERS_EXIT_ON_DB_ERROR": "1"}, Output: &output,
 	})
 	res := certifyContainer(t, ctx, ct, idemcheck.CheckFailedAttempt, idemcheck.CheckSequentialReplay)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	checker "github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/certify"
 )
 
 // scheduleEvents groups a history's write-held and writes-released events

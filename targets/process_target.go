@@ -1,4 +1,4 @@
-package certify
+package targets
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/netguard"
-	"github.com/idemcheck/idemcheck/targets"
 )
 
 // ProcessTarget is a target idemcheck started itself: its process (one or
@@ -26,8 +25,8 @@ type ProcessTarget struct {
 	URL *url.URL
 	// DB is the database the target uses, reached directly (not through the
 	// fault proxy): effects are counted here.
-	DB      *targets.Database
-	Process *targets.Process
+	DB      *Database
+	Process *Process
 	link    *faults.Link
 }
 
@@ -54,13 +53,13 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 			pt.Close()
 		}
 	}()
-	if err := CheckDSN(o.DSN, "--db", o.AllowRemote); err != nil {
+	if err := CheckDSN(o.DSN, "DSN", o.AllowRemote); err != nil {
 		return nil, err
 	}
 	if o.AllowRemote && o.DSN != "" {
-		pt.DB, err = targets.OpenRemoteDatabase(ctx, o.DSN)
+		pt.DB, err = OpenRemoteDatabase(ctx, o.DSN)
 	} else {
-		pt.DB, err = targets.ProvideDatabase(ctx, o.DSN)
+		pt.DB, err = ProvideDatabase(ctx, o.DSN)
 	}
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%v", err)
@@ -69,11 +68,11 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	if pt.link, targetDSN, err = proxyDatabase(ctx, pt.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
-	pt.Process, err = targets.StartProcess(ctx, targets.ProcessConfig{
+	pt.Process, err = StartProcess(ctx, ProcessConfig{
 		Command: o.Command, Instances: o.Instances, DatabaseURL: targetDSN, Env: o.Env, Logs: o.Logs,
 	})
 	if err != nil {
-		return nil, idemcheck.Unavailablef("--cmd: %v", err)
+		return nil, idemcheck.Fieldf(idemcheck.ExitUnavailable, "Command", "%s: %v", idemcheck.Field("Command"), err)
 	}
 	pt.URL = pt.Process.URL()
 	return pt, nil
@@ -86,21 +85,21 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 // The proxy is handed the address that was checked and reached
 // (netguard.Pin), not the DSN's host name, so no resolver can move the
 // target's database link off loopback.
-func proxyDatabase(ctx context.Context, db *targets.Database, allowRemote bool) (*faults.Link, string, error) {
+func proxyDatabase(ctx context.Context, db *Database, allowRemote bool) (*faults.Link, string, error) {
 	cfg, err := pgconn.ParseConfig(db.DSN)
 	if err != nil {
-		return nil, "", idemcheck.Usagef("database %s: %v", targets.RedactDSN(db.DSN), err)
+		return nil, "", idemcheck.Usagef("database %s: %v", RedactDSN(db.DSN), err)
 	}
 	if strings.HasPrefix(cfg.Host, "/") {
 		// The fault proxy, and so the target, reach the database over TCP.
-		return nil, "", idemcheck.Usagef("database %s is on a Unix socket: give a DSN with a TCP host, such as host=127.0.0.1", targets.RedactDSN(db.DSN))
+		return nil, "", idemcheck.Usagef("database %s is on a Unix socket: give a DSN with a TCP host, such as host=127.0.0.1", RedactDSN(db.DSN))
 	}
 	upstream, err := netguard.Pin(ctx, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), allowRemote, 3*time.Second)
 	if err != nil {
 		if errors.Is(err, netguard.ErrNotLoopback) {
-			return nil, "", idemcheck.Usagef("--db %s: %v; pass --allow-remote to use a database off this machine", targets.RedactDSN(db.DSN), err)
+			return nil, "", idemcheck.Fieldf(idemcheck.ExitUsage, "DSN", "%s %s: %v; %s to use a database off this machine", idemcheck.Field("DSN"), RedactDSN(db.DSN), err, idemcheck.Setting("AllowRemote"))
 		}
-		return nil, "", idemcheck.Unavailablef("database %s: %v", targets.RedactDSN(db.DSN), err)
+		return nil, "", idemcheck.Unavailablef("database %s: %v", RedactDSN(db.DSN), err)
 	}
 	link, err := faults.NewDBLink(upstream)
 	if err != nil {
@@ -140,7 +139,7 @@ func (pt *ProcessTarget) Close() {
 	}
 }
 
-// ProcessPowers implements scenarios.Powers for a process target.
+// ProcessPowers implements Powers for a process target.
 type ProcessPowers struct{ pt *ProcessTarget }
 
 // ArmDB puts a fault on the target's database link; disarm reports where
@@ -150,7 +149,7 @@ func (p *ProcessPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 }
 
 // Barrier arms a write barrier on the target's database link for a burst
-// (see faults.Link.Barrier and scenarios.Scheduler).
+// (see faults.Link.Barrier and Scheduler).
 func (p *ProcessPowers) Barrier(attempts int) (func() faults.Schedule, error) {
 	return p.pt.link.Barrier(faults.BarrierOptions{Attempts: attempts, LockWaiters: lockWaiters(p.pt.DB)})
 }
@@ -180,7 +179,7 @@ func (p *ProcessPowers) Restart(ctx context.Context) error {
 
 // Exits reports the instances that exited without the harness asking
 // since the last call; with settle, it first waits for a dying instance to
-// be gone (see targets.Process.Settle).
+// be gone (see Process.Settle).
 func (p *ProcessPowers) Exits(ctx context.Context, settle bool) ([]idemcheck.Event, error) {
 	if settle {
 		p.pt.Process.Settle(ctx)
@@ -204,7 +203,7 @@ func (p *ProcessPowers) Revive(ctx context.Context, i int) (bool, error) {
 // pool that counts effects, which reaches the database directly, never
 // through the target's link. Sessions of other clients of the same
 // database count too: they can only make the barrier release early.
-func lockWaiters(db *targets.Database) func(ctx context.Context) (int, error) {
+func lockWaiters(db *Database) func(ctx context.Context) (int, error) {
 	if db == nil || db.Pool == nil {
 		return nil
 	}
@@ -217,7 +216,7 @@ func lockWaiters(db *targets.Database) func(ctx context.Context) (int, error) {
 }
 
 // exitEvents turns the targets' exits into history events.
-func exitEvents(exits []targets.Exit) []idemcheck.Event {
+func exitEvents(exits []Exit) []idemcheck.Event {
 	var evs []idemcheck.Event
 	for _, e := range exits {
 		evs = append(evs, idemcheck.Event{

@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/internal/certify"
+	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -26,7 +27,7 @@ func TestTargetThatExitsOnACutLinkIsWatchedAndRestarted(t *testing.T) {
 	logs, err := os.Create(logFile)
 	require.NoError(t, err)
 	defer logs.Close()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{
 		Command: ordersBinary(t) + " -lease " + testLease.String() + " -exit-on-db-error",
 		DSN:     pgtest.DSN(t),
 		Logs:    logs,
@@ -98,7 +99,7 @@ func TestTargetThatExitsOnACutLinkIsWatchedAndRestarted(t *testing.T) {
 // and a log kept only on exits is not named.
 func TestTargetThatSurvivesACutLinkHasNoExit(t *testing.T) {
 	ctx := context.Background()
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{
 		Command: ordersBinary(t) + " -lease " + testLease.String(),
 		DSN:     pgtest.DSN(t),
 	})
@@ -130,7 +131,7 @@ func TestTargetThatCannotRestartStopsTheRun(t *testing.T) {
 	mark := filepath.Join(t.TempDir(), "started")
 	command := `if [ -e "` + mark + `" ]; then echo "orders: refusing a second start"; exit 2; fi; : > "` + mark + `"; exec ` +
 		ordersBinary(t) + " -lease " + testLease.String() + " -exit-on-db-error"
-	pt, err := certify.StartProcessTarget(ctx, certify.ProcessOptions{Command: command, DSN: pgtest.DSN(t)})
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: pgtest.DSN(t)})
 	require.NoError(t, err)
 	defer pt.Close()
 	cfg := ordersConfig(pt.URL, pt.DB.Pool)

@@ -1,0 +1,13 @@
+package faults_test
+
+import (
+	"testing"
+
+	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/targets/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	faults.UseDatabases(pgtest.DSN)
+	pgtest.Main(m)
+}
