@@ -470,23 +470,29 @@ func readPIDFile(t *testing.T, file string, n int) []int {
 // named, and leaves nothing running.
 func TestProcessReadyTimeout(t *testing.T) {
 	t.Parallel()
+	// The wait is long enough for the shell to write its pids and the echo
+	// server to answer its 503 on a loaded machine (at 500ms, under two
+	// busy loops, neither had happened in 8 runs of 10): the target never
+	// becomes ready, so the test always waits it out, both subtests at once.
+	const readyTimeout = 5 * time.Second
 	tests := []struct {
 		name, command, ready string
 		want                 *regexp.Regexp
 	}{
 		{"tcp", "exec sleep 300", targets.ReadyTCP,
-			regexp.MustCompile(`was not ready after 500ms: tcp probe of 127\.0\.0\.1:\d+: `)},
+			regexp.MustCompile(`was not ready after 5s: tcp probe of 127\.0\.0\.1:\d+: `)},
 		{"http", "exec " + echoCommand(t), "/unready",
-			regexp.MustCompile(`was not ready after 500ms: GET http://127\.0\.0\.1:\d+/unready answered 503 Service Unavailable; last output: echo: serving`)},
+			regexp.MustCompile(`was not ready after 5s: GET http://127\.0\.0\.1:\d+/unready answered 503 Service Unavailable; last output: echo: serving`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			pidFile := filepath.Join(t.TempDir(), "pid")
 			// The child runs in the background, so the group has two
 			// processes; both must go.
 			command := fmt.Sprintf("sleep 300 & echo $$ $! > %s; %s", pidFile, tt.command)
 			_, err := targets.StartProcess(context.Background(), targets.ProcessConfig{
-				Command: command, Ready: tt.ready, ReadyTimeout: 500 * time.Millisecond,
+				Command: command, Ready: tt.ready, ReadyTimeout: readyTimeout,
 			})
 			require.Error(t, err)
 			t.Log(err)
