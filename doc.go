@@ -24,9 +24,15 @@
 //     runner that sends it with faults applied and records every attempt.
 //   - certify: the public entry point; it joins a target, the scenarios,
 //     the faults and assert into one certification.
+//   - internal/config: the one place a certification's configuration is
+//     checked; it turns a description every front end fills into a
+//     certify.Config, its errors naming the field at fault.
 //   - internal/suite (suite and policy files), idemchecktest (the Go API for
 //     one's own tests) and cmd/idemcheck, whose commands go from flags to a
-//     configuration, certify, render, and map the verdict to an exit code.
+//     configuration, certify, render, and map the verdict to an exit code:
+//     the three front ends, each filling internal/config's description and
+//     saying its errors in its own words (a flag, a file's line and key, a
+//     Go field).
 //
 // Beside the layers, internal/render turns a Report (or a suite's, or a
 // soak's result) into terminal text, JUnit and Markdown; it imports the

@@ -3,6 +3,7 @@ package idemcheck
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Exit codes are a stable contract with CI pipelines.
@@ -106,18 +107,20 @@ func (e *FieldError) Unwrap() []error {
 type Word struct{ Name, Set string }
 
 // Text is the message in words: each Field and Setting that words knows is
-// named as words says, any other in Go's words.
+// named as words says, any other in Go's words. An element of a list,
+// Headers[2], is named as the list (Headers) where words has no word for
+// the element itself.
 func (e *FieldError) Text(words map[Field]Word) string {
 	args := make([]any, len(e.args))
 	for i, a := range e.args {
 		args[i] = a
 		switch a := a.(type) {
 		case Field:
-			if w, ok := words[a]; ok {
+			if w, ok := a.in(words); ok {
 				args[i] = w.Name
 			}
 		case Setting:
-			if w, ok := words[Field(a)]; ok {
+			if w, ok := Field(a).in(words); ok {
 				args[i] = w.Set
 				if w.Set == "" {
 					args[i] = "set " + w.Name
@@ -126,4 +129,21 @@ func (e *FieldError) Text(words map[Field]Word) string {
 		}
 	}
 	return fmt.Errorf(e.format, args...).Error()
+}
+
+// List is the list a field is an element of (Headers for Headers[2]), or
+// the field itself.
+func (f Field) List() Field {
+	if i := strings.LastIndexByte(string(f), '['); i > 0 && strings.HasSuffix(string(f), "]") {
+		return f[:i]
+	}
+	return f
+}
+
+func (f Field) in(words map[Field]Word) (Word, bool) {
+	if w, ok := words[f]; ok {
+		return w, true
+	}
+	w, ok := words[f.List()]
+	return w, ok
 }

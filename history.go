@@ -200,8 +200,8 @@ const PairGapLimit = time.Millisecond
 // the order it started, and the database's observations. It is the input of
 // the checker and can be written to disk and checked again offline.
 type History struct {
-	// Run says what was certified, how, and with which seed; with it the
-	// history can be checked again offline.
+	// Run says what was certified and how; with it the history can be
+	// checked again offline.
 	Run          Run           `json:"run"`
 	Intents      []Intent      `json:"intents"`
 	Attempts     []Attempt     `json:"attempts"`
@@ -233,7 +233,9 @@ func (h *History) ObservationsByIntent() map[string]Observation {
 // Run is the header of a history: everything besides the traffic that the
 // checker needs to reach the same verdict again.
 type Run struct {
-	Seed   int64  `json:"seed"`
+	// Seed is a soak's: it chose which intents were cut. A certification
+	// makes no random choice and has none.
+	Seed   int64  `json:"seed,omitempty"`
 	Target Target `json:"target"`
 	Policy Policy `json:"policy"`
 	// Checks are the checks planned for the run, in order; a check the

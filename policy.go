@@ -273,7 +273,7 @@ func (p Policy) Validate() error {
 		s    int
 	}{{"in_progress_status", p.InProgressStatus}, {"mismatch_status", p.MismatchStatus}, {"missing_key_status", p.MissingKeyStatus}, {"invalid_key_status", p.InvalidKeyStatus}} {
 		if f.s != 0 && (f.s < 100 || f.s > 599) {
-			return policyErrorf(f.name, "%s %d is not an HTTP status (or 0 for none)", f.name, f.s)
+			return policyErrorf(f.name, "%s %d is not an HTTP status: use 100 to 599, or 0 for none", f.name, f.s)
 		}
 	}
 	for _, s := range p.CreatedStatuses {

@@ -168,9 +168,11 @@ type Report struct {
 	// Tool is the idemcheck build that made the report; StartedAt is when
 	// the run began (for a history checked again offline: when its first
 	// attempt was sent).
-	Tool      Tool          `json:"tool,omitzero"`
-	StartedAt time.Time     `json:"started_at,omitzero"`
-	Seed      int64         `json:"seed"`
+	Tool      Tool      `json:"tool,omitzero"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// A report has no seed: a certification makes no random choice (keys
+	// are UUIDs). Earlier reports carried a "seed" that chose nothing; the
+	// schema keeps it, optional, for them.
 	Target    Target        `json:"target"`
 	Policy    Policy        `json:"policy"`
 	Checks    []CheckResult `json:"checks"`
@@ -214,13 +216,12 @@ type SuiteReport struct {
 	Verdict   Status    `json:"verdict"`
 	Tool      Tool      `json:"tool,omitzero"`
 	StartedAt time.Time `json:"started_at,omitzero"`
-	Seed      int64     `json:"seed"`
 	Reports   []Report  `json:"reports"`
 }
 
 // NewSuiteReport joins endpoint reports; the suite fails when any fails.
-func NewSuiteReport(seed int64, reports []Report) SuiteReport {
-	s := SuiteReport{Version: ReportVersion, Verdict: Pass, Seed: seed, Reports: reports}
+func NewSuiteReport(reports []Report) SuiteReport {
+	s := SuiteReport{Version: ReportVersion, Verdict: Pass, Reports: reports}
 	for i, r := range reports {
 		s.Verdict = WorstVerdict(s.Verdict, r.Verdict)
 		if i == 0 || (!r.StartedAt.IsZero() && r.StartedAt.Before(s.StartedAt)) {

@@ -58,7 +58,6 @@ func Report(h *idemcheck.History) idemcheck.Report {
 	r := idemcheck.Report{
 		Version:   idemcheck.ReportVersion,
 		Verdict:   idemcheck.Pass,
-		Seed:      h.Run.Seed,
 		Target:    h.Run.Target,
 		Policy:    h.Run.Policy,
 		Anomalies: anomalies,

@@ -76,7 +76,6 @@ type Config struct {
 	// of this path, its answer's array (or number) at EffectCount.
 	EffectHTTP  *idemcheck.Template
 	EffectCount string
-	Seed        int64
 	Timeout     time.Duration
 	// Redact names headers whose values never reach a report or history,
 	// beside Authorization and Cookie; the tenants' header names are
@@ -151,7 +150,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Checks = scenarios.Names()
 	}
 	if err := cfg.Options.Validate(); err != nil {
-		return nil, idemcheck.Usagef("%v", err)
+		return nil, err
 	}
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, idemcheck.Usagef("%v", err)
@@ -192,7 +191,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	h := &idemcheck.History{Run: idemcheck.Run{
-		Seed: cfg.Seed,
 		Target: idemcheck.Target{
 			Name: cfg.Name, URL: cfg.Endpoint.Base.String(), Method: cfg.Endpoint.Method,
 			Path: cfg.Endpoint.Path.Fill(idemcheck.Intent{ID: "{{intent}}", Key: "{{key}}"}), Database: cfg.DBName,
@@ -380,16 +378,43 @@ func checkSpeaksTLS(ctx context.Context, addr string, cfg *tls.Config) error {
 	return idemcheck.Unavailablef("TLS handshake with target %s: %v", addr, unwrapNet(err))
 }
 
-// CheckURL checks a target URL without sending anything: absolute http(s),
-// and, unless allowRemote, a host the loopback rule accepts (RequireLoopback).
-// field names the setting in the error: Go's name (Endpoint.Base) or the
-// caller's own (a file's key).
+// CheckURL checks a target URL without sending anything (CheckBase), and,
+// unless allowRemote, that its host is one the loopback rule accepts
+// (RequireLoopback). field names the setting in the error: Go's name
+// (Endpoint.Base) or the caller's own (a file's key).
 func CheckURL(base *url.URL, field string, allowRemote bool) error {
-	if base == nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s must be an absolute http:// or https:// URL, such as http://127.0.0.1:8080", idemcheck.Field(field))
+	if err := CheckBase(base, idemcheck.Field(field), ""); err != nil {
+		return err
 	}
 	if !allowRemote {
 		return RequireLoopback(field, base.Hostname())
+	}
+	return nil
+}
+
+// CheckBase is the one rule for a target's URL: absolute http:// or
+// https://, with a host, and nothing idemcheck would not send (credentials,
+// a query, a fragment). Its path is the caller's to use. field names the
+// setting; shown is the URL as its user wrote it, quoted in the errors (a
+// file's text before ${NAME} expansion), or "" to quote base itself with
+// its password hidden. A nil base is a URL that did not parse.
+func CheckBase(base *url.URL, field idemcheck.Field, shown string) error {
+	if shown == "" && base != nil {
+		shown = base.Redacted()
+	}
+	switch {
+	case base == nil && shown == "":
+		return idemcheck.Fieldf(idemcheck.ExitUsage, field, "%s is not set: give an absolute http:// or https:// URL, such as http://127.0.0.1:8080", field)
+	case base == nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https"):
+		return idemcheck.Fieldf(idemcheck.ExitUsage, field, "%s %q is not an absolute http:// or https:// URL, such as http://127.0.0.1:8080", field, shown)
+	case base.User != nil:
+		return idemcheck.Fieldf(idemcheck.ExitUsage, field, "%s %q carries credentials (user:password@), which idemcheck would not send: send them in a header instead (%s), such as 'Authorization: Basic …'",
+			field, shown, idemcheck.Field("Endpoint.Header"))
+	case base.RawQuery != "" || base.ForceQuery:
+		return idemcheck.Fieldf(idemcheck.ExitUsage, field, "%s %q carries a query string, which idemcheck would not send: put it in the request path (%s), such as /orders?…",
+			field, shown, idemcheck.Field("Endpoint.Path"))
+	case base.Fragment != "":
+		return idemcheck.Fieldf(idemcheck.ExitUsage, field, "%s %q carries a fragment, which is never sent: leave it out", field, shown)
 	}
 	return nil
 }

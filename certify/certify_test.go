@@ -45,7 +45,7 @@ func ordersConfig(base *url.URL, pool *pgxpool.Pool) certify.Config {
 			Path: idemcheck.MustTemplate("/orders"),
 			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`),
 		},
-		Policy: p, Options: scenarios.Defaults, Seed: 1,
+		Policy: p, Options: scenarios.Defaults,
 		DB: pool, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
 		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
 	}

@@ -30,26 +30,27 @@
 //		EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
 //	})
 //
-// It imports certify and targets; nothing in the module imports it.
+// Its Target is checked by internal/config, the rules the command's flags
+// and suite files share. It imports certify and internal/config; nothing
+// in the module imports it.
 package idemchecktest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Target is the endpoint to certify, where it runs and what it promises.
@@ -98,8 +99,6 @@ type Target struct {
 	Checks []string
 	// Options default to scenarios.Defaults.
 	Options *scenarios.Options
-	// Seed defaults to 1, so a failing test runs the same way again.
-	Seed int64
 }
 
 // Check certifies the target and returns its report. The error is an
@@ -169,114 +168,69 @@ func Describe(a idemcheck.Anomaly) string {
 	return b.String()
 }
 
-// config turns a Target into a certification, serving the handler or
-// starting the command or image, if any; stop undoes that.
+// targetWords are idemchecktest's names for the fields config.Build and
+// certify name where they differ from Target's own.
+var targetWords = map[idemcheck.Field]idemcheck.Word{
+	"Headers": {Name: "Header"}, "Endpoint.Header": {Name: "Header"}, "Endpoint.Base": {Name: "URL"}, "Endpoint.Path": {Name: "Path"},
+	"DB": {Name: "DB", Set: "set DB (or DSN for a Command or Image)"}, "AllowRemote": {Name: "AllowRemote", Set: "set AllowRemote"},
+}
+
+// inTargetWords is err with the fields it names said as Target's; it
+// wraps err, whose *idemcheck.FieldError names the field.
+func inTargetWords(err error) error {
+	var fe *idemcheck.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return &idemcheck.Error{Code: idemcheck.ExitCode(err), Err: &worded{"idemchecktest: " + fe.Text(targetWords), err}}
+}
+
+// worded is an error said in other words.
+type worded struct {
+	msg string
+	err error
+}
+
+func (w *worded) Error() string { return w.msg }
+func (w *worded) Unwrap() error { return w.err }
+
+// config turns a Target into a certification (config.Build), serving the
+// handler or starting the command or image, if any; stop undoes that.
 func (t Target) config(ctx context.Context) (certify.Config, func(), error) {
-	stop := func() {}
-	fail := func(err error) (certify.Config, func(), error) {
-		stop()
-		return certify.Config{}, func() {}, err
+	if t.DSN != "" && t.Command == "" && t.Image == "" {
+		return certify.Config{}, nil, idemcheck.Fieldf(idemcheck.ExitUsage, "DSN", "idemchecktest: DSN goes with Command or Image, a target idemcheck starts (with Handler or URL, set DB)")
 	}
-	var given []string
-	for name, set := range map[string]bool{"Handler": t.Handler != nil, "URL": t.URL != "", "Command": t.Command != "", "Image": t.Image != ""} {
-		if set {
-			given = append(given, name)
-		}
+	spec := config.Spec{
+		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, DSN: t.DSN,
+		Method: t.Method, Path: t.Path, Body: t.Body, OtherPath: t.OtherPath,
+		Policy: idemcheck.IETF(), DB: t.DB, EffectSQL: t.EffectSQL, EffectArgs: t.EffectArgs,
+		Checks: t.Checks, Options: scenarios.Defaults,
 	}
-	if len(given) > 1 {
-		slices.Sort(given)
-		return fail(idemcheck.Usagef("idemchecktest: give one of Handler, URL, Command and Image, not %s", strings.Join(given, " and ")))
-	}
-	started := t.Command != "" || t.Image != ""
-	if !started && (t.DSN != "" || len(t.Env) > 0) {
-		return fail(idemcheck.Usagef("idemchecktest: DSN and Env go with Command or Image, a target idemcheck starts"))
-	}
-	if started && t.DB != nil {
-		return fail(idemcheck.Usagef("idemchecktest: DB goes with Handler or URL; a started target's effects are counted in the database idemcheck hands it (DSN)"))
-	}
-	raw := t.URL
-	var powers targets.Powers
-	var replicas int
-	var db *pgxpool.Pool
-	switch {
-	case t.Handler != nil:
-		srv := httptest.NewServer(t.Handler)
-		raw, stop = srv.URL, srv.Close
-	case t.Command != "":
-		pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: t.Command, DSN: t.DSN, Env: t.Env})
-		if err != nil {
-			return fail(err)
-		}
-		stop = pt.Close
-		raw, powers, replicas, db = pt.URL.String(), pt.Powers(), pt.Replicas(), pt.DB.Pool
-	case t.Image != "":
-		env, err := targets.ParseEnv(t.Env)
-		if err != nil {
-			return fail(idemcheck.Usagef("idemchecktest: Env: %v", err))
-		}
-		ct, err := targets.StartContainerTarget(ctx, targets.ContainerOptions{Image: t.Image, DSN: t.DSN, Env: env})
-		if err != nil {
-			return fail(err)
-		}
-		stop = func() { _ = ct.Close() }
-		raw, powers, replicas, db = ct.URL.String(), ct.Powers(), 1, ct.DB.Pool
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return fail(idemcheck.Usagef("idemchecktest: URL %q is not an absolute http:// URL (or give Handler, Command or Image)", raw))
-	}
-	method := t.Method
-	if method == "" {
-		method = http.MethodPost
-	}
-	e := scenarios.Endpoint{Base: &url.URL{Scheme: u.Scheme, Host: u.Host}, Method: method}
-	if e.Path, err = idemcheck.ParseTemplate(t.Path); err != nil {
-		return fail(idemcheck.Usagef("idemchecktest: Path: %v", err))
-	}
-	if e.Body, err = idemcheck.ParseTemplate(t.Body); err != nil {
-		return fail(idemcheck.Usagef("idemchecktest: Body: %v", err))
-	}
-	if t.OtherPath != "" {
-		op, err := idemcheck.ParseTemplate(t.OtherPath)
-		if err != nil {
-			return fail(idemcheck.Usagef("idemchecktest: OtherPath: %v", err))
-		}
-		e.Other = &scenarios.OtherEndpoint{Method: method, Path: op}
-	}
-	for k, v := range t.Header {
-		tv, err := idemcheck.ParseTemplate(v)
-		if err != nil {
-			return fail(idemcheck.Usagef("idemchecktest: Header %s: %v", k, err))
-		}
-		e.Header = append(e.Header, scenarios.Header{Name: k, Value: tv})
-	}
-	cfg := certify.Config{
-		Endpoint: e, Policy: idemcheck.IETF(), Checks: t.Checks, Options: scenarios.Defaults,
-		Seed: t.Seed, DB: t.DB, EffectSQL: t.EffectSQL, Timeout: 10 * time.Second,
-		Powers: powers, Replicas: replicas,
-	}
-	if started && t.EffectSQL != "" {
-		cfg.DB = db
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = 1
+	names := slices.Sorted(maps.Keys(t.Header))
+	for _, k := range names {
+		spec.Headers = append(spec.Headers, config.Header{Name: k, Value: t.Header[k]})
 	}
 	if t.Policy != nil {
-		cfg.Policy = *t.Policy
+		spec.Policy = *t.Policy
 	}
 	if t.Options != nil {
-		cfg.Options = *t.Options
+		spec.Options = *t.Options
 	}
-	args := t.EffectArgs
-	if len(args) == 0 && t.EffectSQL != "" {
-		args = []string{"{{intent}}"}
+	if len(spec.EffectArgs) == 0 && t.EffectSQL != "" {
+		spec.EffectArgs = []string{"{{intent}}"}
 	}
-	for _, a := range args {
-		ta, err := idemcheck.ParseTemplate(a)
+	b, err := config.Build(spec)
+	if err != nil {
+		return certify.Config{}, nil, inTargetWords(err)
+	}
+	stop := func() {}
+	if b.Launch != nil {
+		st, err := b.Launch.Start(ctx, nil, nil)
 		if err != nil {
-			return fail(idemcheck.Usagef("idemchecktest: EffectArgs: %v", err))
+			return certify.Config{}, nil, inTargetWords(err)
 		}
-		cfg.EffectArgs = append(cfg.EffectArgs, ta)
+		stop = func() { _ = st.Close() }
+		b.Attach(st)
 	}
-	return cfg, stop, nil
+	return b.Config, stop, nil
 }

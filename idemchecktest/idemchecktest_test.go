@@ -152,9 +152,9 @@ func TestTargetSourceErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := idemchecktest.Check(ctx, idemchecktest.Target{URL: "http://127.0.0.1:1", Command: "true"})
 	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
-	assert.ErrorContains(t, err, "not Command and URL")
+	assert.ErrorContains(t, err, "give URL or Command, not both")
 	_, err = idemchecktest.Check(ctx, idemchecktest.Target{URL: "http://127.0.0.1:1", DSN: "postgres://127.0.0.1/x"})
-	assert.ErrorContains(t, err, "DSN and Env go with Command or Image")
+	assert.ErrorContains(t, err, "DSN goes with Command or Image")
 	_, err = idemchecktest.Check(ctx, idemchecktest.Target{Command: "true", DB: pgtest.Pool(t)})
 	assert.ErrorContains(t, err, "DB goes with Handler or URL")
 	// A configuration error of a started target names the field, not a flag.

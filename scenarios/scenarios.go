@@ -18,7 +18,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -180,21 +179,27 @@ const (
 	MaxRounds    = 10000
 )
 
-// Validate names the option that is out of range.
+// Validate names the option that is out of range, as a Field of
+// certify.Config (Options.BurstSize), which each front end says in its own
+// words.
 func (o Options) Validate() error {
-	switch {
-	case o.BurstSize < 2 || o.BurstSize > MaxBurstSize:
-		return fmt.Errorf("burst size %d is out of range: use 2 to %d", o.BurstSize, MaxBurstSize)
-	case o.BurstRounds < 1 || o.BurstRounds > MaxRounds:
-		return fmt.Errorf("burst rounds %d is out of range: use 1 to %d", o.BurstRounds, MaxRounds)
-	case o.Rounds < 1 || o.Rounds > MaxRounds:
-		return fmt.Errorf("rounds %d is out of range: use 1 to %d", o.Rounds, MaxRounds)
-	case o.FaultRounds < 1 || o.FaultRounds > MaxRounds:
-		return fmt.Errorf("fault rounds %d is out of range: use 1 to %d", o.FaultRounds, MaxRounds)
-	case o.Redeliveries < 2 || o.Redeliveries > MaxBurstSize:
-		return fmt.Errorf("redeliveries %d is out of range: use 2 to %d", o.Redeliveries, MaxBurstSize)
-	case o.RetryWindow < 0:
-		return fmt.Errorf("retry window %v must not be negative", o.RetryWindow)
+	for _, r := range []struct {
+		field  idemcheck.Field
+		v      int
+		lo, hi int
+	}{
+		{"Options.BurstSize", o.BurstSize, 2, MaxBurstSize},
+		{"Options.BurstRounds", o.BurstRounds, 1, MaxRounds},
+		{"Options.Rounds", o.Rounds, 1, MaxRounds},
+		{"Options.FaultRounds", o.FaultRounds, 1, MaxRounds},
+		{"Options.Redeliveries", o.Redeliveries, 2, MaxBurstSize},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return idemcheck.Fieldf(idemcheck.ExitUsage, r.field, "%s %d is out of range: use %d to %d", r.field, r.v, r.lo, r.hi)
+		}
+	}
+	if o.RetryWindow < 0 {
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Options.RetryWindow", "%s %v must not be negative", idemcheck.Field("Options.RetryWindow"), o.RetryWindow)
 	}
 	return nil
 }

@@ -95,6 +95,8 @@ func TestSuiteSchema(t *testing.T) {
 		"endpoints:\n  - path: /a\n    checks: [burst]\n",
 		"endpoints:\n  - path: /a\n    efect: {sql: x}\n",
 		"target: {url: x}\n",
+		// A certification makes no random choice: a suite has no seed.
+		"options: {seed: 1}\nendpoints:\n  - path: /a\n",
 	} {
 		assert.Error(t, s.Validate(yamlFile(t, []byte(bad))), bad)
 	}
@@ -155,14 +157,25 @@ func TestReportSchema(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, s.Validate(v), "report %d", i)
 	}
+	// Reports of earlier builds carry a seed that chose nothing: they still
+	// validate, the field optional.
+	for i, r := range reports {
+		var b bytes.Buffer
+		require.NoError(t, r.WriteJSON(&b))
+		assert.NotContains(t, b.String(), `"seed"`, "report %d", i)
+		old := strings.Replace(b.String(), `"version": 1,`, `"version": 1, "seed": 42,`, 1)
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(old))
+		require.NoError(t, err)
+		assert.NoError(t, s.Validate(v), "an older report %d, with its seed", i)
+	}
 	var b bytes.Buffer
-	require.NoError(t, idemcheck.NewSuiteReport(1, reports).WriteJSON(&b))
+	require.NoError(t, idemcheck.NewSuiteReport(reports).WriteJSON(&b))
 	suiteJSON := b.String()
 	v, err := jsonschema.UnmarshalJSON(&b)
 	require.NoError(t, err)
 	assert.NoError(t, s.Validate(v), "a suite's report")
 
-	surprise := strings.Replace(suiteJSON, `"seed": 1,`, `"seed": 1, "surprise": true,`, 1)
+	surprise := strings.Replace(suiteJSON, `"version": 1,`, `"version": 1, "surprise": true,`, 1)
 	v, err = jsonschema.UnmarshalJSON(strings.NewReader(surprise))
 	require.NoError(t, err)
 	assert.Error(t, s.Validate(v), "a field the schema does not describe fails the tightened schema")

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,12 +15,11 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
-	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -99,20 +95,14 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// MinTimeout is the shortest per-attempt timeout: below it no reply can
-// arrive, and every attempt would be blamed on the target.
-const MinTimeout = 10 * time.Millisecond
-
-// MinRate is the lowest request-rate cap: below it the cap stops meaning
-// anything a run could reach.
-const MinRate = 0.1
+// MinTimeout is the shortest per-attempt timeout (config.MinTimeout).
+const MinTimeout = config.MinTimeout
 
 // runFlags are the flags every command that sends traffic shares.
 type runFlags struct {
 	outputs
 	protocol    string
 	timedBursts bool
-	seed        int64
 	rate        float64
 	maxDuration time.Duration
 	timeout     time.Duration
@@ -124,12 +114,11 @@ type runFlags struct {
 
 func (r *runFlags) register(fs *flag.FlagSet) {
 	r.outputs.register(fs)
-	fs.Int64Var(&r.seed, "seed", 0, "seed for the run's random choices (default: random, printed in the report)")
 	fs.StringVar(&r.protocol, "protocol", "auto", "burst engine: auto (HTTP/2 single-packet release where the target speaks h2, else HTTP/1.1 last-byte sync), http1 or h2")
 	fs.BoolVar(&r.timedBursts, "timed-bursts", false, "for a target idemcheck starts (--cmd, --image): do not schedule the bursts' writes at its database link; bursts are then timed only, as for a --url target, and races narrower than their spread may be missed")
 	fs.Float64Var(&r.rate, "rate", scenarios.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
 	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
-	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "per-attempt timeout")
+	fs.DurationVar(&r.timeout, "timeout", config.DefaultTimeout, "per-attempt timeout")
 	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
 	fs.Int64Var(&r.maxBody, "max-body", defaultMaxBody, "reply body `bytes` kept per attempt, in memory and in the history (the rest is read no further)")
 	fs.StringVar(&r.targetLog, "target-log", "", "for a target idemcheck starts (--cmd, --image, a suite's target): write its stdout and stderr to `FILE`, named in the report (a container's when the run ends). "+
@@ -137,55 +126,30 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.tlsFlags.register(fs)
 }
 
+// validate checks what only the command has: the output files and the
+// TLS files. The rest is config.Build's.
 func (r *runFlags) validate() error {
-	switch {
-	case math.IsNaN(r.rate) || math.IsInf(r.rate, 0) || r.rate < MinRate:
-		return idemcheck.Usagef("--rate %v must be a number of requests per second of at least %v, such as 1000", r.rate, MinRate)
-	case r.maxDuration <= 0:
-		return idemcheck.Usagef("--max-duration %v must be positive, such as 10m", r.maxDuration)
-	case r.timeout < MinTimeout:
-		return idemcheck.Usagef("--timeout %v is too short for any reply to arrive: use %v or more, such as 10s", r.timeout, MinTimeout)
-	case r.maxBody < 1 || r.maxBody > maxMaxBody:
-		return idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", r.maxBody, maxMaxBody)
-	}
 	if err := r.outputs.check(); err != nil {
 		return err
 	}
-	if _, err := wire.ParseProtocol(r.protocol); err != nil {
-		return idemcheck.Usagef("--protocol %q: use auto, http1 or h2", r.protocol)
-	}
-	if err := r.tlsFlags.load(); err != nil {
-		return err
-	}
-	if r.seed == 0 {
-		r.seed = rand.Int64N(1<<53) + 1
-	}
-	return nil
+	return r.tlsFlags.load()
 }
 
-func (r *runFlags) apply(cfg *certify.Config) {
-	cfg.Seed, cfg.Rate, cfg.MaxDuration, cfg.Timeout = r.seed, r.rate, r.maxDuration, r.timeout
-	cfg.Protocol, _ = wire.ParseProtocol(r.protocol)
-	cfg.Timed = r.timedBursts
-	cfg.AllowRemote = cfg.AllowRemote || r.allowRemote
-	cfg.MaxBody = r.maxBody
-	cfg.TLS = r.tlsFlags.config
-	cfg.Preflight = true
+// apply puts the run's options on s.
+func (r *runFlags) apply(s *config.Spec) {
+	s.Rate, s.MaxDuration, s.Timeout, s.MaxBody = r.rate, r.maxDuration, r.timeout, r.maxBody
+	s.Protocol, s.Timed, s.TargetLog = r.protocol, r.timedBursts, r.targetLog
+	s.AllowRemote = s.AllowRemote || r.allowRemote
+	s.TLS = r.tlsFlags.config
+	s.Preflight = true
 }
 
-// defaultMaxBody is --max-body unless told otherwise. Every attempt keeps
-// its reply body for the whole run (the checks compare them, the history
-// holds them), so the kept part is what a hostile or merely verbose target
-// costs per attempt: measured against a target answering 50 MB of NUL
-// bytes, a default run (190 attempts) kept 1 MiB each, peaked at 494 MiB
-// and wrote a 1.1 GB history (JSON escapes a NUL in six bytes). Replies
-// that idempotency checks compare are small; a longer one is compared on
-// its first 64 KiB and marked truncated.
-const defaultMaxBody = 64 << 10
-
-// maxMaxBody caps --max-body: every attempt of a run keeps up to that
-// much, in memory and in the history.
-const maxMaxBody = 64 << 20
+// defaultMaxBody is --max-body unless told otherwise (config.DefaultMaxBody);
+// maxMaxBody caps it.
+const (
+	defaultMaxBody = config.DefaultMaxBody
+	maxMaxBody     = config.MaxMaxBody
+)
 
 // parseFlags parses args, turning the flag package's errors into one-line
 // usage errors that name the command.
@@ -198,6 +162,9 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 			fs.PrintDefaults()
 			return errHelp
 		}
+		if strings.HasSuffix(err.Error(), "flag provided but not defined: -seed") {
+			return idemcheck.Usagef("%s: --seed is not a flag of %s: a certification makes no random choice (keys are UUIDs), so there is nothing to seed; leave it out (soak --seed chooses which of a soak's intents are cut)", fs.Name(), fs.Name())
+		}
 		return idemcheck.Usagef("%s: %v (see idemcheck %s -h)", fs.Name(), err, fs.Name())
 	}
 	if fs.NArg() > 0 {
@@ -206,295 +173,201 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
-	var (
-		rawURL, method, path, body, db, effectSQL, checks, name string
-		effectHTTP, effectCount                                 string
-		keyHeader, replayHeader, resourceID                     string
-		policyName, otherPath, command, failingBody             string
-		invalidBody                                             string
-		image, dbImage, ready                                   string
-		instances                                               int
-		lease                                                   time.Duration
-		headers, effectArgs, ignore, redact, env, tenants       listFlag
-		redactFields, redactQuery                               listFlag
-		keyPointer                                              string
-		rf                                                      runFlags
-		statuses                                                statusFlags
-		opts                                                    = scenarios.Defaults
-	)
-	def := idemcheck.IETF()
-	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 or ${API_URL} (or --cmd, or --image)")
-	fs.StringVar(&command, "cmd", "", "`command` that starts the target (run with sh -c, given PORT and DATABASE_URL): idemcheck then owns its process and database link, for the fault checks")
-	fs.IntVar(&instances, "instances", 1, "with --cmd: instances behind a round-robin balancer (1 to 16)")
-	fs.StringVar(&image, "image", "", "container `image` of the target, already on the Docker host (never pulled), run on host networking with PORT, ADDR=127.0.0.1 and DATABASE_URL: idemcheck then owns its container and database link, for the fault checks")
-	fs.StringVar(&dbImage, "db-image", targets.DefaultPostgresImage, "with --image and no --db: the PostgreSQL `image` started for the target's database (without Docker or the image: the local PostgreSQL binaries)")
-	fs.Var(&env, "env", "with --image: a variable 'NAME=VALUE' for the container (repeatable)")
-	fs.StringVar(&ready, "ready", targets.DefaultContainerReady, "with --image: the `path` that answers 2xx once the target serves")
-	fs.DurationVar(&lease, "lease", 0, "the target's lease on a claimed key (for crash-lease and lease-fencing), such as 2s")
-	fs.StringVar(&failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
-	fs.StringVar(&invalidBody, "invalid-body", "", "a body `template` the target must refuse with a 4xx before doing any work, for corrected-retry (default: the body with every member's type broken)")
-	fs.StringVar(&method, "method", "POST", "request method")
-	fs.StringVar(&path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
-	fs.StringVar(&body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}' (${NAME} is read from the environment)")
-	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable; templates allowed; ${NAME} is read from the environment and hidden in reports, $${ is a literal ${), such as 'Authorization: Bearer ${TOKEN}'")
-	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
-	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
-	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
-	fs.StringVar(&effectHTTP, "effect-http", "", "count effects through the API, without database access: a `GET` of the target whose answer counts one intent's effects, such as 'GET /orders?customerId={{intent}}' (only GET is ever sent)")
-	fs.StringVar(&effectCount, "effect-count", "", "with --effect-http: the JSON `pointer` of the array (its length is the count) or number in the answer, such as /data; empty for the whole answer")
-	fs.StringVar(&checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
-	fs.StringVar(&name, "name", "", "label for the target in reports")
-	fs.StringVar(&keyHeader, "key-header", def.KeyHeader, "the idempotency key header")
-	fs.StringVar(&replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
-	fs.StringVar(&resourceID, "resource-id", "", "JSON `pointer` of the created resource's id in success bodies (default: detected)")
-	fs.Var(&ignore, "ignore-field", "JSON pointer left out when comparing replays (repeatable)")
-	fs.Var(&redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization and Cookie always are)")
-	fs.Var(&redactFields, "redact-field", "JSON `pointer` into request and reply bodies, such as /card/number, whose value never reaches a report or history (repeatable)")
-	fs.Var(&redactQuery, "redact-query", "query parameter `name` whose value never reaches a report or history (repeatable)")
-	fs.IntVar(&opts.BurstSize, "burst", opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
-	fs.IntVar(&opts.BurstRounds, "burst-rounds", opts.BurstRounds, "concurrent-burst rounds, each with a fresh intent (1 to 10000)")
-	fs.IntVar(&opts.Rounds, "rounds", opts.Rounds, "rounds of the sequential checks (1 to 10000)")
-	fs.IntVar(&opts.FaultRounds, "fault-rounds", opts.FaultRounds, "rounds of the checks that cut, crash or stall the target (1 to 10000)")
-	fs.IntVar(&opts.Redeliveries, "redeliveries", opts.Redeliveries, "copies of one event webhook-redelivery delivers at once (2 to 1024)")
-	fs.DurationVar(&opts.RetryWindow, "retry-window", 0, "how long after a success clients may still retry: sequential-replay then also replays after that long")
-	fs.Var(&tenants, "tenant", "a client's credentials 'Name: value' for cross-tenant (give two: --tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B')")
-	fs.StringVar(&keyPointer, "key-pointer", "", "JSON `pointer` of the key in the body (a webhook's /eventId) instead of the key header")
-	fs.StringVar(&policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber, webhook) or a YAML `file` with a preset and overrides")
-	statuses.register(fs)
-	fs.StringVar(&otherPath, "other-path", "", "a second endpoint's path for cross-endpoint (same method and body)")
-	rf.register(fs)
-	if err := parseFlags(fs, args, stdout); err != nil {
-		return 0, err
-	}
-	if err := rf.validate(); err != nil {
-		return 0, err
-	}
-	stdout = rf.outputs.route(stdout, stderr)
+// given is the set of flags named on the command line.
+func given(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	// ${NAME} in these flags comes from the environment. What the header,
-	// tenant and body flags expand to is hidden in every report, as a
-	// suite's is; the URL is printed in the report anyway.
-	var secrets []string
-	rawURL, _, err := expandFlag("--url", rawURL, os.LookupEnv)
+	return set
+}
+
+// certifyFlags are certify's flags as given.
+type certifyFlags struct {
+	rawURL, method, path, body, db, effectSQL, checks, name string
+	effectHTTP, effectCount                                 string
+	keyHeader, replayHeader, resourceID, keyPointer         string
+	policyName, otherPath, command, failingBody             string
+	invalidBody, image, dbImage, ready                      string
+	instances                                               int
+	lease                                                   time.Duration
+	headers, effectArgs, ignore, redact, env, tenants       listFlag
+	redactFields, redactQuery                               listFlag
+	rf                                                      runFlags
+	statuses                                                statusFlags
+	opts                                                    scenarios.Options
+	set                                                     map[string]bool
+}
+
+func (f *certifyFlags) register() *flag.FlagSet {
+	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
+	f.opts = scenarios.Defaults
+	def := idemcheck.IETF()
+	fs.StringVar(&f.rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 or ${API_URL} (or --cmd, or --image)")
+	fs.StringVar(&f.command, "cmd", "", "`command` that starts the target (run with sh -c, given PORT and DATABASE_URL): idemcheck then owns its process and database link, for the fault checks")
+	fs.IntVar(&f.instances, "instances", 1, "with --cmd: instances behind a round-robin balancer (1 to 16)")
+	fs.StringVar(&f.image, "image", "", "container `image` of the target, already on the Docker host (never pulled), run on host networking with PORT, ADDR=127.0.0.1 and DATABASE_URL: idemcheck then owns its container and database link, for the fault checks")
+	fs.StringVar(&f.dbImage, "db-image", targets.DefaultPostgresImage, "with --image and no --db: the PostgreSQL `image` started for the target's database (without Docker or the image: the local PostgreSQL binaries)")
+	fs.Var(&f.env, "env", "with --cmd or --image: a variable 'NAME=VALUE' for the target (repeatable)")
+	fs.StringVar(&f.ready, "ready", targets.DefaultContainerReady, "with --image: the `path` that answers 2xx once the target serves")
+	fs.DurationVar(&f.lease, "lease", 0, "the target's lease on a claimed key (for crash-lease and lease-fencing), such as 2s")
+	fs.StringVar(&f.failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
+	fs.StringVar(&f.invalidBody, "invalid-body", "", "a body `template` the target must refuse with a 4xx before doing any work, for corrected-retry (default: the body with every member's type broken)")
+	fs.StringVar(&f.method, "method", "POST", "request method")
+	fs.StringVar(&f.path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
+	fs.StringVar(&f.body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}' (${NAME} is read from the environment)")
+	fs.Var(&f.headers, "header", "extra request header 'Name: value' (repeatable; templates allowed; ${NAME} is read from the environment and hidden in reports, $${ is a literal ${), such as 'Authorization: Bearer ${TOKEN}'")
+	fs.StringVar(&f.db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
+	fs.StringVar(&f.effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
+	fs.Var(&f.effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
+	fs.StringVar(&f.effectHTTP, "effect-http", "", "count effects through the API, without database access: a `GET` of the target whose answer counts one intent's effects, such as 'GET /orders?customerId={{intent}}' (only GET is ever sent)")
+	fs.StringVar(&f.effectCount, "effect-count", "", "with --effect-http: the JSON `pointer` of the array (its length is the count) or number in the answer, such as /data; empty for the whole answer")
+	fs.StringVar(&f.checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
+	fs.StringVar(&f.name, "name", "", "label for the target in reports")
+	fs.StringVar(&f.keyHeader, "key-header", def.KeyHeader, "the idempotency key header")
+	fs.StringVar(&f.replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
+	fs.StringVar(&f.resourceID, "resource-id", "", "JSON `pointer` of the created resource's id in success bodies (default: detected)")
+	fs.Var(&f.ignore, "ignore-field", "JSON pointer left out when comparing replays (repeatable)")
+	fs.Var(&f.redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization and Cookie always are)")
+	fs.Var(&f.redactFields, "redact-field", "JSON `pointer` into request and reply bodies, such as /card/number, whose value never reaches a report or history (repeatable)")
+	fs.Var(&f.redactQuery, "redact-query", "query parameter `name` whose value never reaches a report or history (repeatable)")
+	fs.IntVar(&f.opts.BurstSize, "burst", f.opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
+	fs.IntVar(&f.opts.BurstRounds, "burst-rounds", f.opts.BurstRounds, "concurrent-burst rounds, each with a fresh intent (1 to 10000)")
+	fs.IntVar(&f.opts.Rounds, "rounds", f.opts.Rounds, "rounds of the sequential checks (1 to 10000)")
+	fs.IntVar(&f.opts.FaultRounds, "fault-rounds", f.opts.FaultRounds, "rounds of the checks that cut, crash or stall the target (1 to 10000)")
+	fs.IntVar(&f.opts.Redeliveries, "redeliveries", f.opts.Redeliveries, "copies of one event webhook-redelivery delivers at once (2 to 1024)")
+	fs.DurationVar(&f.opts.RetryWindow, "retry-window", 0, "how long after a success clients may still retry: sequential-replay then also replays after that long")
+	fs.Var(&f.tenants, "tenant", "a client's credentials 'Name: value' for cross-tenant (give two: --tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B')")
+	fs.StringVar(&f.keyPointer, "key-pointer", "", "JSON `pointer` of the key in the body (a webhook's /eventId) instead of the key header")
+	fs.StringVar(&f.policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber, webhook) or a YAML `file` with a preset and overrides")
+	f.statuses.register(fs)
+	fs.StringVar(&f.otherPath, "other-path", "", "a second endpoint's path for cross-endpoint (same method and body)")
+	f.rf.register(fs)
+	return fs
+}
+
+// spec is the certification the flags describe: ${NAME} read from the
+// environment, the policy loaded and overridden.
+func (f *certifyFlags) spec() (config.Spec, error) {
+	// What the header, tenant and body flags expand to is hidden in every
+	// report, as a suite's is; the URL is printed in the report anyway.
+	rawURL, _, err := expandFlag("--url", f.rawURL, os.LookupEnv)
 	if err != nil {
-		return 0, err
+		return config.Spec{}, err
 	}
-	for _, f := range []struct {
+	var secrets []string
+	body := []string{f.body}
+	for _, e := range []struct {
 		name string
 		vs   []string
-	}{{"--header", headers}, {"--tenant", tenants}, {"--body", []string{body}}} {
-		used, err := expandFlags(f.name, f.vs, os.LookupEnv)
+	}{{"--header", f.headers}, {"--tenant", f.tenants}, {"--body", body}} {
+		used, err := expandFlags(e.name, e.vs, os.LookupEnv)
 		if err != nil {
-			return 0, err
+			return config.Spec{}, err
 		}
 		secrets = append(secrets, used...)
-		if f.name == "--body" {
-			body = f.vs[0]
-		}
 	}
-
-	switch {
-	case rawURL == "" && command == "" && image == "":
-		return 0, idemcheck.Usagef("certify: --url is required, such as --url http://127.0.0.1:8080 (or --cmd or --image to let idemcheck start the target)")
-	case image != "" && (rawURL != "" || command != ""):
-		return 0, idemcheck.Usagef("certify: give --image alone, not with --url or --cmd: with --image the URL is the one idemcheck starts the container on")
-	case image == "" && (len(env) > 0 || set["ready"] || set["db-image"]):
-		return 0, idemcheck.Usagef("certify: --env, --ready and --db-image go with --image")
-	case image != "" && instances != 1:
-		return 0, idemcheck.Usagef("certify: --instances goes with --cmd: a container target is one instance")
-	case image != "" && !strings.HasPrefix(ready, "/"):
-		return 0, idemcheck.Usagef("--ready %q must be a path starting with /, such as /healthz", ready)
-	case rf.targetLog != "" && command == "" && image == "":
-		return 0, idemcheck.Usagef("certify: --target-log goes with --cmd or --image: idemcheck keeps the output of a target it starts")
-	case rawURL != "" && command != "":
-		return 0, idemcheck.Usagef("certify: give --url or --cmd, not both: with --cmd the URL is the one idemcheck starts the target on")
-	case instances < 1 || instances > 16:
-		return 0, idemcheck.Usagef("--instances %d is out of range: use 1 to 16", instances)
-	case lease < 0:
-		return 0, idemcheck.Usagef("--lease %v must be positive, such as 2s", lease)
+	if g := f.rf.tlsFlags.given(); g != "" && !strings.HasPrefix(strings.ToLower(rawURL), "https://") {
+		return config.Spec{}, idemcheck.Usagef("%s goes with an https:// --url (a target idemcheck starts with --cmd or --image is reached over http://)", g)
 	}
-	if f := rf.tlsFlags.given(); f != "" && !strings.HasPrefix(strings.ToLower(rawURL), "https://") {
-		return 0, idemcheck.Usagef("%s goes with an https:// --url (a target idemcheck starts with --cmd or --image is reached over http://)", f)
-	}
-	// The policy and the request headers are checked before the target is
-	// started or anything is sent: configuration that cannot be right is a
-	// usage error, not a run of false findings.
-	pol, err := loadPolicy(policyName)
+	pol, err := loadPolicy(f.policyName)
 	if err != nil {
-		return 0, err
+		return config.Spec{}, err
 	}
+	set := f.set
 	if set["key-header"] {
-		pol.KeyHeader = keyHeader
+		pol.KeyHeader = f.keyHeader
 	}
 	if set["replay-header"] {
-		pol.ReplayHeader = replayHeader
+		pol.ReplayHeader = f.replayHeader
 	}
 	if set["resource-id"] {
-		pol.ResourceID = resourceID
+		pol.ResourceID = f.resourceID
 	}
-	if len(ignore) > 0 {
-		pol.IgnoreFields = ignore
+	if len(f.ignore) > 0 {
+		pol.IgnoreFields = f.ignore
 	}
 	if set["key-pointer"] {
-		if err := assert.ValidatePointer(keyPointer); err != nil || keyPointer == "" {
-			return 0, idemcheck.Usagef("--key-pointer %q must be a JSON pointer such as /eventId", keyPointer)
-		}
-		pol.KeyPointer = keyPointer
+		pol.KeyPointer = f.keyPointer
 	}
 	if set["lease"] {
-		pol.Lease = lease
+		pol.Lease = f.lease
 	}
-	for _, p := range append([]string{resourceID}, ignore...) {
-		if err := assert.ValidatePointer(p); err != nil {
-			return 0, idemcheck.Usagef("--resource-id/--ignore-field: %v", err)
-		}
+	if err := f.statuses.apply(&pol, set); err != nil {
+		return config.Spec{}, err
 	}
-	if err := statuses.apply(&pol, set); err != nil {
-		return 0, err
-	}
-	if err := checkPolicy(pol, policyName, set); err != nil {
-		return 0, err
-	}
-	for _, h := range headers {
-		if _, err := suite.ParseHeader(h); err != nil {
-			return 0, idemcheck.Usagef("--header %v", err)
-		}
-	}
+	db := f.db
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
-	allowRemote := rf.allowRemote
-	if rawURL != "" {
-		u, _, err := targetURL(rawURL)
-		if err != nil {
-			return 0, err
-		}
-		if err := certify.CheckURL(u, "--url", allowRemote); err != nil {
-			return 0, err
-		}
+	s := config.Spec{
+		Name: f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env,
+		Method: f.method, Path: f.path, Body: body[0], Headers: splitHeaders(f.headers), Tenants: splitHeaders(f.tenants),
+		FailingBody: f.failingBody, InvalidBody: f.invalidBody, OtherPath: f.otherPath,
+		Policy: pol, DSN: db, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
+		Checks: splitList(f.checks), Options: f.opts,
+		Redact: f.redact, RedactFields: f.redactFields, RedactQuery: f.redactQuery, Secrets: secrets,
 	}
-	if err := targets.CheckDSN(db, "--db", allowRemote); err != nil {
+	if set["effect-count"] {
+		s.EffectCount = &f.effectCount
+	}
+	if set["ready"] {
+		s.Ready = f.ready
+	}
+	if set["db-image"] {
+		s.DBImage = f.dbImage
+	}
+	f.rf.apply(&s)
+	return s, nil
+}
+
+func splitHeaders(hs []string) []config.Header {
+	var out []config.Header
+	for _, h := range hs {
+		out = append(out, config.SplitHeader(h))
+	}
+	return out
+}
+
+// runCertify is the certify command: flags to a description, config.Build,
+// the target started if idemcheck starts it, certify.Run, the report
+// rendered, the exit code.
+func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var f certifyFlags
+	fs := f.register()
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
 	}
-	// A target idemcheck starts (--cmd, --image) is started before the rest
-	// of the checks below so that its URL is known; every error path after
-	// this closes it, an interrupted run (ctx cancelled) included.
-	var started *startedTarget
-	if command != "" || image != "" {
-		vars, err := targets.ParseEnv(env)
-		if err != nil {
-			return 0, idemcheck.Usagef("--env %v", err)
-		}
-		spec := targetSpec{command: command, instances: instances, image: image, dbImage: dbImage, env: vars, ready: ready, allowRemote: allowRemote, log: rf.targetLog}
-		if started, err = startTarget(ctx, spec, db, stderr); err != nil {
-			return 0, err
-		}
-		defer started.close()
-		rawURL = started.url.String()
-		if name == "" && image != "" {
-			// The port is picked anew each run; the image is what a
-			// pipeline certifies.
-			name = image
-		}
+	f.set = given(fs)
+	if err := f.rf.validate(); err != nil {
+		return 0, err
 	}
-	base, urlPath, err := targetURL(rawURL)
+	stdout = f.rf.outputs.route(stdout, stderr)
+	spec, err := f.spec()
 	if err != nil {
 		return 0, err
 	}
-	if path == "" {
-		path = urlPath
-	}
-	if err := checkRange("--burst", opts.BurstSize, 2, scenarios.MaxBurstSize); err != nil {
+	b, err := config.Build(spec)
+	if err != nil {
 		return 0, err
 	}
-	if err := checkRange("--burst-rounds", opts.BurstRounds, 1, scenarios.MaxRounds); err != nil {
-		return 0, err
-	}
-	if err := checkRange("--rounds", opts.Rounds, 1, scenarios.MaxRounds); err != nil {
-		return 0, err
-	}
-	if err := checkRange("--fault-rounds", opts.FaultRounds, 1, scenarios.MaxRounds); err != nil {
-		return 0, err
-	}
-	if err := checkRange("--redeliveries", opts.Redeliveries, 2, scenarios.MaxBurstSize); err != nil {
-		return 0, err
-	}
-	if opts.RetryWindow < 0 {
-		return 0, idemcheck.Usagef("--retry-window %v must not be negative", opts.RetryWindow)
-	}
-	for _, p := range redactFields {
-		if err := assert.ValidatePointer(p); err != nil || p == "" {
-			return 0, idemcheck.Usagef("--redact-field %q must be a JSON pointer such as /card/number", p)
-		}
-	}
-	cfg := certify.Config{
-		Name: name, Options: opts, Redact: redact, RedactFields: redactFields, RedactQuery: redactQuery,
-		Checks: splitList(checks), EffectSQL: effectSQL, Secrets: secrets,
-	}
-	rf.apply(&cfg)
-	cfg.Policy = pol
-	if cfg.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
-		return 0, err
-	}
-	if otherPath != "" {
-		t, err := idemcheck.ParseTemplate(otherPath)
-		if err != nil || !strings.HasPrefix(otherPath, "/") {
-			return 0, idemcheck.Usagef("--other-path %q must be a path starting with /, with {{key}}, {{intent}} or {{seq}} holes only", otherPath)
-		}
-		cfg.Endpoint.Other = &scenarios.OtherEndpoint{Method: cfg.Endpoint.Method, Path: t}
-	}
-	if failingBody != "" {
-		t, err := idemcheck.ParseTemplate(failingBody)
-		if err != nil {
-			return 0, idemcheck.Usagef("--failing-body: %v", err)
-		}
-		cfg.Endpoint.FailingBody = &t
-	}
-	if invalidBody != "" {
-		t, err := idemcheck.ParseTemplate(invalidBody)
-		if err != nil {
-			return 0, idemcheck.Usagef("--invalid-body: %v", err)
-		}
-		cfg.Endpoint.InvalidBody = &t
-	}
-	if len(tenants) > 0 {
-		if len(tenants) != 2 {
-			return 0, idemcheck.Usagef("--tenant takes two clients' credentials, given as two flags; got %d", len(tenants))
-		}
-		for _, raw := range tenants {
-			h, err := suite.ParseHeader(raw)
-			if err != nil {
-				return 0, idemcheck.Usagef("--tenant %v", err)
-			}
-			cfg.Endpoint.Tenants = append(cfg.Endpoint.Tenants, h)
-		}
-	}
-	if cfg.EffectArgs, err = parseEffectArgs(effectArgs, effectSQL); err != nil {
-		return 0, err
-	}
-	if cfg.EffectHTTP, cfg.EffectCount, err = parseEffectHTTP(effectHTTP, effectCount, effectSQL, isSet(fs, "effect-count")); err != nil {
-		return 0, err
-	}
+	// Every error path after this closes what was started, an interrupted
+	// run (ctx cancelled) included.
+	var started *startedTarget
 	switch {
-	case started != nil:
-		cfg.Powers, cfg.Replicas = started.powers, started.replicas
-		cfg.TargetLog, cfg.TargetLogOnExit = started.log.path, started.log.temp
-		if effectSQL != "" {
-			cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
+	case b.Launch != nil:
+		if started, err = startTarget(ctx, b.Launch, stderr); err != nil {
+			return 0, err
 		}
-	case effectSQL != "":
-		database, err := openEffectDB(ctx, db, allowRemote)
+		defer started.close()
+		started.attach(b)
+	case b.Config.EffectSQL != "":
+		d, err := config.OpenDB(ctx, b.Config.DSN, b.Config.AllowRemote)
 		if err != nil {
 			return 0, err
 		}
-		defer database.Close()
-		cfg.DB, cfg.DBName, cfg.DSN = database.Pool, targets.RedactDSN(db), db
+		defer d.Close()
+		b.Config.DB = d.Pool
 	}
-
-	return certifyAndReport(ctx, cfg, rf.outputs, stdout, stderr, started)
+	return certifyAndReport(ctx, b.Config, f.rf.outputs, stdout, stderr, started)
 }
 
 // statusFlags are the one-number policy overrides, applied on top of the
@@ -511,18 +384,13 @@ func (s *statusFlags) register(fs *flag.FlagSet) {
 }
 
 // apply puts the overrides that were given (set holds the flags named on
-// the command line) on p, checking each.
+// the command line) on p; the policy's own check (config.CheckPolicy)
+// judges the statuses.
 func (s *statusFlags) apply(p *idemcheck.Policy, set map[string]bool) error {
 	if set["mismatch-status"] {
-		if err := checkStatusFlag("--mismatch-status", s.mismatch); err != nil {
-			return err
-		}
 		p.MismatchStatus = s.mismatch
 	}
 	if set["missing-key-status"] {
-		if err := checkStatusFlag("--missing-key-status", s.missingKey); err != nil {
-			return err
-		}
 		p.MissingKeyStatus = s.missingKey
 	}
 	if set["in-progress-status"] {
@@ -535,13 +403,6 @@ func (s *statusFlags) apply(p *idemcheck.Policy, set map[string]bool) error {
 	return nil
 }
 
-func checkStatusFlag(name string, v int) error {
-	if v != 0 && (v < 100 || v > 599) {
-		return idemcheck.Usagef("%s %d is not an HTTP status: use 100 to 599, or 0 for none", name, v)
-	}
-	return nil
-}
-
 // parseInProgress reads --in-progress-status: "409", "409,423", or "0".
 func parseInProgress(v string) ([]int, error) {
 	var out []int
@@ -549,9 +410,6 @@ func parseInProgress(v string) ([]int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
 			return nil, idemcheck.Usagef("--in-progress-status %q: %q is not a status; give statuses separated by commas, such as 409,423, or 0 for none", v, strings.TrimSpace(f))
-		}
-		if err := checkStatusFlag("--in-progress-status", n); err != nil {
-			return nil, err
 		}
 		if slices.Contains(out, n) {
 			return nil, idemcheck.Usagef("--in-progress-status %q names %d twice", v, n)
@@ -564,28 +422,10 @@ func parseInProgress(v string) ([]int, error) {
 	return out, nil
 }
 
-// policyFieldFlags are the flags that set a policy field, by the field's
-// name in a policy file.
-var policyFieldFlags = map[string]string{
-	"key_header": "key-header", "replay_header": "replay-header", "mismatch_status": "mismatch-status",
-	"missing_key_status": "missing-key-status", "in_progress_status": "in-progress-status", "in_progress_statuses": "in-progress-status",
-}
-
-// checkPolicy validates the policy the flags built, naming the flag that
-// set a wrong field, else --policy.
-func checkPolicy(p idemcheck.Policy, policyName string, set map[string]bool) error {
-	err := p.Validate()
-	if err == nil {
-		return nil
-	}
-	var pe *idemcheck.PolicyError
-	if errors.As(err, &pe) {
-		if f, ok := policyFieldFlags[pe.Field]; ok && set[f] {
-			msg := strings.TrimLeft(strings.TrimPrefix(pe.Msg, pe.Field), ": ")
-			return idemcheck.Usagef("--%s %s", f, msg)
-		}
-	}
-	return idemcheck.Usagef("--policy %s: %v", policyName, err)
+// checkPolicy checks the policy the flags built (config.CheckPolicy): its
+// error names the flag that sets the wrong field.
+func checkPolicy(p idemcheck.Policy, _ string, _ map[string]bool) error {
+	return config.CheckPolicy(p)
 }
 
 // loadPolicy reads --policy: a preset name, or a YAML file holding a
@@ -734,7 +574,7 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) erro
 	if out.json != "" {
 		write := reports[0].WriteJSON
 		if suiteReport {
-			write = idemcheck.NewSuiteReport(reports[0].Seed, reports).WriteJSON
+			write = idemcheck.NewSuiteReport(reports).WriteJSON
 		}
 		if err := idemcheck.WriteFileAtomic(out.json, write); err != nil {
 			return idemcheck.Usagef("--json: %v", err)
@@ -752,75 +592,16 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) erro
 	return nil
 }
 
-// targetURL parses --url, an absolute http:// or https:// URL, into the
-// base requests go to (scheme and host) and the URL's own path, "/" when it
-// has none, which is the request path unless --path says otherwise.
+// targetURL parses --url (config.ParseURL) into the base requests go to
+// and the URL's own path.
 func targetURL(raw string) (*url.URL, string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, "", idemcheck.Usagef("--url %q is not an absolute http:// or https:// URL, such as http://127.0.0.1:8080", redactURL(raw))
-	}
-	switch {
-	case u.User != nil:
-		return nil, "", idemcheck.Usagef("--url carries credentials (user:password@), which idemcheck would not send: pass --header 'Authorization: Basic …' instead")
-	case u.RawQuery != "" || u.ForceQuery:
-		return nil, "", idemcheck.Usagef("--url carries a query string, which idemcheck would not send: put it in --path, such as --path '/orders?%s'", u.RawQuery)
-	case u.Fragment != "":
-		return nil, "", idemcheck.Usagef("--url carries a fragment (#%s), which is never sent: leave it out", u.Fragment)
-	}
-	path := u.Path
-	if path == "" {
-		path = "/"
-	}
-	return &url.URL{Scheme: u.Scheme, Host: u.Host}, path, nil
-}
-
-// parseEffectHTTP checks --effect-http and --effect-count: a GET path
-// template and a JSON pointer, given together, and not with --effect-sql.
-func parseEffectHTTP(effectHTTP, effectCount, effectSQL string, countSet bool) (*idemcheck.Template, string, error) {
-	if effectHTTP == "" {
-		if countSet {
-			return nil, "", idemcheck.Usagef("--effect-count goes with --effect-http")
-		}
-		return nil, "", nil
-	}
-	if effectSQL != "" {
-		return nil, "", idemcheck.Usagef("give --effect-sql or --effect-http, not both: one effect count per endpoint")
-	}
-	t, err := suite.ParseEffectHTTP(effectHTTP)
-	if err != nil {
-		return nil, "", idemcheck.Usagef("--effect-http %q: %v", effectHTTP, err)
-	}
-	if !countSet {
-		return nil, "", idemcheck.Usagef("--effect-http needs --effect-count: the JSON pointer of the array or number that counts, such as /data (or '' for the whole answer)")
-	}
-	if err := assert.ValidatePointer(effectCount); err != nil {
-		return nil, "", idemcheck.Usagef("--effect-count: %v", err)
-	}
-	return &t, effectCount, nil
-}
-
-func isSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+	return config.ParseURL("URL", raw, "")
 }
 
 // parseEffectArgs parses the --effect-arg templates, bound as $1, $2, … of
 // --effect-sql, without which they mean nothing.
 func parseEffectArgs(args []string, effectSQL string) ([]idemcheck.Template, error) {
-	if len(args) > 0 && effectSQL == "" {
-		return nil, idemcheck.Usagef("--effect-arg needs --effect-sql")
-	}
-	var ts []idemcheck.Template
-	for _, a := range args {
-		t, err := idemcheck.ParseTemplate(a)
-		if err != nil {
-			return nil, idemcheck.Usagef("--effect-arg %q: %v", a, err)
-		}
-		ts = append(ts, t)
-	}
-	return ts, nil
+	return config.ParseEffectArgs(effectSQL, args)
 }
 
 // openEffectDB opens the database --effect-sql counts effects in: --db, or
@@ -829,86 +610,12 @@ func openEffectDB(ctx context.Context, dsn string, allowRemote bool) (*targets.D
 	if dsn == "" {
 		return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
 	}
-	if err := targets.CheckDSN(dsn, "--db", allowRemote); err != nil {
-		return nil, err
-	}
-	open := targets.OpenDatabase
-	if allowRemote {
-		open = targets.OpenRemoteDatabase
-	}
-	d, err := open(ctx, dsn)
-	if err != nil {
-		return nil, idemcheck.Unavailablef("%v", err)
-	}
-	return d, nil
+	return config.OpenDB(ctx, dsn, allowRemote)
 }
 
+// endpoint checks the request the flags describe (config.Request).
 func endpoint(base *url.URL, method, path, body string, headers []string) (scenarios.Endpoint, error) {
-	e := scenarios.Endpoint{Base: base, Method: strings.ToUpper(method)}
-	if !isToken(e.Method) {
-		return e, idemcheck.Usagef("--method %q is not an HTTP method, such as POST", method)
-	}
-	if !strings.HasPrefix(path, "/") {
-		return e, idemcheck.Usagef("--path %q must start with /", path)
-	}
-	if i := strings.IndexFunc(path, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
-		return e, idemcheck.Usagef("--path %q holds a space or control character at byte %d, which would split the request line: percent-encode it (a space is %%20)", path, i)
-	}
-	var err error
-	if e.Path, err = idemcheck.ParseTemplate(path); err != nil {
-		return e, idemcheck.Usagef("--path: %v", err)
-	}
-	if e.Body, err = idemcheck.ParseTemplate(body); err != nil {
-		return e, idemcheck.Usagef("--body: %v", err)
-	}
-	jsonBody := true
-	for _, h := range headers {
-		hd, err := suite.ParseHeader(h)
-		if err != nil {
-			return e, idemcheck.Usagef("--header %v", err)
-		}
-		if strings.EqualFold(hd.Name, "Content-Type") && !strings.Contains(strings.ToLower(h), "json") {
-			jsonBody = false
-		}
-		e.Header = append(e.Header, hd)
-	}
-	if body != "" && jsonBody {
-		sample := e.Body.Fill(idemcheck.Intent{ID: "ic-sample-1", Key: "00000000-0000-4000-8000-000000000000", Seq: 1})
-		var v any
-		if err := json.Unmarshal([]byte(sample), &v); err != nil {
-			return e, idemcheck.Usagef("--body is not valid JSON once its templates are filled (%v); for a non-JSON body pass --header 'Content-Type: …'", err)
-		}
-	}
-	return e, nil
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), as
-// a method must be.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r > 0x7e || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
-			return false
-		}
-	}
-	return true
-}
-
-// redactURL hides a URL's password, for messages.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return raw
-}
-
-func checkRange(flagName string, v, lo, hi int) error {
-	if v < lo || v > hi {
-		return idemcheck.Usagef("%s %d is out of range: use %d to %d", flagName, v, lo, hi)
-	}
-	return nil
+	return config.Request{Method: method, Path: path, Body: body, Headers: splitHeaders(headers)}.Endpoint(base)
 }
 
 func splitList(s string) []string {

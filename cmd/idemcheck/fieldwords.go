@@ -5,30 +5,12 @@ import (
 	"strings"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/config"
 )
 
 // flagWords are the command's words for the settings the library's errors
-// name (*idemcheck.FieldError): certify, targets and scenarios name the Go
-// fields a program sets, and the command says which flag sets each.
-var flagWords = map[idemcheck.Field]idemcheck.Word{
-	"Endpoint.Base":          {Name: "--url"},
-	"Checks":                 {Name: "--checks"},
-	"DSN":                    {Name: "--db"},
-	"DB":                     {Name: "--db", Set: "pass --db DSN or set DATABASE_URL"},
-	"AllowRemote":            {Name: "--allow-remote", Set: "pass --allow-remote"},
-	"EffectSQL":              {Name: "--effect-sql"},
-	"EffectArgs":             {Name: "--effect-arg"},
-	"EffectHTTP":             {Name: "--effect-http"},
-	"EffectCount":            {Name: "--effect-count"},
-	"MaxDuration":            {Name: "--max-duration"},
-	"Options.BurstRounds":    {Name: "--burst-rounds"},
-	"Options.Rounds":         {Name: "--rounds"},
-	"TLS.Certificates":       {Name: "--cert", Set: "pass --cert FILE and --key FILE"},
-	"TLS.RootCAs":            {Name: "--cacert", Set: "pass --cacert FILE"},
-	"TLS.InsecureSkipVerify": {Name: "--insecure"},
-	"Command":                {Name: "--cmd"},
-	"Image":                  {Name: "--image"},
-}
+// name: its flags (config.FlagWords).
+var flagWords = config.FlagWords
 
 // inFlagWords is err's message with the settings it names said as the
 // flags that set them.

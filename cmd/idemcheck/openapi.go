@@ -19,6 +19,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/openapi"
 	"github.com/idemcheck/idemcheck/internal/suite"
@@ -85,9 +86,8 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Usagef("init: unexpected argument %q: flags only, such as --openapi api.yaml -o suite.yaml", fs.Arg(0))
 	}
 	if rawURL != "" {
-		u, err := url.Parse(rawURL)
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
-			return 0, idemcheck.Usagef("--url %q must be a scheme and host:port only, such as http://127.0.0.1:8080", rawURL)
+		if _, err := hostOnly(rawURL); err != nil {
+			return 0, err
 		}
 	}
 	if out != "" && !force {
@@ -153,28 +153,24 @@ func openapiSuite(ctx context.Context, of openapiFlags, rawURL string, headers [
 	if rawURL == "" {
 		return nil, idemcheck.Usagef("run: --openapi needs --url, the target's base URL, such as http://127.0.0.1:8080")
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
-		return nil, idemcheck.Usagef("--url %q must be a scheme and host:port only, such as http://127.0.0.1:8080", rawURL)
-	}
-	if err := certify.CheckURL(u, "--url", allowRemote); err != nil {
+	base, err := hostOnly(rawURL)
+	if err != nil {
 		return nil, err
 	}
+	if !allowRemote {
+		if err := certify.RequireLoopback("URL", base.Hostname()); err != nil {
+			return nil, err
+		}
+	}
 	// ${NAME} is read from the environment, as for certify's --header;
-	// what it expands to is redacted like a suite's own secrets.
+	// what it expands to is redacted like a suite's own secrets. The
+	// headers are checked with every endpoint (config.Build).
 	headers = slices.Clone(headers)
 	secrets, err := expandFlags("--header", headers, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	var hs []scenarios.Header
-	for _, h := range headers {
-		ph, err := suite.ParseHeader(h)
-		if err != nil {
-			return nil, idemcheck.Usagef("--header %v", err)
-		}
-		hs = append(hs, ph)
-	}
+	hs := splitHeaders(headers)
 	res, err := of.generate(ctx, allowRemote)
 	if err != nil {
 		return nil, err
@@ -193,22 +189,27 @@ func openapiSuite(ctx context.Context, of openapiFlags, rawURL string, headers [
 	}
 	s.Secrets = append(s.Secrets, secrets...)
 	for i := range s.Endpoints {
+		spec := &s.Endpoints[i].Spec
 		for _, h := range hs {
-			s.Endpoints[i].Endpoint.Header = append(deleteHeader(s.Endpoints[i].Endpoint.Header, h.Name), h)
+			spec.Headers = append(slices.DeleteFunc(spec.Headers, func(o config.Header) bool { return strings.EqualFold(o.Name, h.Name) }), h)
 		}
+		spec.AllowRemote = allowRemote
 	}
 	s.Options.AllowRemote = allowRemote
 	return s, nil
 }
 
-func deleteHeader(hs []scenarios.Header, name string) []scenarios.Header {
-	var out []scenarios.Header
-	for _, h := range hs {
-		if !strings.EqualFold(h.Name, name) {
-			out = append(out, h)
-		}
+// hostOnly checks an --url that names a target and nothing more: scheme
+// and host:port (config.ParseURL's rule, and no path).
+func hostOnly(raw string) (*url.URL, error) {
+	base, path, err := config.ParseURL("URL", raw, "")
+	if err != nil {
+		return nil, err
 	}
-	return out
+	if path != "/" {
+		return nil, idemcheck.Usagef("--url %q must be a scheme and host:port only, such as http://127.0.0.1:8080: the paths are the description's", raw)
+	}
+	return base, nil
 }
 
 // ProbeBodyMax bounds the target's answer quoted when it rejects a
@@ -267,7 +268,6 @@ func probe(ctx context.Context, cfg certify.Config) error {
 // more sent.
 func rejectedResult(cfg certify.Config, why error) *certify.Result {
 	h := &idemcheck.History{Run: idemcheck.Run{
-		Seed: cfg.Seed,
 		Target: idemcheck.Target{Name: cfg.Name, URL: cfg.Endpoint.Base.String(), Method: cfg.Endpoint.Method,
 			Path: cfg.Endpoint.Path.Fill(idemcheck.Intent{ID: "{{intent}}", Key: "{{key}}"})},
 		Policy: cfg.Policy,

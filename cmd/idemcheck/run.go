@@ -6,14 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
+	"maps"
 	"os"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
-	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -35,12 +35,9 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, err
 	}
 	stdout = rf.outputs.route(stdout, stderr)
-	var only []string
-	for _, c := range splitList(checks) {
-		if _, err := scenarios.Lookup(c); err != nil {
-			return 0, idemcheck.Usagef("--checks: %v", err)
-		}
-		only = append(only, c)
+	only := splitList(checks)
+	if err := config.CheckChecks(only); err != nil {
+		return 0, err
 	}
 	var s *suite.Suite
 	var err error
@@ -63,108 +60,82 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			return 0, idemcheck.Usagef("%v", err)
 		}
 	}
-	if len(only) > 0 {
-		for i := range s.Endpoints {
-			s.Endpoints[i].Checks = only
-		}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	// The suite's options apply unless a flag says otherwise.
-	o := s.Options
-	if o.Seed != 0 && !set["seed"] {
-		rf.seed = o.Seed
-	}
-	if o.Rate > 0 && !set["rate"] {
-		rf.rate = o.Rate
-	}
-	if o.MaxDuration > 0 && !set["max-duration"] {
-		rf.maxDuration = o.MaxDuration
-	}
-	if o.Timeout > 0 && !set["timeout"] {
-		rf.timeout = o.Timeout
-	}
 	if err := rf.validate(); err != nil {
 		return 0, err
 	}
-
+	set := given(fs)
+	if of.spec != "" {
+		// The generated suite's URL and headers are the flags'.
+		set["url"], set["header"] = true, len(headers) > 0
+	}
+	// Every endpoint is built, its URL and database checked against the
+	// loopback rule, before anything is started or sent. The suite's
+	// options apply unless a flag says otherwise.
+	built := make([]*config.Built, len(s.Endpoints))
+	for i, e := range s.Endpoints {
+		spec := e.Spec
+		if len(only) > 0 {
+			spec.Checks = only
+		}
+		if set["rate"] || spec.Rate == 0 {
+			spec.Rate = rf.rate
+		}
+		if set["max-duration"] || spec.MaxDuration == 0 {
+			spec.MaxDuration = rf.maxDuration
+		}
+		if set["timeout"] || spec.Timeout == 0 {
+			spec.Timeout = rf.timeout
+		}
+		if set["target-log"] {
+			spec.TargetLog = rf.targetLog
+		}
+		spec.MaxBody, spec.Protocol, spec.Timed, spec.TLS, spec.Preflight = rf.maxBody, rf.protocol, rf.timedBursts, rf.tlsFlags.config, true
+		spec.AllowRemote = spec.AllowRemote || rf.allowRemote
+		spec.Secrets = s.Secrets
+		if built[i], err = config.Build(spec); err != nil {
+			return 0, suiteError(s, i, err, set)
+		}
+	}
+	var started *startedTarget
+	if l := built[0].Launch; l != nil {
+		// A suite whose target is a command or an image: idemcheck starts
+		// it once, on the database of the first endpoint that names one
+		// (or a throwaway one), and every endpoint is certified against it
+		// with the fault powers.
+		for _, e := range s.Endpoints {
+			if e.DB != "" {
+				l.DSN = e.DB
+				break
+			}
+		}
+		if started, err = startTarget(ctx, l, stderr); err != nil {
+			return 0, fmt.Errorf("%s: target: %w", file, err)
+		}
+		defer started.close()
+	}
 	dbs := map[string]*targets.Database{}
 	defer func() {
 		for _, d := range dbs {
 			d.Close()
 		}
 	}()
-	// A suite whose target is a command: idemcheck starts it once, on the
-	// database of the first endpoint that names one (or a throwaway one),
-	// and every endpoint is certified against it with the fault powers.
-	// Every endpoint's URL and database is checked against the loopback
-	// rule before any of them is sent anything.
-	allowRemote := o.AllowRemote || rf.allowRemote
-	for i, e := range s.Endpoints {
-		if s.Command == "" && s.Image == "" {
-			if err := certify.CheckURL(e.Endpoint.Base, fmt.Sprintf("%s: endpoints[%d].url", file, i), allowRemote); err != nil {
-				return 0, err
-			}
-		}
-		if err := targets.CheckDSN(e.DB, fmt.Sprintf("%s: endpoints[%d].db", file, i), allowRemote); err != nil {
-			return 0, err
-		}
-	}
-	var started *startedTarget
-	if s.Log != "" && !set["target-log"] {
-		rf.targetLog = s.Log
-	}
-	if rf.targetLog != "" && s.Command == "" && s.Image == "" {
-		return 0, idemcheck.Usagef("run: --target-log goes with a suite whose target idemcheck starts (target.cmd or target.image)")
-	}
-	if s.Command != "" || s.Image != "" {
-		dsn := ""
-		for _, e := range s.Endpoints {
-			if e.DB != "" {
-				dsn = e.DB
-				break
-			}
-		}
-		env, err := targets.ParseEnv(s.Env)
-		if err != nil {
-			return 0, idemcheck.Usagef("%s: target: env: %v", file, err)
-		}
-		spec := targetSpec{command: s.Command, instances: s.Instances, image: s.Image, dbImage: s.DBImage, env: env, allowRemote: allowRemote, log: rf.targetLog}
-		if started, err = startTarget(ctx, spec, dsn, stderr); err != nil {
-			return 0, fmt.Errorf("%s: target: %w", file, err)
-		}
-		defer started.close()
-	}
 	var results []*certify.Result
 	verdict := idemcheck.Pass
 	for i, e := range s.Endpoints {
-		cfg := certify.Config{
-			Name: e.Name, Endpoint: e.Endpoint, Policy: e.Policy, Checks: e.Checks, Options: o.Scenarios,
-			Redact: o.Redact, Secrets: s.Secrets, AllowRemote: o.AllowRemote, EffectSQL: e.EffectSQL, EffectArgs: e.EffectArgs,
-			EffectHTTP: e.EffectHTTP, EffectCount: e.EffectCount,
-		}
-		rf.apply(&cfg)
+		b := built[i]
 		if started != nil {
-			cfg.Endpoint.Base = &url.URL{Scheme: started.url.Scheme, Host: started.url.Host}
-			cfg.Powers, cfg.Replicas = started.powers, started.replicas
-			cfg.TargetLog, cfg.TargetLogOnExit = started.log.path, started.log.temp
-			if e.EffectSQL != "" {
-				cfg.DB, cfg.DBName = started.db.Pool, targets.RedactDSN(started.db.DSN)
-			}
-		} else if e.EffectSQL != "" {
-			d, ok := dbs[e.DB]
+			started.attach(b)
+		} else if b.Config.EffectSQL != "" {
+			d, ok := dbs[b.Config.DSN]
 			if !ok {
-				open := targets.OpenDatabase
-				if allowRemote {
-					open = targets.OpenRemoteDatabase
+				if d, err = config.OpenDB(ctx, b.Config.DSN, b.Config.AllowRemote); err != nil {
+					return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
 				}
-				if d, err = open(ctx, e.DB); err != nil {
-					return 0, idemcheck.Unavailablef("%s: endpoint %q: %v", file, e.Name, err)
-				}
-				dbs[e.DB] = d
+				dbs[b.Config.DSN] = d
 			}
-			cfg.DB, cfg.DBName, cfg.DSN = d.Pool, targets.RedactDSN(e.DB), e.DB
+			b.Config.DB = d.Pool
 		}
+		cfg := b.Config
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
@@ -197,17 +168,45 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	return exitFor(rf.outputs, verdict), nil
 }
 
-// startedTarget is a target that idemcheck started: a command or a
-// container image, with the database it was given and the file its output
-// goes to.
+// runFlagFields are the fields of a suite's run that run's own flags may
+// set, by flag.
+var runFlagFields = map[idemcheck.Field]string{
+	"URL": "url", "Endpoint.Base": "url", "Headers": "header", "Checks": "checks", "Rate": "rate", "Timeout": "timeout",
+	"MaxDuration": "max-duration", "TargetLog": "target-log", "MaxBody": "max-body", "Protocol": "protocol",
+}
+
+// suiteError says an error of config.Build for endpoint i of a suite: when
+// a flag of run set the field, naming that flag (and the suite's keys for
+// the other fields), else in the suite's words (its file, line and key).
+func suiteError(s *suite.Suite, i int, err error, set map[string]bool) error {
+	var fe *idemcheck.FieldError
+	if errors.As(err, &fe) {
+		if f, ok := runFlagFields[fe.Field.List()]; ok && set[f] {
+			words := maps.Clone(suite.Words)
+			for field, flag := range runFlagFields {
+				if set[flag] {
+					words[field] = flagWords[field]
+				}
+			}
+			words["AllowRemote"] = flagWords["AllowRemote"]
+			return idemcheck.Usagef("%s", fe.Text(words))
+		}
+	}
+	return idemcheck.Usagef("%v", s.Explain(i, err))
+}
+
+// startedTarget is a target that idemcheck started (config.Launch), with
+// the file its output goes to.
 type startedTarget struct {
-	url      *url.URL
-	replicas int
-	powers   targets.Powers
-	db       *targets.Database
-	log      targetLog
-	stop     func()
-	stderr   io.Writer
+	*config.Started
+	log    targetLog
+	stderr io.Writer
+}
+
+// attach points b at the target, and names its log.
+func (s *startedTarget) attach(b *config.Built) {
+	b.Attach(s.Started)
+	b.Config.TargetLog, b.Config.TargetLogOnExit = s.log.path, s.log.temp
 }
 
 // targetLog is the file a started target's output goes to: --target-log,
@@ -232,9 +231,13 @@ func (s *startedTarget) noteRun(ctx context.Context, res *certify.Result, err er
 }
 
 // close stops the target, then closes its log; a temporary log is removed
-// unless it is worth keeping, and then its path is said on stderr.
+// unless it is worth keeping, and then its path is said on stderr. It says,
+// rather than swallows, a container it could not remove: that one is the
+// user's to remove until the next run's sweep.
 func (s *startedTarget) close() {
-	s.stop()
+	if err := s.Started.Close(); err != nil {
+		fmt.Fprintf(s.stderr, "idemcheck: %v\n", err)
+	}
 	if s.log.file == nil {
 		return
 	}
@@ -245,22 +248,6 @@ func (s *startedTarget) close() {
 	case s.log.temp:
 		fmt.Fprintf(s.stderr, "idemcheck: the target's output is in %s\n", s.log.path)
 	}
-}
-
-// targetSpec is a target for idemcheck to start: a command run as
-// instances behind a balancer, or a container image.
-type targetSpec struct {
-	command   string
-	instances int
-	image     string
-	dbImage   string
-	env       map[string]string
-	ready     string
-	// allowRemote lets the target's database be off loopback.
-	allowRemote bool
-	// log is --target-log: the file for the target's output; empty means
-	// a temporary one.
-	log string
 }
 
 // openTargetLog creates the file a target's output goes to.
@@ -279,38 +266,20 @@ func openTargetLog(path string) (targetLog, error) {
 	return targetLog{path: f.Name(), temp: true, file: f}, nil
 }
 
-// startTarget starts spec on the database dsn (a throwaway one when
-// empty). Its close says, rather than swallows, a container it could not
-// remove: that one is the user's to remove until the next run's sweep.
-func startTarget(ctx context.Context, spec targetSpec, dsn string, stderr io.Writer) (*startedTarget, error) {
-	log, err := openTargetLog(spec.log)
+// startTarget starts l, its output going to its log (l.Log, else a
+// temporary file).
+func startTarget(ctx context.Context, l *config.Launch, stderr io.Writer) (*startedTarget, error) {
+	log, err := openTargetLog(l.Log)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*startedTarget, error) {
+	st, err := l.Start(ctx, log.file, stderr)
+	if err != nil {
 		_ = log.file.Close()
 		if log.temp {
 			_ = os.Remove(log.path)
 		}
 		return nil, err
 	}
-	if spec.image != "" {
-		ct, err := targets.StartContainerTarget(ctx, targets.ContainerOptions{
-			Image: spec.image, DBImage: spec.dbImage, DSN: dsn, Env: spec.env, Ready: spec.ready, Log: stderr, Output: log.file,
-			AllowRemote: spec.allowRemote,
-		})
-		if err != nil {
-			return fail(err)
-		}
-		return &startedTarget{url: ct.URL, replicas: 1, powers: ct.Powers(), db: ct.DB, log: log, stderr: stderr, stop: func() {
-			if err := ct.Close(); err != nil {
-				fmt.Fprintf(stderr, "idemcheck: %v\n", err)
-			}
-		}}, nil
-	}
-	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: spec.command, Instances: spec.instances, DSN: dsn, AllowRemote: spec.allowRemote, Logs: log.file})
-	if err != nil {
-		return fail(err)
-	}
-	return &startedTarget{url: pt.URL, replicas: pt.Replicas(), powers: pt.Powers(), db: pt.DB, log: log, stderr: stderr, stop: pt.Close}, nil
+	return &startedTarget{Started: st, log: log, stderr: stderr}, nil
 }

@@ -36,10 +36,8 @@ var demoTargets = []demoTarget{
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	var db string
-	var seed int64
 	var noColour bool
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` for the example APIs (default: $DATABASE_URL, else a throwaway cluster from the local binaries)")
-	fs.Int64Var(&seed, "seed", 1, "seed printed in the reports")
 	fs.BoolVar(&noColour, "no-color", false, "no colour, even on a terminal")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
@@ -66,7 +64,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if !found {
 			return 0, fmt.Errorf("demo: %s/%s is not in the zoo", dt.app, dt.variant)
 		}
-		rep, err := demoOne(ctx, self, dsns[i], e, dt.label, seed, stderr)
+		rep, err := demoOne(ctx, self, dsns[i], e, dt.label, stderr)
 		if err != nil {
 			return 0, err
 		}
@@ -90,7 +88,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // demoOne starts one example as a process target (this program itself,
 // serving it) with its database link through the fault proxy, and
 // certifies it, with a progress line on stderr.
-func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, seed int64, stderr io.Writer) (idemcheck.Report, error) {
+func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, stderr io.Writer) (idemcheck.Report, error) {
 	command := fmt.Sprintf("%q %s %s %s", self, serve.ExampleCommand, e.App, e.Args())
 	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: dsn})
 	if err != nil {
@@ -98,7 +96,7 @@ func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, s
 	}
 	defer pt.Close()
 	cfg := zoo.EndpointConfig(e.App, pt)
-	cfg.Name, cfg.Seed = label, seed
+	cfg.Name = label
 	cfg.Options = zoo.Options()
 	cfg.Options.BurstRounds, cfg.Options.Rounds, cfg.Options.FaultRounds, cfg.Options.RetryWindow = 5, 2, 1, 0
 	prog := &render.Progress{W: stderr, TTY: render.IsTerminal(stderr), Label: label}

@@ -75,7 +75,7 @@ func certifyByURL(t *testing.T, rawURL, dsn string, checks ...string) idemcheck.
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	cfg := certify.Config{
-		Name: "orders", Policy: idemcheck.IETF(), Checks: checks, Options: scenarios.Defaults, Seed: 1,
+		Name: "orders", Policy: idemcheck.IETF(), Checks: checks, Options: scenarios.Defaults,
 		Timeout: 10 * time.Second, Preflight: true,
 		DB: db.Pool, DBName: targets.RedactDSN(dsn), DSN: dsn,
 		EffectSQL:  "SELECT count(*) FROM orders WHERE customer_id = $1",

@@ -5,7 +5,7 @@
 // newcomer to certify by --url and --db (example-api). make install
 // installs it as idemcheck-demo.
 //
-//	idemcheck-demo [--db DSN] [--seed N] [--no-color]
+//	idemcheck-demo [--db DSN] [--no-color]
 //	idemcheck-demo example-api [--port N] [--variant NAME] [--background]
 //
 // It is example code, a program apart from the idemcheck command, which
@@ -35,7 +35,7 @@ import (
 const usage = `idemcheck-demo shows idemcheck at work on the example APIs.
 
 Usage:
-  idemcheck-demo [--db DSN] [--seed N] [--no-color]
+  idemcheck-demo [--db DSN] [--no-color]
       certify the example orders API and three classic bugs on a throwaway
       PostgreSQL: the reference passes, each bug is caught
   idemcheck-demo example-api [--port N] [--variant NAME] [--background]

@@ -118,7 +118,6 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	cfg.Name = e.Name()
 	cfg.Checks = c.Checks
 	cfg.Options = c.Options
-	cfg.Seed = 1
 	return certify.Run(ctx, cfg)
 }
 

@@ -131,7 +131,6 @@ func junitSuiteOf(r idemcheck.Report) (junitSuite, error) {
 	}
 	s.Properties = []junitProperty{
 		{"verdict", string(r.Verdict)},
-		{"seed", strconv.FormatInt(r.Seed, 10)},
 		{"method", r.Target.Method},
 		{"url", targetURL(r.Target)},
 	}

@@ -115,8 +115,7 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 	} else {
 		facts = append(facts, "no database: judged from the wire alone")
 	}
-	facts = append(facts, fmt.Sprintf("seed %d", r.Seed),
-		fmt.Sprintf("%s in %ss", plural(r.Stats.Attempts, "attempt", "attempts"), seconds(float64(max(r.Stats.DurationMS, 0)))))
+	facts = append(facts, fmt.Sprintf("%s in %ss", plural(r.Stats.Attempts, "attempt", "attempts"), seconds(float64(max(r.Stats.DurationMS, 0)))))
 	if !r.StartedAt.IsZero() {
 		facts = append(facts, "started "+r.StartedAt.UTC().Format(time.RFC3339))
 	}

@@ -25,7 +25,7 @@ const hostileBody = "{\"orderId\":\"o-2\",\"note\":\"a\x00b\x1b[31mred\xff ]]> <
 // clock, so renderings are stable.
 func fixtures() []idemcheck.Report {
 	pass := idemcheck.Report{
-		Version: 1, Verdict: idemcheck.Pass, Seed: 1,
+		Version: 1, Verdict: idemcheck.Pass,
 		Target: idemcheck.Target{Name: "orders (reference)", URL: "http://127.0.0.1:8080", Method: "POST", Path: "/orders",
 			Database: "postgres://app:xxxxx@127.0.0.1:5432/app"},
 		Policy: idemcheck.IETF(),
@@ -37,7 +37,7 @@ func fixtures() []idemcheck.Report {
 		Stats:     idemcheck.Stats{Intents: 8, Attempts: 166, DurationMS: 512, BurstSpreadMedianUS: 380},
 	}
 	fail := idemcheck.Report{
-		Version: 1, Verdict: idemcheck.Fail, Seed: 42,
+		Version: 1, Verdict: idemcheck.Fail,
 		Target: idemcheck.Target{URL: "http://127.0.0.1:8081/", Method: "POST", Path: "/orders"},
 		Policy: idemcheck.IETF(),
 		Checks: []idemcheck.CheckResult{

@@ -166,8 +166,8 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 		}
 		spread += ")"
 	}
-	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies, %d attempts in %.1fs%s, seed %d\n",
-		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread, r.Seed)
+	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies, %d attempts in %.1fs%s\n",
+		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread)
 }
 
 // VerdictWords names a verdict for a person: PASS, FAIL, and for a run

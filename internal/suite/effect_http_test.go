@@ -24,7 +24,7 @@ func TestEffectHTTP(t *testing.T) {
 	for _, c := range []struct{ effect, want string }{
 		{"{http: 'DELETE /orders?c={{intent}}', count: /data}", `s.yaml:5: endpoints[0].effect.http: "DELETE": the effect read-back only sends GET`},
 		{"{http: 'GET /orders', count: /data}", "has no {{intent}}"},
-		{"{http: 'GET /orders?c={{intent}}'}", "endpoints[0].effect.count: missing"},
+		{"{http: 'GET /orders?c={{intent}}'}", "endpoints[0].effect.http needs count: the JSON pointer"},
 		{"{http: 'GET /orders?c={{intent}}', count: data}", "must start with /"},
 		{"{http: 'GET /o?c={{intent}}', count: /d, sql: 'SELECT 1'}", "give sql or http, not both"},
 		{"{sql: 'SELECT 1', count: /d}", "count goes with http"},

@@ -3,33 +3,25 @@ package suite
 import (
 	"errors"
 	"fmt"
-	"net/url"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/scenarios"
-	"github.com/idemcheck/idemcheck/targets"
 )
 
-// defaults are what the suite's top level gives every endpoint.
+// defaults are what the suite's top level gives every endpoint: the
+// target, its headers and database, the policy, the checks and the
+// options, as a config.Spec, with where each was given.
 type defaults struct {
-	url       string
-	urlNode   *yaml.Node
-	headers   []scenarios.Header
-	db        string
-	cmd       string
-	instances int
-	image     string
-	dbImage   string
-	env       []string
-	log       string
-	policy    idemcheck.Policy
-	checks    []string
+	spec   config.Spec
+	places places
 }
 
 func (p *parser) suite(n *yaml.Node) (*Suite, error) {
@@ -43,30 +35,33 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 		}
 	}
 	s := &Suite{Options: Options{Scenarios: scenarios.Defaults}}
-	d := defaults{policy: idemcheck.IETF(), checks: scenarios.Names()}
+	d := defaults{spec: config.Spec{Policy: idemcheck.IETF(), Options: scenarios.Defaults}, places: places{}}
 	if t, ok := f["target"]; ok {
 		if err := p.target(t, "target", &d); err != nil {
 			return nil, err
 		}
-		s.Command, s.Instances = d.cmd, d.instances
-		s.Image, s.DBImage, s.Env = d.image, d.dbImage, d.env
-		s.Log = d.log
+		s.Command, s.Instances = d.spec.Command, d.spec.Instances
+		s.Image, s.DBImage, s.Env = d.spec.Image, d.spec.DBImage, d.spec.Env
+		s.Log = d.spec.TargetLog
 	}
 	if pn, ok := f["policy"]; ok {
-		if d.policy, err = p.policy(pn, "policy", d.policy); err != nil {
+		if d.spec.Policy, err = p.policy(pn, "policy", d.spec.Policy); err != nil {
 			return nil, err
 		}
 	}
 	if c, ok := f["checks"]; ok {
-		if d.checks, err = p.checks(c, "checks"); err != nil {
+		if d.spec.Checks, err = p.checks(c, "checks", d.places); err != nil {
 			return nil, err
 		}
 	}
 	if o, ok := f["options"]; ok {
-		if err := p.options(o, &s.Options); err != nil {
+		if err := p.options(o, &s.Options, d.places); err != nil {
 			return nil, err
 		}
 	}
+	o := s.Options
+	d.spec.Options, d.spec.Timeout, d.spec.Rate, d.spec.MaxDuration = o.Scenarios, o.Timeout, o.Rate, o.MaxDuration
+	d.spec.Redact, d.spec.AllowRemote = o.Redact, o.AllowRemote
 	eps, ok := f["endpoints"]
 	if !ok {
 		return nil, p.errf(n, "endpoints", "missing: a suite needs a list of endpoints to certify")
@@ -94,172 +89,109 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 	if err != nil {
 		return err
 	}
-	if u, ok := f["url"]; ok {
-		if d.url, err = p.str(u, join(field, "url")); err != nil {
+	d.spec.Instances = 1
+	for _, k := range []struct {
+		key   string
+		field idemcheck.Field
+		to    *string
+	}{{"url", "URL", &d.spec.URL}, {"db", "DSN", &d.spec.DSN}, {"cmd", "Command", &d.spec.Command}, {"image", "Image", &d.spec.Image},
+		{"db_image", "DBImage", &d.spec.DBImage}, {"log", "TargetLog", &d.spec.TargetLog}} {
+		v, ok := f[k.key]
+		if !ok {
+			continue
+		}
+		if *k.to, err = p.str(v, join(field, k.key)); err != nil {
 			return err
 		}
-		d.urlNode = u
+		d.places[k.field] = place{v, join(field, k.key)}
+	}
+	if v, ok := f["url"]; ok {
+		d.spec.URLText = v.Value
 	}
 	if h, ok := f["headers"]; ok {
-		if d.headers, err = p.headers(h, join(field, "headers"), d.headers); err != nil {
+		if d.spec.Headers, err = p.headers(h, join(field, "headers"), d.spec.Headers, d.places); err != nil {
 			return err
-		}
-	}
-	if v, ok := f["db"]; ok {
-		if d.db, err = p.str(v, join(field, "db")); err != nil {
-			return err
-		}
-	}
-	if v, ok := f["cmd"]; ok {
-		if d.cmd, err = p.str(v, join(field, "cmd")); err != nil {
-			return err
-		}
-		if d.url != "" {
-			return p.errf(v, join(field, "cmd"), "give url or cmd, not both: with cmd idemcheck starts the target and knows its URL")
-		}
-	}
-	if v, ok := f["image"]; ok {
-		if d.image, err = p.str(v, join(field, "image")); err != nil {
-			return err
-		}
-		if d.url != "" || d.cmd != "" {
-			return p.errf(v, join(field, "image"), "give one of url, cmd and image: with image idemcheck starts the container and knows its URL")
-		}
-	}
-	if v, ok := f["db_image"]; ok {
-		if d.dbImage, err = p.str(v, join(field, "db_image")); err != nil {
-			return err
-		}
-		if d.image == "" {
-			return p.errf(v, join(field, "db_image"), "db_image goes with image")
-		}
-	}
-	if v, ok := f["log"]; ok {
-		if d.log, err = p.str(v, join(field, "log")); err != nil {
-			return err
-		}
-		if d.cmd == "" && d.image == "" {
-			return p.errf(v, join(field, "log"), "log goes with cmd or image: idemcheck keeps the output of a target it starts")
 		}
 	}
 	if v, ok := f["env"]; ok {
-		if d.image == "" {
-			return p.errf(v, join(field, "env"), "env goes with image: a started command inherits idemcheck's environment")
-		}
 		if v.Kind != yaml.MappingNode {
 			return p.errf(v, join(field, "env"), "expected a mapping of NAME: value, got %s", kindName(v))
 		}
+		d.places["Env"] = place{v, join(field, "env")}
 		for i := 0; i+1 < len(v.Content); i += 2 {
-			val, err := p.str(v.Content[i+1], join(field, "env."+v.Content[i].Value))
+			key := join(field, "env."+v.Content[i].Value)
+			val, err := p.str(v.Content[i+1], key)
 			if err != nil {
 				return err
 			}
-			kv := v.Content[i].Value + "=" + val
-			if _, err := targets.ParseEnv([]string{kv}); err != nil {
-				return p.errf(v.Content[i], join(field, "env."+v.Content[i].Value), "%v", err)
-			}
-			d.env = append(d.env, kv)
+			d.places[idemcheck.Field(fmt.Sprintf("Env[%d]", len(d.spec.Env)))] = place{v.Content[i], key}
+			d.spec.Env = append(d.spec.Env, v.Content[i].Value+"="+val)
 		}
 	}
-	d.instances = 1
 	if v, ok := f["instances"]; ok {
-		if d.cmd == "" {
-			return p.errf(v, join(field, "instances"), "instances needs cmd: idemcheck can only run replicas of a target it starts")
-		}
-		if d.instances, err = p.integer(v, join(field, "instances"), 1, 16); err != nil {
+		if d.spec.Instances, err = p.whole(v, join(field, "instances")); err != nil {
 			return err
 		}
+		d.places["Instances"] = place{v, join(field, "instances")}
 	}
 	return nil
 }
 
-// tenants reads two clients' credentials, each "Name: value".
-func (p *parser) tenants(n *yaml.Node, field string) ([]scenarios.Header, error) {
-	if n.Kind != yaml.SequenceNode || len(n.Content) != 2 {
-		return nil, p.errf(n, field, "expected a list of two credentials such as [\"Authorization: Bearer ${TOKEN_A}\", \"Authorization: Bearer ${TOKEN_B}\"]")
-	}
-	var out []scenarios.Header
-	for i, c := range n.Content {
-		s, err := p.str(c, fmt.Sprintf("%s[%d]", field, i))
-		if err != nil {
-			return nil, err
-		}
-		h, err := ParseHeader(s)
-		if err != nil {
-			return nil, p.errf(c, fmt.Sprintf("%s[%d]", field, i), "%v", err)
-		}
-		out = append(out, h)
-	}
-	return out, nil
-}
-
-// ParseHeader parses "Name: value", the value a template.
-//
-// Its errors never quote the value, nor a text without a colon, which may
-// be a credential typed without its separator.
+// ParseHeader parses "Name: value", the value a template, by
+// config.ParseHeader's rule. Its errors never quote the value, nor a text
+// without a colon, which may be a credential typed without its separator.
 func ParseHeader(s string) (scenarios.Header, error) {
-	name, value, ok := strings.Cut(s, ":")
-	name = strings.TrimSpace(name)
-	if !ok || name == "" {
-		return scenarios.Header{}, fmt.Errorf("is not a header: write it as 'Name: value' (the text is not shown: it may hold a credential)")
+	h, err := config.ParseHeader("header", s)
+	var fe *idemcheck.FieldError
+	if errors.As(err, &fe) {
+		return h, errors.New(strings.TrimPrefix(fe.Text(nil), "header "))
 	}
-	if strings.ContainsAny(value, "\r\n\x00") {
-		return scenarios.Header{}, fmt.Errorf("%s: the value holds a line break or NUL, which would split the request", name)
-	}
-	if !idemcheck.ValidHeaderName(name) {
-		return scenarios.Header{}, fmt.Errorf("%q is not an HTTP header name (%s)", name, idemcheck.HeaderNameRule)
-	}
-	t, err := idemcheck.ParseTemplate(strings.TrimSpace(value))
-	if err != nil {
-		return scenarios.Header{}, fmt.Errorf("%s: %v", name, err)
-	}
-	return scenarios.Header{Name: name, Value: t}, nil
+	return h, err
 }
 
-func (p *parser) headers(n *yaml.Node, field string, base []scenarios.Header) ([]scenarios.Header, error) {
+// headers reads a mapping of header names to values over base: a header
+// given here replaces base's header of that name.
+func (p *parser) headers(n *yaml.Node, field string, base []config.Header, pl places) ([]config.Header, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, p.errf(n, field, "expected a mapping of header names to values, got %s", kindName(n))
 	}
-	out := append([]scenarios.Header(nil), base...)
+	type given struct {
+		h  config.Header
+		at place
+	}
+	var all []given
+	for i, h := range base {
+		all = append(all, given{h, pl[idemcheck.Field(fmt.Sprintf("Headers[%d]", i))]})
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if !idemcheck.ValidHeaderName(k.Value) {
-			return nil, p.errf(k, field, "%q is not an HTTP header name (%s)", k.Value, idemcheck.HeaderNameRule)
-		}
-		t, err := p.template(v, join(field, k.Value))
+		val, err := p.str(v, join(field, k.Value))
 		if err != nil {
 			return nil, err
 		}
-		// An endpoint's header replaces the target's header of that name.
-		out = slicesDeleteHeader(out, k.Value)
-		out = append(out, scenarios.Header{Name: k.Value, Value: t})
+		all = slices.DeleteFunc(all, func(g given) bool { return strings.EqualFold(g.h.Name, k.Value) })
+		all = append(all, given{config.Header{Name: k.Value, Value: val}, place{k, field}})
+	}
+	var out []config.Header
+	for i, g := range all {
+		pl[idemcheck.Field(fmt.Sprintf("Headers[%d]", i))] = g.at
+		out = append(out, g.h)
 	}
 	return out, nil
 }
 
-func slicesDeleteHeader(hs []scenarios.Header, name string) []scenarios.Header {
-	var out []scenarios.Header
-	for _, h := range hs {
-		if !strings.EqualFold(h.Name, name) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-func (p *parser) checks(n *yaml.Node, field string) ([]string, error) {
+func (p *parser) checks(n *yaml.Node, field string, pl places) ([]string, error) {
 	if n.Kind != yaml.SequenceNode {
 		return nil, p.errf(n, field, "expected a list of checks, got %s", kindName(n))
 	}
-	var out []string
+	out := []string{}
 	for i, c := range n.Content {
-		name, err := p.str(c, fmt.Sprintf("%s[%d]", field, i))
+		f := fmt.Sprintf("%s[%d]", field, i)
+		name, err := p.str(c, f)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := scenarios.Lookup(name); err != nil {
-			return nil, p.errf(c, fmt.Sprintf("%s[%d]", field, i), "%v", err)
-		}
+		pl[idemcheck.Field(fmt.Sprintf("Checks[%d]", i))] = place{c, f}
 		out = append(out, name)
 	}
 	return out, nil
@@ -358,19 +290,9 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		case "lease":
 			pol.Lease, err = p.duration(v, fk)
 		case "ignore_fields":
-			if pol.IgnoreFields, err = p.strings(v, fk); err == nil {
-				for _, ptr := range pol.IgnoreFields {
-					if e := assert.ValidatePointer(ptr); e != nil {
-						err = p.errf(v, fk, "%v", e)
-					}
-				}
-			}
+			pol.IgnoreFields, err = p.strings(v, fk)
 		case "key_pointer":
-			if pol.KeyPointer, err = p.str(v, fk); err == nil {
-				if e := assert.ValidatePointer(pol.KeyPointer); e != nil || pol.KeyPointer == "" {
-					err = p.errf(v, fk, "expected a JSON pointer such as /eventId")
-				}
-			}
+			pol.KeyPointer, err = p.str(v, fk)
 		case "ack_only":
 			pol.AckOnly, err = p.boolean(v, fk)
 		case "save_rejected":
@@ -378,11 +300,7 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		case "invalid_key_status":
 			pol.InvalidKeyStatus, err = p.status(v, fk)
 		case "resource_id":
-			if pol.ResourceID, err = p.str(v, fk); err == nil {
-				if e := assert.ValidatePointer(pol.ResourceID); e != nil {
-					err = p.errf(v, fk, "%v", e)
-				}
-			}
+			pol.ResourceID, err = p.str(v, fk)
 		}
 		if err != nil {
 			return base, err
@@ -398,10 +316,17 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		}
 		return base, p.errf(n, field, "%v", err)
 	}
+	if err := config.CheckPolicy(pol); err != nil {
+		pl := places{}
+		for k, v := range f {
+			pl[config.PolicyField(k)] = place{v, join(field, k)}
+		}
+		return base, p.explain(err, place{n, field}, pl)
+	}
 	return pol, nil
 }
 
-func (p *parser) options(n *yaml.Node, o *Options) error {
+func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 	f, err := p.fields(n, "options", "burst", "burst_rounds", "rounds", "fault_rounds", "redeliveries", "retry_window",
 		"timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
 	if err != nil {
@@ -409,38 +334,50 @@ func (p *parser) options(n *yaml.Node, o *Options) error {
 	}
 	for k, v := range f {
 		fk := "options." + k
+		var field idemcheck.Field
 		switch k {
 		case "burst":
-			o.Scenarios.BurstSize, err = p.integer(v, fk, 2, scenarios.MaxBurstSize)
+			o.Scenarios.BurstSize, err = p.whole(v, fk)
+			field = "Options.BurstSize"
 		case "burst_rounds":
-			o.Scenarios.BurstRounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
+			o.Scenarios.BurstRounds, err = p.whole(v, fk)
+			field = "Options.BurstRounds"
 		case "rounds":
-			o.Scenarios.Rounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
+			o.Scenarios.Rounds, err = p.whole(v, fk)
+			field = "Options.Rounds"
 		case "fault_rounds":
-			o.Scenarios.FaultRounds, err = p.integer(v, fk, 1, scenarios.MaxRounds)
+			o.Scenarios.FaultRounds, err = p.whole(v, fk)
+			field = "Options.FaultRounds"
 		case "redeliveries":
-			o.Scenarios.Redeliveries, err = p.integer(v, fk, 2, scenarios.MaxBurstSize)
+			o.Scenarios.Redeliveries, err = p.whole(v, fk)
+			field = "Options.Redeliveries"
 		case "retry_window":
 			o.Scenarios.RetryWindow, err = p.duration(v, fk)
+			field = "Options.RetryWindow"
 		case "timeout":
 			o.Timeout, err = p.duration(v, fk)
+			field = "Timeout"
 		case "max_duration":
 			o.MaxDuration, err = p.duration(v, fk)
+			field = "MaxDuration"
 		case "seed":
-			if v.Decode(&o.Seed) != nil {
-				err = p.errf(v, fk, "expected a whole number, got %s", kindName(v))
-			}
+			err = p.errf(v, fk, "a certification makes no random choice (keys are UUIDs), so there is nothing to seed: remove it (soak --seed chooses which of a soak's intents are cut)")
 		case "redact_headers":
 			o.Redact, err = p.strings(v, fk)
 		case "allow_remote":
 			o.AllowRemote, err = p.boolean(v, fk)
+			field = "AllowRemote"
 		case "rate":
-			if v.Decode(&o.Rate) != nil || o.Rate <= 0 {
-				err = p.errf(v, fk, "expected a positive number of requests per second, got %s", kindName(v))
+			if v.Kind != yaml.ScalarNode || v.Decode(&o.Rate) != nil {
+				err = p.errf(v, fk, "expected a number of requests per second, got %s", kindName(v))
 			}
+			field = "Rate"
 		}
 		if err != nil {
 			return err
+		}
+		if field != "" {
+			pl[field] = place{v, fk}
 		}
 	}
 	return nil
@@ -452,232 +389,198 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 	if err != nil {
 		return Endpoint{}, err
 	}
-	e := Endpoint{Policy: d.policy, Checks: d.checks, DB: d.db}
-	rawURL, urlNode, urlField, headers := d.url, d.urlNode, "target.url", d.headers
+	spec, pl := d.spec, maps.Clone(d.places)
+	e := Endpoint{at: place{n, field}, places: pl}
 	if v, ok := f["name"]; ok {
 		if e.Name, err = p.str(v, join(field, "name")); err != nil {
 			return e, err
 		}
 	}
+	for _, k := range []struct {
+		key   string
+		field idemcheck.Field
+		to    *string
+		body  bool
+	}{{"url", "URL", &spec.URL, false}, {"method", "Method", &spec.Method, false}, {"path", "Path", &spec.Path, false}, {"db", "DSN", &spec.DSN, false},
+		{"body", "Body", &spec.Body, true}, {"mismatch_body", "MismatchBody", &spec.MismatchBody, true},
+		{"failing_body", "FailingBody", &spec.FailingBody, true}, {"invalid_body", "InvalidBody", &spec.InvalidBody, true}} {
+		v, ok := f[k.key]
+		if !ok {
+			continue
+		}
+		if k.body {
+			*k.to, err = p.body(v, join(field, k.key))
+		} else {
+			*k.to, err = p.str(v, join(field, k.key))
+		}
+		if err != nil {
+			return e, err
+		}
+		pl[k.field] = place{v, join(field, k.key)}
+	}
 	if v, ok := f["url"]; ok {
-		if rawURL, err = p.str(v, join(field, "url")); err != nil {
-			return e, err
-		}
-		urlNode, urlField = v, join(field, "url")
-	}
-	if rawURL == "" && (d.cmd != "" || d.image != "") {
-		rawURL = "http://127.0.0.1:0" // replaced by the started target's address
-	}
-	if rawURL == "" {
-		return e, p.errf(n, join(field, "url"), "missing: give url here or under target (or cmd under target)")
-	}
-	// Errors quote the text as written, never its ${NAME} expansion,
-	// which may hold a secret.
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return e, p.errf(urlNode, urlField, "%q is not an absolute http:// or https:// URL", urlNode.Value)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return e, p.errf(urlNode, urlField, "%q carries credentials, a query or a fragment, which idemcheck would not send: give the scheme and host:port only (a query goes in path, credentials in headers)", urlNode.Value)
-	}
-	e.Endpoint.Base = &url.URL{Scheme: u.Scheme, Host: u.Host}
-	e.Endpoint.Method = "POST"
-	if v, ok := f["method"]; ok {
-		if e.Endpoint.Method, err = p.str(v, join(field, "method")); err != nil {
-			return e, err
-		}
-		e.Endpoint.Method = strings.ToUpper(e.Endpoint.Method)
+		spec.URLText = v.Value
 	}
 	pathNode, ok := f["path"]
 	if !ok {
 		return e, p.errf(n, join(field, "path"), "missing: the request path, such as /orders")
 	}
-	if e.Endpoint.Path, err = p.template(pathNode, join(field, "path")); err != nil {
-		return e, err
-	}
-	if !strings.HasPrefix(pathNode.Value, "/") {
-		return e, p.errf(pathNode, join(field, "path"), "%q must start with /", pathNode.Value)
-	}
 	if e.Name == "" {
-		e.Name = e.Endpoint.Method + " " + pathNode.Value
+		m := strings.ToUpper(spec.Method)
+		if m == "" {
+			m = "POST"
+		}
+		e.Name = m + " " + pathNode.Value
 	}
+	spec.Name = e.Name
 	if v, ok := f["headers"]; ok {
-		if headers, err = p.headers(v, join(field, "headers"), headers); err != nil {
+		if spec.Headers, err = p.headers(v, join(field, "headers"), spec.Headers, pl); err != nil {
 			return e, err
 		}
-	}
-	e.Endpoint.Header = headers
-	if v, ok := f["body"]; ok {
-		if e.Endpoint.Body, err = p.body(v, join(field, "body")); err != nil {
-			return e, err
-		}
-	}
-	if v, ok := f["mismatch_body"]; ok {
-		t, err := p.body(v, join(field, "mismatch_body"))
-		if err != nil {
-			return e, err
-		}
-		e.Endpoint.MismatchBody = &t
-	}
-	if v, ok := f["failing_body"]; ok {
-		t, err := p.body(v, join(field, "failing_body"))
-		if err != nil {
-			return e, err
-		}
-		e.Endpoint.FailingBody = &t
-	}
-	if v, ok := f["invalid_body"]; ok {
-		t, err := p.body(v, join(field, "invalid_body"))
-		if err != nil {
-			return e, err
-		}
-		e.Endpoint.InvalidBody = &t
 	}
 	if v, ok := f["tenants"]; ok {
-		if e.Endpoint.Tenants, err = p.tenants(v, join(field, "tenants")); err != nil {
+		if spec.Tenants, err = p.tenants(v, join(field, "tenants"), pl); err != nil {
 			return e, err
 		}
 	}
 	if v, ok := f["cross_endpoint"]; ok {
-		if e.Endpoint.Other, err = p.crossEndpoint(v, join(field, "cross_endpoint"), e.Endpoint.Method); err != nil {
+		if err := p.crossEndpoint(v, join(field, "cross_endpoint"), &spec, pl); err != nil {
 			return e, err
 		}
 	}
 	if v, ok := f["policy"]; ok {
-		if e.Policy, err = p.policy(v, join(field, "policy"), d.policy); err != nil {
+		if spec.Policy, err = p.policy(v, join(field, "policy"), d.spec.Policy); err != nil {
 			return e, err
 		}
 	}
 	if v, ok := f["checks"]; ok {
-		if e.Checks, err = p.checks(v, join(field, "checks")); err != nil {
-			return e, err
-		}
-	}
-	if v, ok := f["db"]; ok {
-		if e.DB, err = p.str(v, join(field, "db")); err != nil {
+		if spec.Checks, err = p.checks(v, join(field, "checks"), pl); err != nil {
 			return e, err
 		}
 	}
 	if v, ok := f["effect"]; ok {
-		if err := p.effect(v, join(field, "effect"), &e); err != nil {
+		if err := p.effect(v, join(field, "effect"), &spec, pl); err != nil {
 			return e, err
 		}
-		if e.EffectSQL != "" && e.DB == "" && d.cmd == "" && d.image == "" {
-			return e, p.errf(v, join(field, "effect"), "needs a database: set db here or under target (such as db: ${DATABASE_URL})")
-		}
+	}
+	// The loopback rule is the run's, which knows --allow-remote.
+	check := spec
+	check.AllowRemote = true
+	b, err := config.Build(check)
+	if err != nil {
+		return e, p.explain(err, e.at, pl)
+	}
+	e.Spec = spec
+	c := b.Config
+	e.Endpoint, e.Policy, e.Checks, e.DB = c.Endpoint, c.Policy, c.Checks, spec.DSN
+	e.EffectSQL, e.EffectArgs, e.EffectHTTP, e.EffectCount = c.EffectSQL, c.EffectArgs, c.EffectHTTP, c.EffectCount
+	if e.Checks == nil {
+		e.Checks = scenarios.Names()
 	}
 	return e, nil
 }
 
-func (p *parser) crossEndpoint(n *yaml.Node, field, method string) (*scenarios.OtherEndpoint, error) {
-	f, err := p.fields(n, field, "method", "path", "body")
-	if err != nil {
-		return nil, err
+// tenants reads two clients' credentials, each "Name: value".
+func (p *parser) tenants(n *yaml.Node, field string, pl places) ([]config.Header, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errf(n, field, "expected a list of two credentials such as [\"Authorization: Bearer ${TOKEN_A}\", \"Authorization: Bearer ${TOKEN_B}\"]")
 	}
-	o := &scenarios.OtherEndpoint{Method: method}
-	if v, ok := f["method"]; ok {
-		if o.Method, err = p.str(v, join(field, "method")); err != nil {
-			return nil, err
-		}
-		o.Method = strings.ToUpper(o.Method)
-	}
-	v, ok := f["path"]
-	if !ok {
-		return nil, p.errf(n, join(field, "path"), "missing: the other endpoint's path")
-	}
-	if o.Path, err = p.template(v, join(field, "path")); err != nil {
-		return nil, err
-	}
-	if v, ok := f["body"]; ok {
-		t, err := p.body(v, join(field, "body"))
+	pl["Tenants"] = place{n, field}
+	var out []config.Header
+	for i, c := range n.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		s, err := p.str(c, f)
 		if err != nil {
 			return nil, err
 		}
-		o.Body = &t
+		pl[idemcheck.Field(fmt.Sprintf("Tenants[%d]", i))] = place{c, f}
+		out = append(out, config.SplitHeader(s))
 	}
-	return o, nil
+	return out, nil
 }
 
-func (p *parser) effect(n *yaml.Node, field string, e *Endpoint) error {
+func (p *parser) crossEndpoint(n *yaml.Node, field string, s *config.Spec, pl places) error {
+	f, err := p.fields(n, field, "method", "path", "body")
+	if err != nil {
+		return err
+	}
+	pl["OtherPath"] = place{n, join(field, "path")}
+	for _, k := range []struct {
+		key   string
+		field idemcheck.Field
+		to    *string
+	}{{"method", "OtherMethod", &s.OtherMethod}, {"path", "OtherPath", &s.OtherPath}} {
+		if v, ok := f[k.key]; ok {
+			if *k.to, err = p.str(v, join(field, k.key)); err != nil {
+				return err
+			}
+			pl[k.field] = place{v, join(field, k.key)}
+		}
+	}
+	if v, ok := f["body"]; ok {
+		b, err := p.body(v, join(field, "body"))
+		if err != nil {
+			return err
+		}
+		s.OtherBody = &b
+		pl["OtherBody"] = place{v, join(field, "body")}
+	}
+	return nil
+}
+
+func (p *parser) effect(n *yaml.Node, field string, s *config.Spec, pl places) error {
 	f, err := p.fields(n, field, "sql", "args", "http", "count")
 	if err != nil {
 		return err
 	}
-	if v, ok := f["http"]; ok {
-		if _, both := f["sql"]; both {
-			return p.errf(v, join(field, "http"), "give sql or http, not both: one effect count per endpoint")
-		}
-		if _, ok := f["args"]; ok {
-			return p.errf(f["args"], join(field, "args"), "args go with sql; http fills {{intent}} in its path")
-		}
-		s, err := p.str(v, join(field, "http"))
-		if err != nil {
-			return err
-		}
-		t, err := ParseEffectHTTP(s)
-		if err != nil {
-			return p.errf(v, join(field, "http"), "%v", err)
-		}
-		e.EffectHTTP = &t
-		c, ok := f["count"]
-		if !ok {
-			return p.errf(n, join(field, "count"), "missing: the JSON pointer of the array (its length) or number that counts, such as /data (\"\" for the whole answer)")
-		}
-		if e.EffectCount, err = p.str(c, join(field, "count")); err != nil {
-			return err
-		}
-		if err := assert.ValidatePointer(e.EffectCount); err != nil {
-			return p.errf(c, join(field, "count"), "%v", err)
-		}
-		return nil
-	}
-	if v, ok := f["count"]; ok {
-		return p.errf(v, join(field, "count"), "count goes with http")
-	}
-	v, ok := f["sql"]
-	if !ok {
+	_, hasSQL := f["sql"]
+	_, hasHTTP := f["http"]
+	if !hasSQL && !hasHTTP {
 		return p.errf(n, join(field, "sql"), "missing: SQL returning one intent's effect count, such as SELECT count(*) FROM orders WHERE customer_id = $1 (or http: a GET of the API that counts, with count)")
 	}
-	if e.EffectSQL, err = p.str(v, join(field, "sql")); err != nil {
-		return err
+	pl["EffectSQL"] = place{n, join(field, "sql")}
+	pl["EffectHTTP"] = place{n, join(field, "http")}
+	pl["EffectCount"] = place{n, join(field, "count")}
+	for _, k := range []struct {
+		key   string
+		field idemcheck.Field
+		to    *string
+	}{{"sql", "EffectSQL", &s.EffectSQL}, {"http", "EffectHTTP", &s.EffectHTTP}} {
+		if v, ok := f[k.key]; ok {
+			if *k.to, err = p.str(v, join(field, k.key)); err != nil {
+				return err
+			}
+			pl[k.field] = place{v, join(field, k.key)}
+		}
+	}
+	if c, ok := f["count"]; ok {
+		count, err := p.str(c, join(field, "count"))
+		if err != nil {
+			return err
+		}
+		s.EffectCount = &count
+		pl["EffectCount"] = place{c, join(field, "count")}
 	}
 	if a, ok := f["args"]; ok {
 		if a.Kind != yaml.SequenceNode {
 			return p.errf(a, join(field, "args"), "expected a list such as [\"{{intent}}\"], got %s", kindName(a))
 		}
+		pl["EffectArgs"] = place{a, join(field, "args")}
 		for i, c := range a.Content {
-			t, err := p.template(c, fmt.Sprintf("%s.args[%d]", field, i))
+			k := fmt.Sprintf("%s.args[%d]", field, i)
+			v, err := p.str(c, k)
 			if err != nil {
 				return err
 			}
-			e.EffectArgs = append(e.EffectArgs, t)
+			pl[idemcheck.Field(fmt.Sprintf("EffectArgs[%d]", i))] = place{c, k}
+			s.EffectArgs = append(s.EffectArgs, v)
 		}
 	}
 	return nil
 }
 
-// ParseEffectHTTP reads an HTTP read-back, "GET /path?query" or "/path",
-// the path a template: the read-back only ever sends GET.
-func ParseEffectHTTP(s string) (idemcheck.Template, error) {
-	s = strings.TrimSpace(s)
-	if m, rest, ok := strings.Cut(s, " "); ok && !strings.HasPrefix(s, "/") {
-		if !strings.EqualFold(m, "GET") {
-			return idemcheck.Template{}, fmt.Errorf("%q: the effect read-back only sends GET, so it never changes the target: write GET /path", m)
-		}
-		s = strings.TrimSpace(rest)
-	}
-	if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, " \r\n\t") {
-		return idemcheck.Template{}, fmt.Errorf("expected GET and a path such as 'GET /orders?customerId={{intent}}'")
-	}
-	t, err := idemcheck.ParseTemplate(s)
-	if err != nil {
-		return t, err
-	}
-	if !strings.Contains(s, "{{") {
-		return t, fmt.Errorf("the path has no {{intent}}: it would count every intent's effects together, not one intent's")
-	}
-	return t, nil
-}
+// ParseEffectHTTP reads an HTTP read-back (config.ParseEffectHTTP).
+func ParseEffectHTTP(s string) (idemcheck.Template, error) { return config.ParseEffectHTTP(s) }
 
 // ParsePolicy reads a policy file: a preset and its overrides, the same
 // block a suite's policy takes.

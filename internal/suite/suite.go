@@ -1,11 +1,17 @@
 // Package suite reads suite files: several endpoints of one API, each with
-// its request template, policy, effect SQL and checks, in YAML. Every error
-// names the file, the line, the field and what was expected, because a
-// suite is written by hand and read by CI.
+// its request template, policy, effect SQL and checks, in YAML. It reads
+// the YAML; each endpoint is then checked by internal/config, the rules the
+// command's flags and idemchecktest share. Every error names the file, the
+// line, the field and what was expected, because a suite is written by
+// hand and read by CI.
+//
+// It imports internal/config and the packages below it; never cmd,
+// idemchecktest or examples.
 package suite
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -17,6 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -46,7 +53,6 @@ type Suite struct {
 type Options struct {
 	Scenarios   scenarios.Options
 	Timeout     time.Duration
-	Seed        int64
 	Redact      []string
 	AllowRemote bool
 	// Rate caps requests per second across the run; 0 means the default.
@@ -70,6 +76,29 @@ type Endpoint struct {
 	// pointer) an array whose length is the count, or the count.
 	EffectHTTP  *idemcheck.Template
 	EffectCount string
+	// Spec is the endpoint as config.Build takes it, with the suite's
+	// target and options: what a run builds its certification from.
+	Spec config.Spec
+
+	at     place
+	places places
+}
+
+// place is where a setting was given: its node and its key.
+type place struct {
+	node *yaml.Node
+	key  string
+}
+
+// places are where the fields of an endpoint's Spec were given.
+type places map[idemcheck.Field]place
+
+// Explain says err, an error of config.Build for endpoint i, in the
+// suite's words: its file, line and key.
+func (s *Suite) Explain(i int, err error) error {
+	p := &parser{file: s.File, secrets: s.Secrets}
+	e := s.Endpoints[i]
+	return p.explain(err, e.at, e.places)
 }
 
 // Error is a suite error at a line.
@@ -78,7 +107,13 @@ type Error struct {
 	Line  int
 	Field string
 	Msg   string
+	// Err is the error said, when it is config.Build's (an
+	// *idemcheck.FieldError).
+	Err error
 }
+
+// Unwrap returns the error said, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	loc := e.File
@@ -228,49 +263,21 @@ func (p *parser) str(n *yaml.Node, field string) (string, error) {
 	return out, nil
 }
 
-func (p *parser) template(n *yaml.Node, field string) (idemcheck.Template, error) {
-	s, err := p.str(n, field)
-	if err != nil {
-		return idemcheck.Template{}, err
-	}
-	t, err := idemcheck.ParseTemplate(s)
-	if err != nil {
-		return idemcheck.Template{}, p.errf(n, field, "%v", err)
-	}
-	return t, nil
-}
-
-// body reads a request body: a string as it is, or YAML that is written out as JSON.
-func (p *parser) body(n *yaml.Node, field string) (idemcheck.Template, error) {
+// body reads a request body: a string as it is, or YAML that is written
+// out as JSON.
+func (p *parser) body(n *yaml.Node, field string) (string, error) {
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
-		t, err := p.template(n, field)
-		if err != nil {
-			return t, err
-		}
-		if sample := t.Fill(idemcheck.Intent{ID: "ic-sample-1", Key: "00000000-0000-4000-8000-000000000000", Seq: 1}); strings.HasPrefix(strings.TrimSpace(sample), "{") || strings.HasPrefix(strings.TrimSpace(sample), "[") {
-			if !json.Valid([]byte(sample)) {
-				return t, p.errf(n, field, "looks like JSON but is not valid JSON once its templates are filled")
-			}
-		}
-		return t, nil
+		return p.str(n, field)
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
-		return idemcheck.Template{}, p.errf(n, field, "%v", err)
+		return "", p.errf(n, field, "%v", err)
 	}
 	b, err := json.Marshal(jsonable(v))
 	if err != nil {
-		return idemcheck.Template{}, p.errf(n, field, "cannot be written as JSON: %v", err)
+		return "", p.errf(n, field, "cannot be written as JSON: %v", err)
 	}
-	s, err := p.str(&yaml.Node{Kind: yaml.ScalarNode, Value: string(b), Line: n.Line}, field)
-	if err != nil {
-		return idemcheck.Template{}, err
-	}
-	t, err := idemcheck.ParseTemplate(s)
-	if err != nil {
-		return t, p.errf(n, field, "%v", err)
-	}
-	return t, nil
+	return p.str(&yaml.Node{Kind: yaml.ScalarNode, Value: string(b), Line: n.Line}, field)
 }
 
 // jsonable turns YAML's map[string]any trees into JSON-encodable values.
@@ -295,6 +302,15 @@ func (p *parser) integer(n *yaml.Node, field string, lo, hi int) (int, error) {
 	}
 	if v < lo || v > hi {
 		return 0, p.errf(n, field, "%d is out of range: use %d to %d", v, lo, hi)
+	}
+	return v, nil
+}
+
+// whole reads a whole number; its range is config.Build's to check.
+func (p *parser) whole(n *yaml.Node, field string) (int, error) {
+	var v int
+	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
+		return 0, p.errf(n, field, "expected a whole number, got %s", kindName(n))
 	}
 	return v, nil
 }
@@ -351,4 +367,71 @@ func (p *parser) statuses(n *yaml.Node, field string) ([]int, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// Words are the suite's names for the fields config.Build's errors name:
+// the key that sets each (the line says where).
+var Words = func() map[idemcheck.Field]idemcheck.Word {
+	w := map[idemcheck.Field]idemcheck.Word{
+		"URL": {Name: "url"}, "Endpoint.Base": {Name: "url"}, "Command": {Name: "cmd"}, "Instances": {Name: "instances"},
+		"Image": {Name: "image"}, "DBImage": {Name: "db_image"}, "Env": {Name: "env"}, "TargetLog": {Name: "log"},
+		"Method": {Name: "method"}, "Path": {Name: "path"}, "Endpoint.Path": {Name: "path"}, "Body": {Name: "body"},
+		"Headers": {Name: "headers"}, "Endpoint.Header": {Name: "headers"}, "Tenants": {Name: "tenants"},
+		"MismatchBody": {Name: "mismatch_body"}, "FailingBody": {Name: "failing_body"}, "InvalidBody": {Name: "invalid_body"},
+		"OtherMethod": {Name: "cross_endpoint.method"}, "OtherPath": {Name: "cross_endpoint.path"}, "OtherBody": {Name: "cross_endpoint.body"},
+		"DSN": {Name: "db"}, "DB": {Name: "db", Set: "set db here or under target (such as db: ${DATABASE_URL})"},
+		"EffectSQL": {Name: "sql"}, "EffectArgs": {Name: "args"}, "EffectHTTP": {Name: "http"}, "EffectCount": {Name: "count"},
+		"Checks": {Name: "checks"}, "Options.BurstSize": {Name: "burst"}, "Options.BurstRounds": {Name: "burst_rounds"},
+		"Options.Rounds": {Name: "rounds"}, "Options.FaultRounds": {Name: "fault_rounds"}, "Options.Redeliveries": {Name: "redeliveries"},
+		"Options.RetryWindow": {Name: "retry_window"}, "Rate": {Name: "rate"}, "Timeout": {Name: "timeout"}, "MaxDuration": {Name: "max_duration"},
+		"AllowRemote": {Name: "allow_remote", Set: "set options.allow_remote: true (or pass --allow-remote)"},
+	}
+	for _, k := range policyFields[1:] {
+		w[config.PolicyField(k)] = idemcheck.Word{Name: k}
+	}
+	return w
+}()
+
+// explain says an error of config.Build in the suite's words: the file,
+// the line and key of the field at fault (at, the endpoint or block, when
+// the file does not give it), and the message with the keys of the fields
+// it names. It never shows what ${NAME} expanded to.
+func (p *parser) explain(err error, at place, pl places) error {
+	var fe *idemcheck.FieldError
+	if !errors.As(err, &fe) {
+		return p.errf(at.node, at.key, "%v", err)
+	}
+	w, ok := Words[fe.Field]
+	if !ok {
+		if w, ok = Words[fe.Field.List()]; !ok {
+			w.Name = string(fe.Field)
+		}
+	}
+	where, ok := pl[fe.Field]
+	if !ok {
+		if where, ok = pl[fe.Field.List()]; !ok {
+			where = place{at.node, join(at.key, w.Name)}
+		}
+	}
+	text := fe.Text(Words)
+	for _, s := range p.secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
+	}
+	e := &Error{File: p.file, Line: where.node.Line, Field: where.key, Msg: text, Err: err}
+	if rest, ok := strings.CutPrefix(text, w.Name); ok && w.Name != "" {
+		// The message starts with the field: said once, by its key.
+		switch {
+		case strings.HasPrefix(rest, ":"):
+			e.Msg = strings.TrimLeft(rest, ": ")
+		case strings.HasPrefix(rest, " ") && len(rest) > 1 && !('a' <= rest[1] && rest[1] <= 'z'):
+			// A value follows: "url: \"localhost:80\" is not …".
+			e.Msg = rest[1:]
+		default:
+			// A verb follows: "log goes with cmd or image".
+			e.Field, e.Msg = "", where.key+rest
+		}
+	}
+	return e
 }

@@ -182,7 +182,7 @@ func certifyWith(ctx context.Context, bins *zoo.Bins, e zoo.Entry, checks []stri
 	}
 	defer pt.Close()
 	cfg := zoo.EndpointConfig(e.App, pt)
-	cfg.Name, cfg.Checks, cfg.Options, cfg.Seed, cfg.Timed = e.Name(), checks, o, 1, timed
+	cfg.Name, cfg.Checks, cfg.Options, cfg.Timed = e.Name(), checks, o, timed
 	return certify.Run(ctx, cfg)
 }
 

@@ -355,7 +355,7 @@ func certification(ctx context.Context, doc *figures, runs int) error {
 			return err
 		}
 		cfg := zoo.EndpointConfig("orders", pt)
-		cfg.Options, cfg.Seed = scenarios.Defaults, 1
+		cfg.Options = scenarios.Defaults
 		start := time.Now()
 		res, err := certify.Run(ctx, cfg)
 		wall := time.Since(start)

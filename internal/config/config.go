@@ -1,0 +1,801 @@
+// Package config is the one place a certification's configuration is
+// checked. The command's flags, a suite file and idemchecktest each
+// describe one certification as a Spec (the endpoint, where its target
+// runs, the policy, the effect count, the checks, the options and the
+// limits), and Build turns it into a validated certify.Config, with what
+// to start when idemcheck starts the target (Launch).
+//
+// Each rule is checked here once. An error is an *idemcheck.FieldError
+// naming the Spec field at fault (URL, Headers[1], Options.BurstSize),
+// which each front end says in its own words: the command a flag, a suite
+// its file, line and key, idemchecktest a Target field.
+//
+// It imports certify and the packages below it; never internal/suite,
+// idemchecktest, cmd or examples.
+package config
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/assert"
+	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
+)
+
+// Limits and defaults of the options every front end shares.
+const (
+	// MinTimeout is the shortest per-attempt timeout: below it no reply can
+	// arrive, and every attempt would be blamed on the target.
+	MinTimeout = 10 * time.Millisecond
+	// DefaultTimeout is the per-attempt timeout unless told otherwise.
+	DefaultTimeout = 10 * time.Second
+	// MinRate is the lowest request-rate cap: below it the cap stops
+	// meaning anything a run could reach.
+	MinRate = 0.1
+	// DefaultMaxBody is how much of each reply body is kept unless told
+	// otherwise. Every attempt keeps its reply body for the whole run (the
+	// checks compare them, the history holds them), so the kept part is
+	// what a hostile or merely verbose target costs per attempt: measured
+	// against a target answering 50 MB of NUL bytes, a default run (190
+	// attempts) kept 1 MiB each, peaked at 494 MiB and wrote a 1.1 GB
+	// history (JSON escapes a NUL in six bytes). Replies that idempotency
+	// checks compare are small; a longer one is compared on its first
+	// 64 KiB and marked truncated.
+	DefaultMaxBody = 64 << 10
+	// MaxMaxBody caps MaxBody: every attempt of a run keeps up to that
+	// much, in memory and in the history.
+	MaxMaxBody = 64 << 20
+	// MaxInstances caps the replicas of a started command.
+	MaxInstances = 16
+)
+
+// Header is one request header as its user wrote it; its value is a
+// template.
+type Header struct{ Name, Value string }
+
+// SplitHeader reads "Name: value": the name before the first colon, the
+// value after it, both trimmed. A text without a colon is a header without
+// a name, which Build refuses without quoting it (it may be a credential
+// typed without its separator).
+func SplitHeader(s string) Header {
+	name, value, ok := strings.Cut(s, ":")
+	if !ok {
+		return Header{Value: s}
+	}
+	return Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
+}
+
+// Spec describes one certification in the words every front end shares.
+// Zero values are defaults, except Options, which a front end starts from
+// scenarios.Defaults.
+type Spec struct {
+	// Name labels the target in reports; for an image, the image.
+	Name string
+
+	// Where the API runs: one of Handler (served on loopback for the run,
+	// from Go), URL (a service already running), Command or Image (a
+	// target idemcheck starts, and so holds powers over).
+	Handler http.Handler
+	URL     string
+	// URLText is URL as its user wrote it, quoted in errors (a suite's
+	// text before ${NAME} expansion); empty quotes URL, its password
+	// hidden.
+	URLText string
+	Command string
+	// Instances of Command behind a round-robin balancer (1 to
+	// MaxInstances).
+	Instances int
+	Image     string
+	// DBImage (with Image and no DSN) is the PostgreSQL image of the
+	// target's database; Ready the path that answers 2xx once it serves.
+	DBImage, Ready string
+	// Env holds NAME=VALUE variables for a Command or Image target.
+	Env []string
+	// TargetLog names the file a started target's output goes to.
+	TargetLog string
+
+	// The request: Method (POST when empty), Path (a template; the URL's
+	// own path when empty), Body and Headers (templates).
+	Method, Path, Body string
+	Headers            []Header
+	// Tenants are two clients' credentials, for cross-tenant.
+	Tenants []Header
+	// MismatchBody, FailingBody and InvalidBody are the bodies of the
+	// checks that need one (empty: the check's own, or none).
+	MismatchBody, FailingBody, InvalidBody string
+	// OtherPath is a second endpoint for cross-endpoint, with OtherMethod
+	// (the method when empty) and OtherBody (the body when nil).
+	OtherMethod, OtherPath string
+	OtherBody              *string
+
+	Policy idemcheck.Policy
+
+	// DSN is the database: where EffectSQL counts for a target reached by
+	// URL, the one handed to a started target. DB is an open pool instead
+	// (from Go, with Handler or URL).
+	DSN string
+	DB  *pgxpool.Pool
+	// EffectSQL counts one intent's effects, with EffectArgs bound as
+	// $1, $2, …; or EffectHTTP, a GET of the API, counts them at the JSON
+	// pointer EffectCount (nil: not given).
+	EffectSQL   string
+	EffectArgs  []string
+	EffectHTTP  string
+	EffectCount *string
+
+	// Checks to run; empty means all.
+	Checks  []string
+	Options scenarios.Options
+	// Rate caps requests per second, Timeout each attempt, MaxDuration
+	// the run, MaxBody the reply bytes kept per attempt (0: the default).
+	Rate        float64
+	Timeout     time.Duration
+	MaxDuration time.Duration
+	MaxBody     int64
+	// Protocol is the burst engine: auto (when empty), http1 or h2.
+	Protocol string
+	// Timed bursts are not scheduled at a started target's database link.
+	Timed bool
+	// Preflight sends one plain request before the checks.
+	Preflight   bool
+	AllowRemote bool
+	// TLS is the client's TLS configuration for an https:// target.
+	TLS *tls.Config
+	// Redact names headers, RedactFields JSON pointers and RedactQuery
+	// query parameters whose values never reach a report; Secrets are
+	// values hidden wherever they appear (${NAME} expansions).
+	Redact, RedactFields, RedactQuery, Secrets []string
+}
+
+// Built is a Spec made into a certification.
+type Built struct {
+	Config certify.Config
+	// Launch, when set, is the target to start before the run; Attach
+	// then points Config at it.
+	Launch *Launch
+}
+
+// Launch is a target for idemcheck to start: a Go handler served on
+// loopback, a command run as Instances replicas, or a container image.
+type Launch struct {
+	Handler   http.Handler
+	Command   string
+	Instances int
+	Image     string
+	DBImage   string
+	Ready     string
+	Env       []string
+	// DSN is the database handed to the target; empty provides one.
+	DSN         string
+	AllowRemote bool
+	// Log is the file the target's output goes to (Spec.TargetLog).
+	Log string
+}
+
+func usage(field idemcheck.Field, format string, args ...any) error {
+	return idemcheck.Fieldf(idemcheck.ExitUsage, field, format, args...)
+}
+
+// Build checks s and turns it into a certification. It sends nothing and
+// starts nothing: a target to start is returned as Launch.
+func Build(s Spec) (*Built, error) {
+	b := &Built{}
+	if err := s.checkTarget(); err != nil {
+		return nil, err
+	}
+	if err := CheckPolicy(s.Policy); err != nil {
+		return nil, err
+	}
+	started := s.Command != "" || s.Image != ""
+	var base *url.URL
+	path := s.Path
+	switch {
+	case s.URL != "":
+		var urlPath string
+		var err error
+		if base, urlPath, err = ParseURL("URL", s.URL, s.URLText); err != nil {
+			return nil, err
+		}
+		if !s.AllowRemote {
+			if err := certify.RequireLoopback("URL", base.Hostname()); err != nil {
+				return nil, err
+			}
+		}
+		if path == "" {
+			path = urlPath
+		}
+	default:
+		// Replaced by the address the target is started on (Attach).
+		base = &url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	}
+	if path == "" {
+		path = "/"
+	}
+	if err := targets.CheckDSN(s.DSN, "DSN", s.AllowRemote); err != nil {
+		return nil, err
+	}
+	e, err := s.endpoint(base, path)
+	if err != nil {
+		return nil, err
+	}
+	c := certify.Config{
+		Name: s.Name, Endpoint: e, Policy: s.Policy, Checks: s.Checks, Options: s.Options,
+		DB: s.DB, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
+		AllowRemote: s.AllowRemote, Timed: s.Timed, TLS: s.TLS, Preflight: s.Preflight,
+	}
+	if c.Name == "" && s.Image != "" {
+		// The port is picked anew each run; the image is what a pipeline
+		// certifies.
+		c.Name = s.Image
+	}
+	if err := s.effects(&c, started); err != nil {
+		return nil, err
+	}
+	if err := CheckChecks(s.Checks); err != nil {
+		return nil, err
+	}
+	if err := s.Options.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.limits(&c); err != nil {
+		return nil, err
+	}
+	for i, p := range s.RedactFields {
+		f := idemcheck.Field(fmt.Sprintf("RedactFields[%d]", i))
+		if assert.ValidatePointer(p) != nil || p == "" {
+			return nil, usage(f, "%s %q must be a JSON pointer such as /card/number", f, p)
+		}
+		c.RedactFields = append(c.RedactFields, p)
+	}
+	if s.Handler != nil || started {
+		b.Launch = &Launch{Handler: s.Handler, Command: s.Command, Instances: max(s.Instances, 1), Image: s.Image,
+			DBImage: s.DBImage, Ready: s.Ready, Env: s.Env, DSN: s.DSN, AllowRemote: s.AllowRemote, Log: s.TargetLog}
+	} else if s.DSN != "" {
+		c.DSN, c.DBName = s.DSN, targets.RedactDSN(s.DSN)
+	}
+	b.Config = c
+	return b, nil
+}
+
+// checkTarget checks where the API runs and the settings that go with a
+// target idemcheck starts.
+func (s Spec) checkTarget() error {
+	started := s.Command != "" || s.Image != ""
+	switch {
+	case s.Handler != nil && (s.URL != "" || started):
+		return usage("Handler", "give %s alone, not with %s, %s or %s: it is served on loopback for the run", idemcheck.Field("Handler"),
+			idemcheck.Field("URL"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	case s.Image != "" && (s.URL != "" || s.Command != ""):
+		return usage("Image", "give %s alone, not with %s or %s: with %s the URL is the one idemcheck starts the container on",
+			idemcheck.Field("Image"), idemcheck.Field("URL"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	case s.URL != "" && s.Command != "":
+		return usage("Command", "give %s or %s, not both: with %s the URL is the one idemcheck starts the target on",
+			idemcheck.Field("URL"), idemcheck.Field("Command"), idemcheck.Field("Command"))
+	case s.Handler == nil && s.URL == "" && !started:
+		return usage("URL", "%s is required, such as http://127.0.0.1:8080 (or %s or %s, to let idemcheck start the target)",
+			idemcheck.Field("URL"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	case s.Image == "" && (s.Ready != "" || s.DBImage != ""):
+		f := idemcheck.Field("Ready")
+		if s.Ready == "" {
+			f = "DBImage"
+		}
+		return usage(f, "%s and %s go with %s", idemcheck.Field("Ready"), idemcheck.Field("DBImage"), idemcheck.Field("Image"))
+	case !started && len(s.Env) > 0:
+		return usage("Env", "%s goes with %s or %s, a target idemcheck starts", idemcheck.Field("Env"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	case !started && s.TargetLog != "":
+		return usage("TargetLog", "%s goes with %s or %s: idemcheck keeps the output of a target it starts",
+			idemcheck.Field("TargetLog"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	case s.Image != "" && s.Instances > 1:
+		return usage("Instances", "%s goes with %s: a container target is one instance", idemcheck.Field("Instances"), idemcheck.Field("Command"))
+	case s.Command != "" && (s.Instances < 1 || s.Instances > MaxInstances):
+		return usage("Instances", "%s %d is out of range: use 1 to %d", idemcheck.Field("Instances"), s.Instances, MaxInstances)
+	case s.Instances > 1 && s.Command == "":
+		return usage("Instances", "%s goes with %s: idemcheck runs replicas only of a target it starts", idemcheck.Field("Instances"), idemcheck.Field("Command"))
+	case s.Ready != "" && !strings.HasPrefix(s.Ready, "/"):
+		return usage("Ready", "%s %q must be a path starting with /, such as /healthz", idemcheck.Field("Ready"), s.Ready)
+	case s.DB != nil && started:
+		return usage("DB", "%s goes with %s or %s; a started target's effects are counted in the database idemcheck hands it (%s)",
+			idemcheck.Field("DB"), idemcheck.Field("Handler"), idemcheck.Field("URL"), idemcheck.Field("DSN"))
+	}
+	for i, kv := range s.Env {
+		if _, err := targets.ParseEnv([]string{kv}); err != nil {
+			f := idemcheck.Field(fmt.Sprintf("Env[%d]", i))
+			return usage(f, "%s %v", f, err)
+		}
+	}
+	return nil
+}
+
+// ParseURL reads a target's URL (certify.CheckBase is the rule) into the
+// base requests go to (scheme and host) and the URL's own path, "/" when it
+// has none. shown is how errors quote it ("" for raw, its password hidden).
+func ParseURL(field idemcheck.Field, raw, shown string) (*url.URL, string, error) {
+	if shown == "" {
+		shown = redactURL(raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		u = nil
+	}
+	if err := certify.CheckBase(u, field, shown); err != nil {
+		return nil, "", err
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, path, nil
+}
+
+// redactURL hides a URL's password, for messages.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
+}
+
+// ParseHeader reads "Name: value" (SplitHeader) as a request header,
+// checked as Build checks Headers.
+func ParseHeader(field idemcheck.Field, s string) (scenarios.Header, error) {
+	return parseHeader(field, SplitHeader(s))
+}
+
+// parseHeader is the one rule for a request header: a name that is an HTTP
+// token, and a value that is a template without a line break. Its errors
+// never quote the value, which may be a credential.
+func parseHeader(field idemcheck.Field, h Header) (scenarios.Header, error) {
+	switch {
+	case h.Name == "":
+		return scenarios.Header{}, usage(field, "%s is not a header: write it as 'Name: value' (the text is not shown: it may hold a credential)", field)
+	case strings.ContainsAny(h.Value, "\r\n\x00"):
+		return scenarios.Header{}, usage(field, "%s %s: the value holds a line break or NUL, which would split the request", field, h.Name)
+	case !idemcheck.ValidHeaderName(h.Name):
+		return scenarios.Header{}, usage(field, "%s %q is not an HTTP header name (%s)", field, h.Name, idemcheck.HeaderNameRule)
+	}
+	t, err := idemcheck.ParseTemplate(h.Value)
+	if err != nil {
+		return scenarios.Header{}, usage(field, "%s %s: %v", field, h.Name, err)
+	}
+	return scenarios.Header{Name: h.Name, Value: t}, nil
+}
+
+// endpoint checks the request and makes it a scenarios.Endpoint on base.
+func (s Spec) endpoint(base *url.URL, path string) (scenarios.Endpoint, error) {
+	e, err := Request{Method: s.Method, Path: path, Body: s.Body, Headers: s.Headers}.Endpoint(base)
+	if err != nil {
+		return e, err
+	}
+	for _, b := range []struct {
+		field idemcheck.Field
+		text  string
+		to    **idemcheck.Template
+	}{{"MismatchBody", s.MismatchBody, &e.MismatchBody}, {"FailingBody", s.FailingBody, &e.FailingBody}, {"InvalidBody", s.InvalidBody, &e.InvalidBody}} {
+		if b.text == "" {
+			continue
+		}
+		t, err := template(b.field, b.text)
+		if err != nil {
+			return e, err
+		}
+		// The invalid body may be broken on purpose.
+		if b.field != "InvalidBody" {
+			if err := checkJSON(b.field, t, e.Header); err != nil {
+				return e, err
+			}
+		}
+		*b.to = &t
+	}
+	if len(s.Tenants) > 0 {
+		if len(s.Tenants) != 2 {
+			return e, usage("Tenants", "%s takes two clients' credentials, such as 'Authorization: Bearer A' and 'Authorization: Bearer B'; got %d", idemcheck.Field("Tenants"), len(s.Tenants))
+		}
+		for i, h := range s.Tenants {
+			t, err := parseHeader(idemcheck.Field(fmt.Sprintf("Tenants[%d]", i)), h)
+			if err != nil {
+				return e, err
+			}
+			e.Tenants = append(e.Tenants, t)
+		}
+	}
+	if s.OtherPath != "" || s.OtherMethod != "" || s.OtherBody != nil {
+		if s.OtherPath == "" {
+			return e, usage("OtherPath", "%s is missing: the other endpoint's path, such as /payments", idemcheck.Field("OtherPath"))
+		}
+		o := &scenarios.OtherEndpoint{Method: e.Method}
+		if s.OtherMethod != "" {
+			if o.Method, err = method("OtherMethod", s.OtherMethod); err != nil {
+				return e, err
+			}
+		}
+		if o.Path, err = requestPath("OtherPath", s.OtherPath); err != nil {
+			return e, err
+		}
+		if s.OtherBody != nil {
+			t, err := template("OtherBody", *s.OtherBody)
+			if err != nil {
+				return e, err
+			}
+			if err := checkJSON("OtherBody", t, e.Header); err != nil {
+				return e, err
+			}
+			o.Body = &t
+		}
+		e.Other = o
+	}
+	return e, nil
+}
+
+// Request is an endpoint's request as its user wrote it.
+type Request struct {
+	Method, Path, Body string
+	Headers            []Header
+}
+
+// Endpoint checks the request (a method that is an HTTP token, a path
+// template starting with / that cannot split the request line, headers, a
+// body that is JSON unless its Content-Type says otherwise) and makes it a
+// scenarios.Endpoint on base.
+func (r Request) Endpoint(base *url.URL) (scenarios.Endpoint, error) {
+	e := scenarios.Endpoint{Base: base}
+	var err error
+	if e.Method, err = method("Method", r.Method); err != nil {
+		return e, err
+	}
+	if e.Path, err = requestPath("Path", r.Path); err != nil {
+		return e, err
+	}
+	if e.Body, err = template("Body", r.Body); err != nil {
+		return e, err
+	}
+	for i, h := range r.Headers {
+		t, err := parseHeader(idemcheck.Field(fmt.Sprintf("Headers[%d]", i)), h)
+		if err != nil {
+			return e, err
+		}
+		e.Header = append(e.Header, t)
+	}
+	if err := checkJSON("Body", e.Body, e.Header); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+func method(field idemcheck.Field, m string) (string, error) {
+	if m == "" {
+		return http.MethodPost, nil
+	}
+	if !isToken(m) {
+		return "", usage(field, "%s %q is not an HTTP method, such as POST", field, m)
+	}
+	return strings.ToUpper(m), nil
+}
+
+func requestPath(field idemcheck.Field, p string) (idemcheck.Template, error) {
+	if !strings.HasPrefix(p, "/") {
+		return idemcheck.Template{}, usage(field, "%s %q must start with /, such as /orders", field, p)
+	}
+	if i := strings.IndexFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return idemcheck.Template{}, usage(field, "%s %q holds a space or control character at byte %d, which would split the request line: percent-encode it (a space is %%20)", field, p, i)
+	}
+	return template(field, p)
+}
+
+func template(field idemcheck.Field, s string) (idemcheck.Template, error) {
+	t, err := idemcheck.ParseTemplate(s)
+	if err != nil {
+		return t, usage(field, "%s: %v", field, err)
+	}
+	return t, nil
+}
+
+// checkJSON refuses a body that is not JSON once its templates are
+// filled, unless a Content-Type header says it is something else: without
+// one it would go out unlabelled.
+func checkJSON(field idemcheck.Field, body idemcheck.Template, headers []scenarios.Header) error {
+	sampleIntent := idemcheck.Intent{ID: "ic-sample-1", Key: "00000000-0000-4000-8000-000000000000", Seq: 1}
+	for _, h := range headers {
+		if strings.EqualFold(h.Name, "Content-Type") && !strings.Contains(strings.ToLower(h.Value.Fill(sampleIntent)), "json") {
+			return nil
+		}
+	}
+	sample := body.Fill(sampleIntent)
+	if sample == "" {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(sample), &v); err != nil {
+		return usage(field, "%s is not valid JSON once its templates are filled (%v); for a body of another type give its Content-Type header (%s)",
+			field, err, idemcheck.Field("Headers"))
+	}
+	return nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), as
+// a method must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// effects checks how effects are counted: in SQL, with its arguments and a
+// database, or through the API.
+func (s Spec) effects(c *certify.Config, started bool) error {
+	switch {
+	case s.EffectSQL != "" && s.EffectHTTP != "":
+		return usage("EffectHTTP", "give %s or %s, not both: one effect count per endpoint", idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"))
+	case s.EffectCount != nil && s.EffectHTTP == "":
+		return usage("EffectCount", "%s goes with %s", idemcheck.Field("EffectCount"), idemcheck.Field("EffectHTTP"))
+	case s.EffectSQL != "" && s.DSN == "" && s.DB == nil && !started:
+		return usage("EffectSQL", "%s needs a database: %s", idemcheck.Field("EffectSQL"), idemcheck.Setting("DB"))
+	}
+	args, err := ParseEffectArgs(s.EffectSQL, s.EffectArgs)
+	if err != nil {
+		return err
+	}
+	c.EffectSQL, c.EffectArgs = s.EffectSQL, args
+	if s.EffectHTTP == "" {
+		return nil
+	}
+	t, err := ParseEffectHTTP(s.EffectHTTP)
+	if err != nil {
+		return usage("EffectHTTP", "%s: %v", idemcheck.Field("EffectHTTP"), err)
+	}
+	if s.EffectCount == nil {
+		return usage("EffectHTTP", "%s needs %s: the JSON pointer of the array (its length is the count) or number in the answer, such as /data ('' for the whole answer)",
+			idemcheck.Field("EffectHTTP"), idemcheck.Field("EffectCount"))
+	}
+	if err := assert.ValidatePointer(*s.EffectCount); err != nil {
+		return usage("EffectCount", "%s: %v", idemcheck.Field("EffectCount"), err)
+	}
+	c.EffectHTTP, c.EffectCount = &t, *s.EffectCount
+	return nil
+}
+
+// ParseEffectArgs parses the templates bound as $1, $2, … of sql, without
+// which they mean nothing.
+func ParseEffectArgs(sql string, args []string) ([]idemcheck.Template, error) {
+	if len(args) > 0 && sql == "" {
+		return nil, usage("EffectArgs", "%s needs %s", idemcheck.Field("EffectArgs"), idemcheck.Field("EffectSQL"))
+	}
+	var out []idemcheck.Template
+	for i, a := range args {
+		t, err := template(idemcheck.Field(fmt.Sprintf("EffectArgs[%d]", i)), a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ParseEffectHTTP reads an HTTP read-back, "GET /path?query" or "/path",
+// the path a template: the read-back only ever sends GET.
+func ParseEffectHTTP(s string) (idemcheck.Template, error) {
+	s = strings.TrimSpace(s)
+	if m, rest, ok := strings.Cut(s, " "); ok && !strings.HasPrefix(s, "/") {
+		if !strings.EqualFold(m, "GET") {
+			return idemcheck.Template{}, fmt.Errorf("%q: the effect read-back only sends GET, so it never changes the target: write GET /path", m)
+		}
+		s = strings.TrimSpace(rest)
+	}
+	if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, " \r\n\t") {
+		return idemcheck.Template{}, fmt.Errorf("expected GET and a path such as 'GET /orders?customerId={{intent}}'")
+	}
+	t, err := idemcheck.ParseTemplate(s)
+	if err != nil {
+		return t, err
+	}
+	if !strings.Contains(s, "{{") {
+		return t, fmt.Errorf("the path has no {{intent}}: it would count every intent's effects together, not one intent's")
+	}
+	return t, nil
+}
+
+// CheckChecks checks a list of check names.
+func CheckChecks(checks []string) error {
+	for i, name := range checks {
+		if _, err := scenarios.Lookup(name); err != nil {
+			f := idemcheck.Field(fmt.Sprintf("Checks[%d]", i))
+			return usage(f, "%s: %v", f, err)
+		}
+	}
+	return nil
+}
+
+// limits checks the run's caps and puts them, defaults filled, on c.
+func (s Spec) limits(c *certify.Config) error {
+	switch {
+	case s.Rate != 0 && (math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) || s.Rate < MinRate):
+		return usage("Rate", "%s %v must be a number of requests per second of at least %v, such as 1000", idemcheck.Field("Rate"), s.Rate, MinRate)
+	case s.MaxDuration < 0:
+		return usage("MaxDuration", "%s %v must be positive, such as 10m", idemcheck.Field("MaxDuration"), s.MaxDuration)
+	case s.Timeout != 0 && s.Timeout < MinTimeout:
+		return usage("Timeout", "%s %v is too short for any reply to arrive: use %v or more, such as 10s", idemcheck.Field("Timeout"), s.Timeout, MinTimeout)
+	case s.MaxBody < 0 || s.MaxBody > MaxMaxBody:
+		return usage("MaxBody", "%s %d is out of range: use 1 to %d bytes", idemcheck.Field("MaxBody"), s.MaxBody, MaxMaxBody)
+	}
+	p := wire.ProtocolAuto
+	if s.Protocol != "" {
+		var err error
+		if p, err = wire.ParseProtocol(s.Protocol); err != nil {
+			return usage("Protocol", "%s %q: use auto, http1 or h2", idemcheck.Field("Protocol"), s.Protocol)
+		}
+	}
+	c.Rate, c.Timeout, c.MaxDuration, c.MaxBody, c.Protocol = s.Rate, s.Timeout, s.MaxDuration, s.MaxBody, p
+	if c.Rate == 0 {
+		c.Rate = scenarios.DefaultRate
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxDuration == 0 {
+		c.MaxDuration = certify.DefaultMaxDuration
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	return nil
+}
+
+// policyFields are the Go names of the policy's fields, by the names a
+// policy file (and idemcheck.PolicyError) gives them.
+var policyFields = map[string]string{
+	"key_header": "KeyHeader", "created_statuses": "CreatedStatuses", "replay_statuses": "ReplayStatuses",
+	"in_progress_status": "InProgressStatus", "in_progress_statuses": "InProgressStatuses", "mismatch_status": "MismatchStatus",
+	"missing_key_status": "MissingKeyStatus", "replay_errors": "ReplayErrors", "replay_header": "ReplayHeader", "lease": "Lease",
+	"ignore_fields": "IgnoreFields", "resource_id": "ResourceID", "key_pointer": "KeyPointer", "ack_only": "AckOnly",
+	"save_rejected": "SaveRejected", "invalid_key_status": "InvalidKeyStatus",
+}
+
+// PolicyField is the Field of a policy's field by its policy-file name
+// (key_header is Policy.KeyHeader).
+func PolicyField(name string) idemcheck.Field {
+	if g, ok := policyFields[name]; ok {
+		return idemcheck.Field("Policy." + g)
+	}
+	return idemcheck.Field("Policy." + name)
+}
+
+// PolicyKey is a policy field's name in a policy file (Policy.KeyHeader is
+// key_header), or "".
+func PolicyKey(f idemcheck.Field) string {
+	for k, g := range policyFields {
+		if string(f) == "Policy."+g {
+			return k
+		}
+	}
+	return ""
+}
+
+// CheckPolicy checks a policy: idemcheck.Policy.Validate's rules, the JSON
+// pointers it holds, and a lease that is not negative. Its error names the
+// policy field as a Field (Policy.KeyHeader).
+func CheckPolicy(p idemcheck.Policy) error {
+	if err := p.Validate(); err != nil {
+		pe, ok := err.(*idemcheck.PolicyError)
+		if !ok {
+			return idemcheck.Usagef("%v", err)
+		}
+		f := PolicyField(pe.Field)
+		if rest, ok := strings.CutPrefix(pe.Msg, pe.Field); ok {
+			return usage(f, "%s %s", f, strings.TrimLeft(rest, ": "))
+		}
+		return usage(f, "%s: %s", f, pe.Msg)
+	}
+	for _, ptr := range append([]string{p.ResourceID}, p.IgnoreFields...) {
+		if err := assert.ValidatePointer(ptr); err != nil {
+			f := idemcheck.Field("Policy.IgnoreFields")
+			if ptr == p.ResourceID {
+				f = "Policy.ResourceID"
+			}
+			return usage(f, "%s: %v", f, err)
+		}
+	}
+	if p.KeyPointer != "" && assert.ValidatePointer(p.KeyPointer) != nil {
+		return usage("Policy.KeyPointer", "%s %q must be a JSON pointer such as /eventId", idemcheck.Field("Policy.KeyPointer"), p.KeyPointer)
+	}
+	if p.Lease < 0 {
+		return usage("Policy.Lease", "%s %v must not be negative: give the target's lease, such as 2s", idemcheck.Field("Policy.Lease"), p.Lease)
+	}
+	return nil
+}
+
+// OpenDB opens the database an effect count in SQL reads for a target
+// reached by URL (Config.DSN), checked against the loopback rule first.
+func OpenDB(ctx context.Context, dsn string, allowRemote bool) (*targets.Database, error) {
+	if err := targets.CheckDSN(dsn, "DSN", allowRemote); err != nil {
+		return nil, err
+	}
+	open := targets.OpenDatabase
+	if allowRemote {
+		open = targets.OpenRemoteDatabase
+	}
+	d, err := open(ctx, dsn)
+	if err != nil {
+		return nil, idemcheck.Unavailablef("%v", err)
+	}
+	return d, nil
+}
+
+// Started is a target Launch started.
+type Started struct {
+	URL      *url.URL
+	Powers   targets.Powers
+	Replicas int
+	// DB is the database the target was handed; nil for a handler.
+	DB   *targets.Database
+	stop func() error
+}
+
+// Close stops the target and what was started for it.
+func (s *Started) Close() error { return s.stop() }
+
+// Start starts the target: serves the handler, or starts the command or
+// the image on its database (DSN, else a throwaway one). output receives
+// the target's own output, log one line for each fallback the database
+// provider takes (nil discards either).
+func (l *Launch) Start(ctx context.Context, output, log io.Writer) (*Started, error) {
+	switch {
+	case l.Handler != nil:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, idemcheck.Unavailablef("serving the handler on loopback: %v", err)
+		}
+		srv := &http.Server{Handler: l.Handler, ReadHeaderTimeout: time.Minute}
+		go func() { _ = srv.Serve(ln) }()
+		return &Started{URL: &url.URL{Scheme: "http", Host: ln.Addr().String()}, stop: srv.Close}, nil
+	case l.Image != "":
+		env, err := targets.ParseEnv(l.Env)
+		if err != nil {
+			return nil, usage("Env", "%s %v", idemcheck.Field("Env"), err)
+		}
+		ct, err := targets.StartContainerTarget(ctx, targets.ContainerOptions{
+			Image: l.Image, DBImage: l.DBImage, DSN: l.DSN, Env: env, Ready: l.Ready, Log: log, Output: output,
+			AllowRemote: l.AllowRemote,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &Started{URL: ct.URL, Powers: ct.Powers(), Replicas: 1, DB: ct.DB, stop: ct.Close}, nil
+	}
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: l.Command, Instances: l.Instances, DSN: l.DSN, Env: l.Env,
+		AllowRemote: l.AllowRemote, Logs: output})
+	if err != nil {
+		return nil, err
+	}
+	return &Started{URL: pt.URL, Powers: pt.Powers(), Replicas: pt.Replicas(), DB: pt.DB, stop: func() error { pt.Close(); return nil }}, nil
+}
+
+// Attach points the certification at a started target: its address, its
+// powers and, for an effect count in SQL, the database it was handed.
+func (b *Built) Attach(s *Started) {
+	c := &b.Config
+	c.Endpoint.Base = &url.URL{Scheme: s.URL.Scheme, Host: s.URL.Host}
+	c.Powers, c.Replicas = s.Powers, s.Replicas
+	if c.EffectSQL != "" && s.DB != nil {
+		c.DB, c.DBName = s.DB.Pool, targets.RedactDSN(s.DB.DSN)
+	}
+}

@@ -1,0 +1,71 @@
+package config
+
+import "github.com/idemcheck/idemcheck"
+
+// FlagWords are the command's words for the settings the errors of Build
+// and the library name (*idemcheck.FieldError): this package names the
+// fields of a Spec, certify, targets and scenarios the Go fields a program
+// sets, and the command says each as the flag that sets it. An element of
+// a list (Headers[1]) is said as its list's flag. They live here, beside
+// the fields they name, so that a new field and its flag are one change.
+var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
+	w := map[idemcheck.Field]idemcheck.Word{
+		"URL":                    {Name: "--url"},
+		"Endpoint.Base":          {Name: "--url"},
+		"Command":                {Name: "--cmd"},
+		"Instances":              {Name: "--instances"},
+		"Image":                  {Name: "--image"},
+		"DBImage":                {Name: "--db-image"},
+		"Ready":                  {Name: "--ready"},
+		"Env":                    {Name: "--env"},
+		"TargetLog":              {Name: "--target-log"},
+		"Method":                 {Name: "--method"},
+		"Path":                   {Name: "--path"},
+		"Endpoint.Path":          {Name: "--path"},
+		"Body":                   {Name: "--body"},
+		"Headers":                {Name: "--header"},
+		"Endpoint.Header":        {Name: "--header"},
+		"Tenants":                {Name: "--tenant"},
+		"FailingBody":            {Name: "--failing-body"},
+		"InvalidBody":            {Name: "--invalid-body"},
+		"OtherPath":              {Name: "--other-path"},
+		"Checks":                 {Name: "--checks"},
+		"DSN":                    {Name: "--db"},
+		"DB":                     {Name: "--db", Set: "pass --db DSN or set DATABASE_URL"},
+		"AllowRemote":            {Name: "--allow-remote", Set: "pass --allow-remote"},
+		"EffectSQL":              {Name: "--effect-sql"},
+		"EffectArgs":             {Name: "--effect-arg"},
+		"EffectHTTP":             {Name: "--effect-http"},
+		"EffectCount":            {Name: "--effect-count"},
+		"Options.BurstSize":      {Name: "--burst"},
+		"Options.BurstRounds":    {Name: "--burst-rounds"},
+		"Options.Rounds":         {Name: "--rounds"},
+		"Options.FaultRounds":    {Name: "--fault-rounds"},
+		"Options.Redeliveries":   {Name: "--redeliveries"},
+		"Options.RetryWindow":    {Name: "--retry-window"},
+		"Rate":                   {Name: "--rate"},
+		"Timeout":                {Name: "--timeout"},
+		"MaxDuration":            {Name: "--max-duration"},
+		"MaxBody":                {Name: "--max-body"},
+		"Protocol":               {Name: "--protocol"},
+		"RedactFields":           {Name: "--redact-field"},
+		"TLS.Certificates":       {Name: "--cert", Set: "pass --cert FILE and --key FILE"},
+		"TLS.RootCAs":            {Name: "--cacert", Set: "pass --cacert FILE"},
+		"TLS.InsecureSkipVerify": {Name: "--insecure"},
+	}
+	// A policy field is said as the flag that overrides it, else as the
+	// field of the --policy file.
+	for key, flag := range map[string]string{
+		"key_header": "--key-header", "replay_header": "--replay-header", "resource_id": "--resource-id",
+		"ignore_fields": "--ignore-field", "key_pointer": "--key-pointer", "lease": "--lease",
+		"mismatch_status": "--mismatch-status", "missing_key_status": "--missing-key-status",
+		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",
+		"created_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
+	} {
+		if flag == "" {
+			flag = "the --policy file's " + key
+		}
+		w[PolicyField(key)] = idemcheck.Word{Name: flag}
+	}
+	return w
+}()
