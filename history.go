@@ -247,6 +247,15 @@ type Run struct {
 	NotAsked []PlannedCheck `json:"not_asked,omitempty"`
 	// EffectQuery is the SQL that counted effects, empty without a database.
 	EffectQuery string `json:"effect_query,omitempty"`
+	// SoakFaults are the faults a soak ran under, in the form its --fault
+	// flag reads: "cut-reply@0.01", "reset@0.02" hit that seeded share of
+	// first attempts, each of which records it as its Fault, in the order
+	// the soak drew them; "latency:jitter=0,ms=20", "db-latency:ms=5" (no
+	// share) acted on a whole link, every attempt, for the whole soak: no
+	// attempt records those as its Fault, which says the harness broke
+	// that attempt on purpose, and they only slow a link down. A name
+	// starting "db-" is on the database link.
+	SoakFaults []string `json:"soak_faults,omitempty"`
 }
 
 // PlannedCheck is a check the run meant to perform, with what the checker

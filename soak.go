@@ -9,8 +9,14 @@ import (
 // SoakResult is what a soak measured: the counts come from its history
 // (assert.SoakTally), the rates and latencies from the load generator.
 type SoakResult struct {
-	Intents    int64 `json:"intents"`
-	Attempts   int64 `json:"attempts"`
+	Intents  int64 `json:"intents"`
+	Attempts int64 `json:"attempts"`
+	// Cut are the first attempts that got no reply, and so were retried
+	// with the same key: with cut-reply the only fault on single attempts
+	// (CutsOnly), replies cut after the server committed; with others
+	// (reset, timeout, cut-request, a slow-reply past the timeout), every
+	// first attempt that lost its reply, whatever the fault. Faults says
+	// which fault hit how many.
 	Cut        int64 `json:"cut"`
 	Duplicates int64 `json:"duplicates"`
 	Lost       int64 `json:"lost"`
@@ -35,6 +41,52 @@ type SoakResult struct {
 	TimeoutRate    float64 `json:"timeout_rate"`
 	SucceededShare float64 `json:"succeeded_share"`
 	Duration       time.Duration
+	// Faults are the faults the soak ran under, each with what it hit, in
+	// the order of its history's header (Run.SoakFaults): those on single
+	// attempts in the order they were drawn (cut-reply first), then those
+	// on a whole link.
+	Faults []SoakFault `json:"faults,omitempty"`
+}
+
+// SoakFault is one fault a soak ran under, and what it hit.
+type SoakFault struct {
+	// Fault is the fault as the faults package writes it: "reset",
+	// "slow-reply:delay=2s", "latency:jitter=0,ms=20".
+	Fault string `json:"fault"`
+	// Link is the link it acted on: LinkClient or LinkDB.
+	Link string `json:"link"`
+	// WholeLink: it acted on every attempt for the whole soak (latency,
+	// bandwidth, db-latency). Otherwise it hit a seeded share of first
+	// attempts (cut-reply, cut-request, timeout, reset, slow-reply).
+	WholeLink bool `json:"whole_link,omitempty"`
+	// Share is the share of first attempts it was meant to hit, chosen by
+	// the seed; 0 on a whole link.
+	Share float64 `json:"share,omitempty"`
+	// Attempts are the attempts it acted on: the first attempts sent
+	// through it, or, on a whole link, every attempt of the soak.
+	Attempts int64 `json:"attempts"`
+	// Retried are those of its first attempts that got no reply and so
+	// were retried with the same key, and Replayed those retries answered
+	// as replays (the first attempt had been carried out). Zero on a
+	// whole link.
+	Retried  int64 `json:"retried,omitempty"`
+	Replayed int64 `json:"replayed,omitempty"`
+}
+
+// cutReply is the name of the fault that cuts a reply after the server
+// committed, as a SoakFault names it (the faults package's cut-reply).
+const cutReply = "cut-reply"
+
+// CutsOnly reports whether cut-reply was the soak's only fault on single
+// attempts: every first attempt without a reply was then meant to be a
+// reply cut after the server committed, as the soak's cut share says.
+func (r SoakResult) CutsOnly() bool {
+	for _, f := range r.Faults {
+		if !f.WholeLink && f.Fault != cutReply {
+			return false
+		}
+	}
+	return true
 }
 
 // SoakReport is the report of `idemcheck soak` (its JSON, version 1): the

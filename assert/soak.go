@@ -1,6 +1,13 @@
 package assert
 
-import "github.com/idemcheck/idemcheck"
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/idemcheck/idemcheck"
+)
 
 // SoakTally counts a soak from its history records as they are made:
 // intents, attempts, replies cut and retried, retries answered as replays,
@@ -14,10 +21,15 @@ import "github.com/idemcheck/idemcheck"
 // after its attempts, so every intent's attempts come before its
 // observation, as in every history the harness writes.
 //
+// Each fault the soak ran under is counted too (SoakResult.Faults): the
+// header's plan (Run.SoakFaults, given to Run) lists them, a first
+// attempt's Fault says which one hit it, and its retry, the next attempt
+// of its intent, whether it was a replay.
+//
 // It remembers only the intents that were promised nothing yet (no
-// attempt answered with a success): memory follows the failures, not the
-// load. It is not safe for concurrent use: the soak records one record at
-// a time.
+// attempt answered with a success) and those whose faulted first attempt
+// awaits its retry: memory follows the failures, not the load. It is not
+// safe for concurrent use: the soak records one record at a time.
 type SoakTally struct {
 	Policy idemcheck.Policy
 
@@ -26,6 +38,49 @@ type SoakTally struct {
 	// unpromised are the intents none of whose attempts so far was
 	// answered with a success.
 	unpromised map[string]bool
+	// faults are the soak's faults, the plan's first, and byName finds
+	// one; retriedAfter is, for an intent whose faulted first attempt got
+	// no reply, that fault, until its retry is counted.
+	faults       []*idemcheck.SoakFault
+	byName       map[string]*idemcheck.SoakFault
+	retriedAfter map[string]*idemcheck.SoakFault
+	planned      int // how many of faults the plan listed
+}
+
+// Run reads the soak's header: the faults it ran under (Run.SoakFaults).
+func (t *SoakTally) Run(r idemcheck.Run) {
+	for _, spec := range r.SoakFaults {
+		name, share := spec, 0.0
+		if i := strings.LastIndex(spec, "@"); i >= 0 {
+			name = spec[:i]
+			share, _ = strconv.ParseFloat(spec[i+1:], 64)
+		}
+		f := t.fault(name, "")
+		f.Share, f.WholeLink = share, !strings.Contains(spec, "@")
+	}
+	t.planned = len(t.faults)
+}
+
+// fault returns the counts of the fault called name, added on first use
+// on link (its own link when link is "": a name starting "db-" is on the
+// database link, as every database-link fault's is).
+func (t *SoakTally) fault(name, link string) *idemcheck.SoakFault {
+	if f, ok := t.byName[name]; ok {
+		return f
+	}
+	if link == "" {
+		link = idemcheck.LinkClient
+		if strings.HasPrefix(name, "db-") {
+			link = idemcheck.LinkDB
+		}
+	}
+	if t.byName == nil {
+		t.byName = map[string]*idemcheck.SoakFault{}
+	}
+	f := &idemcheck.SoakFault{Fault: name, Link: link}
+	t.byName[name] = f
+	t.faults = append(t.faults, f)
+	return f
 }
 
 // Attempt counts one attempt.
@@ -33,10 +88,28 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 	t.attempts++
 	if a.Step <= 1 {
 		t.intents++
+		var f *idemcheck.SoakFault
+		if a.Fault != "" {
+			link := ""
+			if len(a.FaultLinks) > 0 {
+				link = a.FaultLinks[0]
+			}
+			f = t.fault(a.Fault, link)
+			f.Attempts++
+		}
 		if a.Outcome != idemcheck.Replied {
 			t.cut++
+			if f != nil {
+				f.Retried++
+				if t.retriedAfter == nil {
+					t.retriedAfter = map[string]*idemcheck.SoakFault{}
+				}
+				t.retriedAfter[a.Intent] = f
+			}
 		}
 	} else {
+		f := t.retriedAfter[a.Intent]
+		delete(t.retriedAfter, a.Intent)
 		switch {
 		case a.Outcome != idemcheck.Replied:
 			t.unresolved++
@@ -44,6 +117,9 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 			// The cut first attempt had been carried out: its retry was
 			// recognised and answered with the saved result.
 			t.replayed++
+			if f != nil {
+				f.Replayed++
+			}
 		}
 	}
 	if t.unpromised == nil {
@@ -89,7 +165,34 @@ func (t *SoakTally) Result(load idemcheck.SoakResult) idemcheck.SoakResult {
 	if r.Counted > 0 {
 		r.DuplicatesPerMillion = float64(r.Duplicates) * 1e6 / float64(r.Counted)
 	}
+	r.Faults = t.faultResults()
 	return r
+}
+
+// faultResults are the faults with their counts: the plan's first, in
+// its order, then any fault an attempt named and the plan did not (a
+// history written without one), by name; those on single attempts before
+// those on a whole link, which acted on every attempt.
+func (t *SoakTally) faultResults() []idemcheck.SoakFault {
+	if len(t.faults) == 0 {
+		return nil
+	}
+	seen := slices.Clone(t.faults[t.planned:])
+	sort.SliceStable(seen, func(i, j int) bool { return seen[i].Fault < seen[j].Fault })
+	all := append(slices.Clone(t.faults[:t.planned]), seen...)
+	out := make([]idemcheck.SoakFault, 0, len(all))
+	for _, whole := range []bool{false, true} {
+		for _, f := range all {
+			if f.WholeLink == whole {
+				c := *f
+				if whole {
+					c.Attempts = t.attempts
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // Promised reports whether a told its client that the intent's action was
@@ -104,6 +207,7 @@ func Promised(p idemcheck.Policy, a idemcheck.Attempt) bool {
 // are left zero.
 func Soak(h *idemcheck.History) idemcheck.SoakResult {
 	t := &SoakTally{Policy: h.Run.Policy}
+	t.Run(h.Run)
 	for _, a := range h.Attempts {
 		t.Attempt(a)
 	}

@@ -71,3 +71,50 @@ func TestSoakTally(t *testing.T) {
 	}
 	assert.Empty(t, tally.unpromised)
 }
+
+// Each fault is counted: a fault on single attempts by the first attempts
+// that name it, those left without a reply and retried, and those retries
+// answered as replays; a fault on a whole link, from the header's plan,
+// by every attempt. A planned fault that hit nothing is listed with 0, and
+// one the plan did not list is counted after the plan's.
+func TestSoakTallyFaults(t *testing.T) {
+	p := idemcheck.IETF()
+	p.ReplayHeader = "Idempotent-Replayed"
+	h := &idemcheck.History{Run: idemcheck.Run{Policy: p,
+		SoakFaults: []string{"cut-reply@0.1", "reset@0.2", "timeout@0.05", "latency:jitter=0,ms=20", "db-latency:ms=5"}}}
+	faulted := func(a idemcheck.Attempt, fault string) idemcheck.Attempt {
+		a.Fault, a.FaultLinks = fault, []string{idemcheck.LinkClient}
+		return a
+	}
+	h.Attempts = []idemcheck.Attempt{
+		soakAttempt("clean", 1, 201, false),
+		faulted(soakAttempt("cut", 1, 0, false), "cut-reply"),
+		faulted(soakAttempt("reset1", 1, 0, false), "reset"),
+		faulted(soakAttempt("reset2", 1, 0, false), "reset"),
+		soakAttempt("cut", 2, 201, true),
+		soakAttempt("reset1", 2, 201, true),
+		soakAttempt("reset2", 2, 0, false), // unresolved
+		faulted(soakAttempt("slow", 1, 201, false), "slow-reply:delay=2s"),
+	}
+	r := Soak(h)
+	assert.Equal(t, []idemcheck.SoakFault{
+		{Fault: "cut-reply", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 1, Retried: 1, Replayed: 1},
+		{Fault: "reset", Link: idemcheck.LinkClient, Share: 0.2, Attempts: 2, Retried: 2, Replayed: 1},
+		{Fault: "timeout", Link: idemcheck.LinkClient, Share: 0.05},
+		{Fault: "slow-reply:delay=2s", Link: idemcheck.LinkClient, Attempts: 1},
+		{Fault: "latency:jitter=0,ms=20", Link: idemcheck.LinkClient, WholeLink: true, Attempts: 8},
+		{Fault: "db-latency:ms=5", Link: idemcheck.LinkDB, WholeLink: true, Attempts: 8},
+	}, r.Faults)
+	assert.EqualValues(t, 3, r.Cut, "every first attempt without a reply, whatever its fault")
+	assert.False(t, r.CutsOnly())
+
+	// With cut-reply alone (and a whole link's fault), the first attempts
+	// without a reply are the cut replies, as before faults were many.
+	h.Run.SoakFaults = []string{"cut-reply@0.1", "latency:jitter=0,ms=20"}
+	h.Attempts = h.Attempts[:2]
+	h.Attempts = append(h.Attempts, soakAttempt("cut", 2, 201, true))
+	r = Soak(h)
+	assert.True(t, r.CutsOnly())
+	assert.Len(t, r.Faults, 2)
+	assert.Nil(t, Soak(&idemcheck.History{}).Faults, "a clean soak lists no fault")
+}

@@ -48,6 +48,12 @@
 //	                     nth (1)                      HoldEvent on Link.Held; Release forwards it,    Release: row present; Cut: row absent;
 //	                                                  Cut closes the connection; acts once            target gone or Link closed: row absent
 //
+// Every fault is reached from idemcheck itself, not only from this
+// package's tests: cut-reply by the lost-reply check, db-cut and db-hold by
+// the checks that break a target on purpose, and every one but db-cut and
+// db-hold by a soak (scenarios.SoakFault, `idemcheck soak --fault`). A test
+// in package scenarios fails for a fault that nothing reaches.
+//
 // The effect write, what db-cut and db-hold act on without match=, is the
 // message that makes a write durable: a transaction block's COMMIT (or END),
 // or a write sent outside any block (a simple query, or the Sync after an

@@ -23,11 +23,14 @@ import (
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Soak is a production-like load: a rate of distinct intents for a
-// duration, a share of them with the reply cut after the server committed
-// and then retried with the same key, and every intent's effects counted.
+// duration, under the faults of a bad day (Faults: a share of replies cut
+// after the server committed, connections reset, requests lost, a slow
+// link), the first attempts that got no reply retried with the same key,
+// and every intent's effects counted.
 // vegeta paces and sends the first attempts; retries go through the
 // harness's own client. Nothing of the run is kept in memory beyond what
 // is in flight: each attempt and observation is a history record as soon
@@ -43,9 +46,18 @@ type Soak struct {
 	// Intents, when positive, ends the soak after that many intents, even
 	// if Duration has not passed.
 	Intents int64
-	// CutShare is the share of first attempts whose reply is cut (0 to 1).
-	CutShare float64
-	// Seed chooses which intents are cut, so a seed replays the schedule.
+	// Faults are the faults the soak runs under (see SoakFault and
+	// CheckSoakFaults): those on single attempts each hit their share of
+	// first attempts, drawn once per intent from Seed, cut-reply's share
+	// first; those on a whole link act on every attempt. The faults on
+	// the database link need Powers. No fault: a clean soak.
+	Faults []SoakFault
+	// Powers are the harness's hold on a target it started: the soak arms
+	// its faults of the database link through them. Nil for a target
+	// reached by URL alone.
+	Powers targets.Powers
+	// Seed chooses which intents meet which fault, so a seed replays the
+	// schedule.
 	Seed int64
 	// Workers bounds vegeta's concurrent requests (default 64).
 	Workers int
@@ -64,7 +76,8 @@ type Soak struct {
 	// History, when set, receives the soak's history as it happens: Header
 	// first, then every intent, attempt and observation.
 	History *history.Encoder
-	// Header is written as the history's run record.
+	// Header is written as the history's run record, with the soak's
+	// faults (Run.SoakFaults) filled in.
 	Header idemcheck.Run
 	// Counter, when set, is given every attempt (numbered, in the
 	// history's order) and observation as it is recorded, one at a time,
@@ -73,18 +86,20 @@ type Soak struct {
 	Counter SoakCounter
 }
 
-// SoakCounter counts a soak from its history records (assert.SoakTally).
+// SoakCounter counts a soak from its history records (assert.SoakTally):
+// the run header first, then attempts and observations.
 type SoakCounter interface {
+	Run(idemcheck.Run)
 	Attempt(idemcheck.Attempt)
 	Observation(idemcheck.Observation)
 }
 
 // soakHit is one intent's first attempt, as sent.
 type soakHit struct {
-	in  idemcheck.Intent
-	req wire.Request
-	cut bool
-	fp  string // the request's fingerprint, once an attempt record needed it
+	in    idemcheck.Intent
+	req   wire.Request
+	fault faults.Fault // the fault it was sent through; None for clean
+	fp    string       // the request's fingerprint, once an attempt record needed it
 }
 
 // Run sends the soak and returns the load generator's figures: rates,
@@ -94,26 +109,55 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	if sk.Endpoint.Base.Scheme != "http" {
 		return nil, fmt.Errorf("a soak sends plain http:// only, not %s://", sk.Endpoint.Base.Scheme)
 	}
+	if err := CheckSoakFaults(sk.Faults, sk.Powers != nil); err != nil {
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %v", idemcheck.Field("Faults"), err)
+	}
+	single, wholeClient, wholeDB := soakPlan(sk.Faults)
 	upstream := sk.Upstream
 	if upstream == "" {
 		upstream = Upstream(sk.Endpoint.Base)
+	}
+	// Each fault on the whole client link is a proxy in front of the
+	// target (or of the one before it): every attempt goes through the
+	// chain, the faulted ones through their own fault's proxy first.
+	for _, f := range wholeClient {
+		l, err := faults.NewLink(upstream)
+		if err != nil {
+			return nil, fmt.Errorf("start the fault proxy: %w", err)
+		}
+		defer l.Close()
+		if upstream, err = l.Addr(f.Fault); err != nil {
+			return nil, err
+		}
 	}
 	link, err := faults.NewLink(upstream)
 	if err != nil {
 		return nil, fmt.Errorf("start the fault proxy: %w", err)
 	}
 	defer link.Close()
-	// Clean first attempts go straight to the target: a proxy hop would
-	// only cost CPU the target needs. Cut ones and their retries go through
-	// the link.
+	// Clean first attempts go straight to the target (or the chain of
+	// whole-link faults): a proxy hop would only cost CPU the target
+	// needs. Faulted ones go through their fault's proxy, and retries
+	// through the clean one.
 	direct := link.Upstream()
 	clean, err := link.Addr(faults.None)
 	if err != nil {
 		return nil, err
 	}
-	cutAddr, err := link.Addr(faults.CutReply)
-	if err != nil {
-		return nil, err
+	faultAddrs := make([]string, len(single))
+	for i, f := range single {
+		if faultAddrs[i], err = link.Addr(f.Fault); err != nil {
+			return nil, err
+		}
+	}
+	// The faults on the database link act on the target's own traffic
+	// for the whole soak, pooled connections included.
+	for _, f := range wholeDB {
+		disarm, err := sk.Powers.ArmDB(f.Fault)
+		if err != nil {
+			return nil, fmt.Errorf("arm %s on the target's database link: %w", f.Fault, err)
+		}
+		defer disarm()
 	}
 	workers := sk.Workers
 	if workers <= 0 {
@@ -136,7 +180,14 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	}
 
 	rec := &soakRecorder{enc: sk.History, count: sk.Counter}
-	if err := rec.run(sk.Header); err != nil {
+	header := sk.Header
+	header.SoakFaults = nil
+	for _, fs := range [][]SoakFault{single, wholeClient, wholeDB} {
+		for _, f := range fs {
+			header.SoakFaults = append(header.SoakFaults, f.String())
+		}
+	}
+	if err := rec.run(header); err != nil {
 		return nil, err
 	}
 	res := &idemcheck.SoakResult{}
@@ -144,27 +195,36 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed))
 	var rngMu sync.Mutex
 
-	// The targeter makes a fresh intent for every hit; which are cut comes
-	// from the seed. The intent travels in the URL's fragment, which is
-	// never sent but comes back in vegeta's result.
+	// The targeter makes a fresh intent for every hit; which fault it
+	// meets, if any, comes from the seed: one draw per intent, in the
+	// faults' shares laid end to end, cut-reply's first. The intent
+	// travels in the URL's fragment, which is never sent but comes back
+	// in vegeta's result.
 	pending := sync.Map{} // fragment -> *soakHit, until its result arrives
 	targeter := func(t *vegeta.Target) error {
+		// The number and the draw are taken together: vegeta's workers
+		// call this concurrently, and the nth intent must get the nth
+		// draw for a seed to give the same intents the same faults.
+		rngMu.Lock()
 		n := ids.Add(1)
+		draw := rng.Float64()
+		rngMu.Unlock()
 		if sk.Intents > 0 && n > sk.Intents {
 			return vegeta.ErrNoTargets // vegeta stops the attack
 		}
 		seq := int(n)
 		in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-%d", s.run, seq), Key: uuid.NewString(), Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
 		req, _ := s.request(in, idemcheck.Original)
-		rngMu.Lock()
-		cut := rng.Float64() < sk.CutShare
-		rngMu.Unlock()
-		addr := direct
-		if cut {
-			addr = cutAddr
+		addr, fault := direct, faults.None
+		end := 0.0
+		for i, f := range single {
+			if end += f.Share; draw < end {
+				addr, fault = faultAddrs[i], f.Fault
+				break
+			}
 		}
 		frag := in.ID
-		pending.Store(frag, &soakHit{in: in, req: req, cut: cut})
+		pending.Store(frag, &soakHit{in: in, req: req, fault: fault})
 		t.Method = req.Method
 		t.URL = "http://" + addr + req.Path + "#" + frag
 		t.Body = req.Body
@@ -245,8 +305,8 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		h := v.(*soakHit)
 		metrics.Add(r)
 		fault, links := "", []string(nil)
-		if h.cut {
-			fault, links = faults.CutReply.String(), faultLinks(faults.CutReply)
+		if !h.fault.IsNone() {
+			fault, links = h.fault.String(), faultLinks(h.fault)
 		}
 		a := s.attempt(h, 1, fault, rec.detailed())
 		a.FaultLinks = links
@@ -391,6 +451,9 @@ type soakRecorder struct {
 func (r *soakRecorder) detailed() bool { return r.enc != nil }
 
 func (r *soakRecorder) run(h idemcheck.Run) error {
+	if r.count != nil {
+		r.count.Run(h)
+	}
 	if r.enc == nil {
 		return nil
 	}

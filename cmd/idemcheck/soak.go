@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/estimate"
 	"github.com/idemcheck/idemcheck/internal/render"
@@ -29,7 +31,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	var (
 		rawURL, command, path, method, body, db, effectSQL, policyName, replayHeader string
-		headers, effectArgs                                                          listFlag
+		headers, effectArgs, faultSpecs                                              listFlag
 		rate, workers                                                                int
 		duration, timeout                                                            time.Duration
 		cutShare, value                                                              float64
@@ -54,11 +56,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.IntVar(&rate, "rate", 100, "intents per second (1 to 100000)")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long to send")
 	fs.Int64Var(&intents, "intents", 0, "stop after this many intents, even before --duration has passed (0: no limit)")
-	fs.Float64Var(&cutShare, "cut-share", 0.01, "share of first attempts whose reply is cut after commit, then retried (0 to 1)")
+	fs.Float64Var(&cutShare, "cut-share", scenarios.DefaultSoakShare, "share of first attempts whose reply is cut after commit, then retried (0 to 1); the same as --fault cut-reply@SHARE")
+	fs.Var(&faultSpecs, "fault", "run the soak under a fault (repeatable): `SPEC` is NAME[:key=value,...][@SHARE], such as reset@0.02, timeout@1%, latency:ms=20 or db-latency:ms=5 (with --cmd); see docs/certify.md")
 	fs.IntVar(&workers, "workers", 64, "concurrent requests at most (1 to 4096)")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "per-attempt timeout")
 	fs.Float64Var(&value, "value", 0, "what one duplicate would cost, for the estimate")
-	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut")
+	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut (and meet each --fault)")
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
 	fs.Int64Var(&maxBody, "max-body", 64<<10, "reply body `bytes` kept per attempt (the rest is read no further)")
 	out.register(fs)
@@ -88,6 +91,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err := out.check(); err != nil {
 		return 0, err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	soakFaults, err := soakFaultFlags(faultSpecs, cutShare, set["cut-share"], command != "")
+	if err != nil {
+		return 0, err
+	}
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
@@ -107,8 +116,6 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["replay-header"] {
 		policy.ReplayHeader = replayHeader
 	}
@@ -127,7 +134,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, CutShare: cutShare, Seed: seed, Workers: workers, Timeout: timeout}
+	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout}
 	var dbName string
 	if command != "" {
 		started, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})
@@ -136,6 +143,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		}
 		defer started.Close()
 		rawURL = started.URL.String()
+		sk.Powers = started.Powers()
 		if effectSQL != "" {
 			sk.Effects, dbName = &scenarios.Effects{Pool: started.DB.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(started.DB.DSN)
 		}
@@ -192,7 +200,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	tally := &assert.SoakTally{Policy: policy}
 	sk.Counter = tally
-	fmt.Fprintf(stderr, "soak: %d intents/s for %v, %.1f%% of replies cut after commit …\n", rate, duration, cutShare*100)
+	fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s …\n", rate, duration, faultsLine(soakFaults))
 	started := time.Now()
 	load, err := sk.Run(ctx)
 	if err != nil {
@@ -232,4 +240,55 @@ func dirOf(p string) string {
 		}
 	}
 	return "."
+}
+
+// soakFaultFlags reads the --fault flags, with --cut-share as the share of
+// cut-reply (one mechanism: --cut-share X is --fault cut-reply@X), and
+// checks them before anything is started or sent. started says idemcheck
+// starts the target (--cmd), which the faults of its database link need.
+func soakFaultFlags(specs []string, cutShare float64, cutShareSet, started bool) ([]scenarios.SoakFault, error) {
+	var out []scenarios.SoakFault
+	cutGiven := false
+	for _, spec := range specs {
+		f, err := scenarios.ParseSoakFault(spec)
+		if err != nil {
+			return nil, idemcheck.Usagef("--fault %s: %v", spec, err)
+		}
+		if f.Fault.Name == faults.CutReply.Name {
+			if cutShareSet {
+				return nil, idemcheck.Usagef("--fault %s and --cut-share both set the share of replies cut after commit: give one", spec)
+			}
+			cutGiven = true
+		}
+		if f.Fault.Link == faults.LinkDB && !started {
+			return nil, idemcheck.Usagef("--fault %s acts on the target's database link, which idemcheck holds only for a target it starts: give --cmd instead of --url", spec)
+		}
+		out = append(out, f)
+	}
+	if !cutGiven && cutShare > 0 {
+		out = append([]scenarios.SoakFault{{Fault: faults.CutReply, Share: cutShare}}, out...)
+	}
+	if err := scenarios.CheckSoakFaults(out, started); err != nil {
+		return nil, idemcheck.Usagef("--fault: %v", err)
+	}
+	return out, nil
+}
+
+// faultsLine says what a soak runs under, for its progress line.
+func faultsLine(fs []scenarios.SoakFault) string {
+	if len(fs) == 0 {
+		return "no faults"
+	}
+	var parts []string
+	for _, f := range fs {
+		switch {
+		case f.Fault.Name == faults.CutReply.Name:
+			parts = append(parts, fmt.Sprintf("%.1f%% of replies cut after commit", f.Share*100))
+		case f.WholeLink():
+			parts = append(parts, f.Fault.String()+" on every attempt")
+		default:
+			parts = append(parts, fmt.Sprintf("%s on %.1f%%", f.Fault, f.Share*100))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -116,6 +116,10 @@ func Soak(r idemcheck.SoakResult, valuePerDuplicate float64) (*Result, string) {
 		RequestsPerDay: r.Rate * 86400, TimeoutRate: r.TimeoutRate, SucceededShare: r.SucceededShare,
 		ValuePerDuplicate: valuePerDuplicate, KeyBytes: DefaultKeyBytes, Window: DefaultWindow,
 	})
+	if !r.CutsOnly() {
+		return &est, fmt.Sprintf("%.2f%% of real requests time out, %.0f%% of them after the server committed (the shares this soak's faults made, not a measurement of the API)",
+			r.TimeoutRate*100, r.SucceededShare*100)
+	}
 	return &est, fmt.Sprintf("%.2f%% of real requests time out after the server committed (the share this soak cut, not a measurement of the API)", r.TimeoutRate*100)
 }
 

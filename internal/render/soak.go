@@ -17,8 +17,13 @@ func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 	fmt.Fprintf(w, "  %d intents in %.1fs: %.0f requests/s sent, %.0f/s answered with success (%.1f%%)\n",
 		r.Intents, r.Duration.Seconds(), r.Rate, r.Throughput, r.Success*100)
 	fmt.Fprintf(w, "  latency p50 %v, p90 %v, p99 %v, max %v\n", r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond))
-	fmt.Fprintf(w, "  %d replies cut after commit and retried with the same key (%.2f%%); %.0f%% of those retries were replays; %d never answered\n",
-		r.Cut, r.TimeoutRate*100, r.SucceededShare*100, r.Unresolved)
+	lost := "replies cut after commit"
+	if !r.CutsOnly() {
+		lost = "first attempts left without a reply"
+	}
+	fmt.Fprintf(w, "  %d %s and retried with the same key (%.2f%%); %.0f%% of those retries were replays; %d never answered\n",
+		r.Cut, lost, r.TimeoutRate*100, r.SucceededShare*100, r.Unresolved)
+	writeSoakFaults(w, r)
 	if counted {
 		fmt.Fprintf(w, "  effects counted for %d intents: %d duplicated, %d lost: %.1f duplicates per million intents\n",
 			r.Counted, r.Duplicates, r.Lost, r.DuplicatesPerMillion)
@@ -29,11 +34,60 @@ func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 		// The cut share is what this soak injected, not what the API's
 		// clients see: the cost is stated as the assumption it is, and
 		// only the replay share is the API's own figure.
-		fmt.Fprintf(w, "  the cut share was injected by this soak, not measured from the API. If %.2f%% of your real requests timed out after commit\n"+
+		share, timedOut := "cut share", "timed out after commit"
+		if !r.CutsOnly() {
+			// Some of the lost replies were lost before the server did
+			// anything (a request cut or swallowed): the succeeded share
+			// says how many had been carried out.
+			share, timedOut = "share of first attempts without a reply", "timed out"
+		}
+		fmt.Fprintf(w, "  the %s was injected by this soak, not measured from the API. If %.2f%% of your real requests %s\n"+
 			"  at %.0f requests a day, retries without idempotency would make %.0f duplicates a day, and a client without\n"+
 			"  retries would leave %.0f customers a month unanswered. With your own traffic's figures:\n"+
 			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share %.2f\n",
-			e.Inputs.TimeoutRate*100, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
+			share, e.Inputs.TimeoutRate*100, timedOut, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
 	}
 	fmt.Fprintf(w, "  verdict %s\n", map[idemcheck.Status]string{idemcheck.Pass: "PASS", idemcheck.Fail: "FAIL"}[rep.Verdict])
+}
+
+// writeSoakFaults states each fault the soak ran under and what it hit,
+// when there is more than the cut replies the line above counts: a fault
+// on single attempts with the first attempts it hit, those of them left
+// without a reply and retried, and how many of those retries were replays;
+// a fault on a whole link with the attempts that went through it.
+func writeSoakFaults(w io.Writer, r *idemcheck.SoakResult) {
+	if len(r.Faults) == 0 || len(r.Faults) == 1 && r.Faults[0].Fault == "cut-reply" {
+		return
+	}
+	const none = "no fault"
+	width, faulted := len(none), int64(0)
+	for _, f := range r.Faults {
+		width = max(width, len(f.Fault))
+		faulted += f.Retried
+	}
+	fmt.Fprintf(w, "  faults:\n")
+	if r.Cut > faulted {
+		// A first attempt no fault hit got no reply either: the target,
+		// or a slow link, did not answer it in time.
+		fmt.Fprintf(w, "    %-*s  %d first attempts left without a reply and retried\n", width, none, r.Cut-faulted)
+	}
+	for _, f := range r.Faults {
+		if f.WholeLink {
+			link := "client link"
+			if f.Link == idemcheck.LinkDB {
+				link = "database link"
+			}
+			fmt.Fprintf(w, "    %-*s  the whole %s: every attempt (%d)\n", width, f.Fault, link, f.Attempts)
+			continue
+		}
+		hit := 0.0
+		if r.Intents > 0 {
+			hit = float64(f.Attempts) / float64(r.Intents) * 100
+		}
+		line := fmt.Sprintf("    %-*s  %d first attempts (%.2f%%, share %g): %d left without a reply and retried", width, f.Fault, f.Attempts, hit, f.Share, f.Retried)
+		if f.Retried > 0 {
+			line += fmt.Sprintf(", %d of those retries replays", f.Replayed)
+		}
+		fmt.Fprintln(w, line)
+	}
 }

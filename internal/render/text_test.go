@@ -149,4 +149,45 @@ func TestWriteSoak(t *testing.T) {
 	assert.Contains(t, b.String(), "effects not counted (no --effect-sql)")
 	assert.NotContains(t, b.String(), "cut share was injected")
 	assert.True(t, strings.HasSuffix(b.String(), "  verdict PASS\n"))
+
+	// Cut replies alone: no list of faults, the cut line as it always was.
+	res.Faults = []idemcheck.SoakFault{{Fault: "cut-reply", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 40, Retried: 40, Replayed: 40}}
+	b.Reset()
+	WriteSoak(&b, rep, true)
+	assert.Contains(t, b.String(), "  40 replies cut after commit and retried")
+	assert.NotContains(t, b.String(), "faults:")
+}
+
+// A soak under many faults states each with what it hit, and no longer
+// calls every lost reply a cut one.
+func TestWriteSoakFaults(t *testing.T) {
+	res := &idemcheck.SoakResult{Intents: 400, Attempts: 480, Cut: 80, Counted: 400, Rate: 200, Throughput: 190,
+		Success: 0.8, TimeoutRate: 0.2, SucceededShare: 0.5, Duration: 2 * time.Second,
+		Faults: []idemcheck.SoakFault{
+			{Fault: "cut-reply", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 40, Retried: 40, Replayed: 40},
+			{Fault: "cut-request", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 40, Retried: 40},
+			{Fault: "slow-reply:delay=2s", Link: idemcheck.LinkClient, Share: 0.05, Attempts: 20},
+			{Fault: "latency:jitter=0,ms=20", Link: idemcheck.LinkClient, WholeLink: true, Attempts: 480},
+			{Fault: "db-latency:ms=5", Link: idemcheck.LinkDB, WholeLink: true, Attempts: 480},
+		}}
+	rep := idemcheck.SoakReport{Verdict: idemcheck.Pass, Seed: 3, Soak: res,
+		Target:   idemcheck.Target{URL: "http://127.0.0.1:1", Method: "POST", Path: "/orders"},
+		Estimate: &idemcheck.Cost{Inputs: idemcheck.CostInputs{RequestsPerDay: 200 * 86400, TimeoutRate: 0.2, SucceededShare: 0.5}}}
+	var b strings.Builder
+	WriteSoak(&b, rep, true)
+	out := b.String()
+	assert.Contains(t, out, "  80 first attempts left without a reply and retried with the same key (20.00%); 50% of those retries were replays; 0 never answered\n"+
+		"  faults:\n"+
+		"    cut-reply               40 first attempts (10.00%, share 0.1): 40 left without a reply and retried, 40 of those retries replays\n"+
+		"    cut-request             40 first attempts (10.00%, share 0.1): 40 left without a reply and retried, 0 of those retries replays\n"+
+		"    slow-reply:delay=2s     20 first attempts (5.00%, share 0.05): 0 left without a reply and retried\n"+
+		"    latency:jitter=0,ms=20  the whole client link: every attempt (480)\n"+
+		"    db-latency:ms=5         the whole database link: every attempt (480)\n", out)
+	assert.Contains(t, out, "the share of first attempts without a reply was injected by this soak, not measured from the API. If 20.00% of your real requests timed out\n")
+
+	// First attempts that lost their reply to no fault are said apart.
+	res.Cut = 83
+	b.Reset()
+	WriteSoak(&b, rep, true)
+	assert.Contains(t, b.String(), "  faults:\n    no fault                3 first attempts left without a reply and retried\n    cut-reply  ")
 }
