@@ -129,6 +129,16 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 // validate checks what only the command has: the output files and the
 // TLS files. The rest is config.Build's.
 func (r *runFlags) validate() error {
+	// A zero in a Spec means "the default"; a zero typed on the command
+	// line is a mistake, since every one of these flags has its default.
+	switch {
+	case r.timeout == 0:
+		return idemcheck.Usagef("--timeout 0s is too short for any reply to arrive: use %v or more, such as 10s", config.MinTimeout)
+	case r.maxDuration == 0:
+		return idemcheck.Usagef("--max-duration 0s must be positive, such as 10m")
+	case r.maxBody == 0:
+		return idemcheck.Usagef("--max-body 0 is out of range: use 1 to %d bytes", config.MaxMaxBody)
+	}
 	if err := r.outputs.check(); err != nil {
 		return err
 	}
