@@ -37,8 +37,11 @@
 // Beside the layers, internal/render turns a Report (or a suite's, or a
 // soak's result) into terminal text, JUnit and Markdown; it imports the
 // root and the standard library only, so any layer above may render.
-// internal/wire (the harness's own HTTP client) and internal/netguard (the
-// loopback rule) are leaves that any layer may use.
+// internal/wire (the harness's own HTTP client), internal/netguard (the
+// loopback rule), internal/tcprelay (the frame of a loopback TCP relay,
+// under faults' reply hold and targets' balancer) and internal/program (a
+// program's process: signals, exit code) are leaves that any layer may
+// use.
 //
 // examples/ holds the reference APIs, the bug zoo and the demo, a program
 // of its own (go run ./examples/demo). It uses the harness; the harness

@@ -16,6 +16,7 @@ package assert
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -397,11 +398,7 @@ func outcome(a idemcheck.Attempt) string {
 
 // countsText writes status counts in a stable order: "409 x3, 503 x1".
 func countsText(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s x%d", k, m[k])

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,7 +16,7 @@ import (
 // serves NewRaceTarget(hold) on addr (loopback only), prints the address
 // it listens on as its first line, and ends when its parent closes stdin
 // (or dies), and after an hour at the latest. A benchmark command calls it
-// when started with its -serve flag (see StartRaceTargetProcess).
+// when started with its -serve flag (TargetFlags.ServeIfAsked does).
 func RunRaceTargetProcess(addr string, hold time.Duration) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -33,10 +34,41 @@ func RunRaceTargetProcess(addr string, hold time.Duration) error {
 	return Serve(ln, NewRaceTarget(hold))
 }
 
+// TargetFlags are the flags by which StartRaceTargetProcess starts a
+// benchmark command again as a race target: -serve ADDR and -hold D. Hold
+// is the command's own setting too: how long its race targets hold their
+// replies.
+type TargetFlags struct {
+	serve string
+	Hold  time.Duration
+}
+
+// Define defines -serve and -hold (default hold, described by holdUsage) on
+// the command line's flag set.
+func (f *TargetFlags) Define(hold time.Duration, holdUsage string) {
+	flag.StringVar(&f.serve, "serve", "", "serve a race target on this address, print the address, and exit when stdin closes")
+	flag.DurationVar(&f.Hold, "hold", hold, holdUsage)
+}
+
+// ServeIfAsked is called after flag.Parse. When the command was started
+// with -serve, the process is a race target's: it serves
+// (RunRaceTargetProcess) and exits, with status 1 and its error on stderr
+// after "cmd:" when it fails. Without -serve it returns at once.
+func (f *TargetFlags) ServeIfAsked(cmd string) {
+	if f.serve == "" {
+		return
+	}
+	if err := RunRaceTargetProcess(f.serve, f.Hold); err != nil {
+		fmt.Fprintln(os.Stderr, cmd+":", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 // StartRaceTargetProcess runs a race target in a child process of its own,
 // so that its scheduler and garbage collector are not the drivers': the
 // running executable again, with -serve 127.0.0.1:0 -hold HOLD, which must
-// call RunRaceTargetProcess. It returns the target's address and what
+// then serve it (TargetFlags). It returns the target's address and what
 // stops it.
 func StartRaceTargetProcess(hold time.Duration) (addr string, stop func(), err error) {
 	exe, err := os.Executable()

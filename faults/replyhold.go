@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/idemcheck/idemcheck/internal/tcprelay"
 )
 
 // HoldReply is the name of the client-link fault a ReplyHold applies: each
@@ -28,15 +30,13 @@ const HoldReply = "hold-reply"
 // holds need a decision from the harness for each connection.
 type ReplyHold struct {
 	upstream string
-	ln       net.Listener
+	relay    *tcprelay.Relay
 	held     chan ReplyEvent
-	done     chan struct{}
+	done     chan struct{} // closed by Close
+	doneOnce sync.Once
 
-	mu     sync.Mutex
-	armed  chan struct{} // closed by the disarm of the current arming; nil when unarmed
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu    sync.Mutex
+	armed chan struct{} // closed by the disarm of the current arming; nil when unarmed
 }
 
 // ReplyEvent reports a reply held at its first byte. Exactly one of Release
@@ -103,19 +103,17 @@ func NewReplyHold(upstream string) (*ReplyHold, error) {
 	if _, _, err := net.SplitHostPort(upstream); err != nil {
 		return nil, fmt.Errorf("faults: upstream %q: %w", upstream, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	rh := &ReplyHold{upstream: upstream, held: make(chan ReplyEvent), done: make(chan struct{})}
+	var err error
+	if rh.relay, err = tcprelay.Listen(); err != nil {
 		return nil, fmt.Errorf("faults: %s: %w", HoldReply, err)
 	}
-	rh := &ReplyHold{upstream: upstream, ln: ln, held: make(chan ReplyEvent), done: make(chan struct{}),
-		conns: map[net.Conn]struct{}{}}
-	rh.wg.Add(1)
-	go rh.accept()
+	rh.relay.Start(rh.relayConn)
 	return rh, nil
 }
 
 // Addr is the address to send requests to.
-func (rh *ReplyHold) Addr() string { return rh.ln.Addr().String() }
+func (rh *ReplyHold) Addr() string { return rh.relay.Addr() }
 
 // Held delivers a ReplyEvent for each reply held while armed. The channel
 // is never closed.
@@ -143,70 +141,22 @@ func (rh *ReplyHold) Arm() (disarm func()) {
 
 // Close stops the listener and closes every connection, held ones included.
 func (rh *ReplyHold) Close() error {
-	rh.mu.Lock()
-	if rh.closed {
-		rh.mu.Unlock()
-		return nil
-	}
-	rh.closed = true
-	close(rh.done)
-	err := rh.ln.Close()
-	for c := range rh.conns {
-		_ = c.Close()
-	}
-	rh.mu.Unlock()
-	rh.wg.Wait()
-	return err
+	rh.doneOnce.Do(func() { close(rh.done) })
+	return rh.relay.Close()
 }
 
-func (rh *ReplyHold) track(c net.Conn) bool {
-	rh.mu.Lock()
-	defer rh.mu.Unlock()
-	if rh.closed {
-		return false
-	}
-	rh.conns[c] = struct{}{}
-	return true
-}
-
-func (rh *ReplyHold) untrack(c net.Conn) {
-	rh.mu.Lock()
-	delete(rh.conns, c)
-	rh.mu.Unlock()
-}
-
-func (rh *ReplyHold) accept() {
-	defer rh.wg.Done()
-	for {
-		c, err := rh.ln.Accept()
-		if err != nil {
-			return
-		}
-		rh.wg.Add(1)
-		go func() {
-			defer rh.wg.Done()
-			rh.relay(c)
-		}()
-	}
-}
-
-// relay carries one client connection: the request upstream as it comes,
-// the reply downstream once its first bytes have been let through.
-func (rh *ReplyHold) relay(client net.Conn) {
-	defer client.Close()
-	if !rh.track(client) {
-		return
-	}
-	defer rh.untrack(client)
+// relayConn carries one client connection: the request upstream as it
+// comes, the reply downstream once its first bytes have been let through.
+func (rh *ReplyHold) relayConn(_ uint64, client net.Conn) {
 	up, err := net.Dial("tcp", rh.upstream)
 	if err != nil {
 		return
 	}
-	defer up.Close()
-	if !rh.track(up) {
+	if !rh.relay.Track(up) {
+		_ = up.Close()
 		return
 	}
-	defer rh.untrack(up)
+	defer rh.relay.Untrack(up)
 
 	go func() {
 		_, _ = io.Copy(up, client)

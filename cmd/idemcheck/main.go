@@ -17,12 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/program"
 )
 
 const usage = `idemcheck proves whether an HTTP API is safe to retry.
@@ -49,12 +47,7 @@ Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or configuration,
 // commands are the commands usage lists, in its order.
 var commands = []string{"certify", "init", "run", "soak", "check", "estimate", "version", "help"}
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { program.Main(run) }
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

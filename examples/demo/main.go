@@ -23,13 +23,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/serve"
+	"github.com/idemcheck/idemcheck/internal/program"
 )
 
 const usage = `idemcheck-demo shows idemcheck at work on the example APIs.
@@ -51,12 +49,7 @@ go run github.com/idemcheck/idemcheck/examples/demo@latest … anywhere.
 // errHelp ends a command that printed its help: exit 0.
 var errHelp = errors.New("help shown")
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { program.Main(run) }
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -33,15 +33,15 @@ package orders
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck/examples/apikit"
 )
 
 // Variant selects the implementation: the reference, or one of the zoo's
@@ -53,34 +53,16 @@ const Reference Variant = "reference"
 
 // Variants lists the reference and then every buggy variant, in the zoo's
 // order.
-func Variants() []Variant {
-	out := make([]Variant, len(zoo))
-	for i, z := range zoo {
-		out[i] = z.variant
-	}
-	return out
-}
+func Variants() []Variant { return zoo.Names() }
 
 // ParseVariant turns a flag or environment value into a Variant.
-func ParseVariant(s string) (Variant, error) {
-	if _, ok := lookup(Variant(s)); ok {
-		return Variant(s), nil
-	}
-	names := make([]string, len(zoo))
-	for i, z := range zoo {
-		names[i] = string(z.variant)
-	}
-	return "", fmt.Errorf("orders: unknown variant %q (known: %s)", s, strings.Join(names, ", "))
-}
+func ParseVariant(s string) (Variant, error) { return zoo.Parse("orders", s) }
 
 // Expectation names the idemcheck check that catches v's bug and the
 // anomaly kind it reports: ("", "") for the reference, which must pass every
 // check, and for a name that is not a variant. Some checks need a setup
 // beyond the default request; the variant's file and zoo.go say which.
-func Expectation(v Variant) (check, anomaly string) {
-	z, _ := lookup(v)
-	return z.check, z.anomaly
-}
+func Expectation(v Variant) (check, anomaly string) { return zoo.Expectation(v) }
 
 // Config tunes a Server. The zero value is the production reference.
 type Config struct {
@@ -128,17 +110,11 @@ type Server struct {
 // New returns a Server on pool, whose tables Migrate has created. It panics
 // on an unknown Variant, a programming error (use ParseVariant on input).
 func New(pool *pgxpool.Pool, cfg Config) *Server {
-	if cfg.Variant == "" {
-		cfg.Variant = Reference
-	}
-	z, ok := lookup(cfg.Variant)
-	if !ok {
-		_, err := ParseVariant(string(cfg.Variant))
-		panic(err)
-	}
+	z := zoo.Must("orders", cfg.Variant)
+	cfg.Variant = z.Name
 	st := referenceSteps()
-	if z.apply != nil {
-		z.apply(&st)
+	if z.Impl != nil {
+		z.Impl(&st)
 	}
 	if cfg.Autocommit {
 		st.work = (*Server).workAutocommit
@@ -160,12 +136,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Server {
 	}
 	s.mux.HandleFunc("GET /orders", s.listOrders)
 	s.mux.HandleFunc("GET /payments", s.listPayments)
-	// The process migrates before it listens, so once it answers at all
-	// the database was reachable: a readiness probe needs no more.
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
+	s.mux.HandleFunc("GET /healthz", apikit.Healthz)
 
 	ctx, stop := context.WithCancel(context.Background())
 	s.stopSweeper = stop

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/idemcheck/idemcheck/examples/apikit"
 )
 
 // endpoint is one POST route and the bodies it takes.
@@ -293,13 +295,7 @@ func (rp reply) write(w http.ResponseWriter, replayed bool) {
 
 // problem is an RFC 7807 problem document.
 func problem(status int, detail string) reply {
-	body, _ := json.Marshal(struct {
-		Type   string `json:"type"`
-		Title  string `json:"title"`
-		Status int    `json:"status"`
-		Detail string `json:"detail"`
-	}{"about:blank", http.StatusText(status), status, detail})
-	return reply{status, "application/problem+json", body}
+	return reply{status, apikit.ProblemContentType, apikit.Problem(status, detail)}
 }
 
 // writeProblem answers with an RFC 7807 problem document.

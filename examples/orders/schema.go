@@ -2,9 +2,10 @@ package orders
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck/examples/apikit"
 )
 
 // schema is safe to run any number of times, by any number of processes:
@@ -86,22 +87,5 @@ CREATE TABLE IF NOT EXISTS processor_declines (
 
 // Migrate creates the tables if they do not exist yet.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	// Two processes starting at once can race on CREATE ... IF NOT EXISTS
-	// (it is not atomic in PostgreSQL); a transaction-scoped advisory lock
-	// serialises them.
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("orders: migrate: %w", err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('examples/orders migrate'))`); err != nil {
-		return fmt.Errorf("orders: migrate: %w", err)
-	}
-	if _, err := tx.Exec(ctx, schema); err != nil {
-		return fmt.Errorf("orders: migrate: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("orders: migrate: %w", err)
-	}
-	return nil
+	return apikit.Migrate(ctx, pool, "orders", schema)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/idemcheck/idemcheck/examples/apikit"
 )
 
 // The zoo: the reference and its variants, each carrying exactly one
@@ -69,71 +71,54 @@ func referenceSteps() steps {
 	}
 }
 
-// zooEntry is one variant: the idemcheck check that catches its bug, the
-// anomaly kind that check reports, and the step it replaces.
-type zooEntry struct {
-	variant        Variant
-	check, anomaly string
-	apply          func(*steps)
-}
-
-// zoo lists the reference and every variant. The check and anomaly names
-// are idemcheck's stable names, written out so that this example does not
-// depend on the harness that tests it.
-var zoo = []zooEntry{
-	{Reference, "", "", nil},
-	{CheckThenInsert, "concurrent-burst", "duplicate-effect", checkThenInsert},
+// zoo lists the reference and every variant: the idemcheck check that
+// catches its bug, the anomaly kind that check reports, and the step it
+// replaces.
+var zoo = apikit.Variants[Variant, func(*steps)]{
+	{Name: Reference},
+	{Name: CheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: checkThenInsert},
 	// The read and the write are one round trip apart: a timed burst
 	// mostly misses it, a scheduled one never does.
-	{NarrowCheckThenInsert, "concurrent-burst", "duplicate-effect", narrowCheckThenInsert},
-	{NoFingerprint, "payload-mismatch", "payload-mismatch-accepted", noFingerprint},
-	{RawBytesFingerprint, "reordered-body", "false-mismatch", rawBytesFingerprint},
+	{Name: NarrowCheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: narrowCheckThenInsert},
+	{Name: NoFingerprint, Check: "payload-mismatch", Anomaly: "payload-mismatch-accepted", Impl: noFingerprint},
+	{Name: RawBytesFingerprint, Check: "reordered-body", Anomaly: "false-mismatch", Impl: rawBytesFingerprint},
 	// The check sends the order's key and body to POST /payments, which
 	// takes an order-shaped body as a payment on account (parsePayment).
-	{BodyOnlyFingerprint, "cross-endpoint", "cross-endpoint-replay", bodyOnlyFingerprint},
-	{DedupeByBody, "distinct-keys", "over-deduplication", dedupeByBody},
-	{KeyOptional, "missing-key", "missing-key-accepted", keyOptional},
-	{UniqueViolation500, "concurrent-burst", "server-error-under-retry", uniqueViolation500},
-	{RerenderReplay, "sequential-replay", "replay-mismatch", rerenderReplay},
+	{Name: BodyOnlyFingerprint, Check: "cross-endpoint", Anomaly: "cross-endpoint-replay", Impl: bodyOnlyFingerprint},
+	{Name: DedupeByBody, Check: "distinct-keys", Anomaly: "over-deduplication", Impl: dedupeByBody},
+	{Name: KeyOptional, Check: "missing-key", Anomaly: "missing-key-accepted", Impl: keyOptional},
+	{Name: UniqueViolation500, Check: "concurrent-burst", Anomaly: "server-error-under-retry", Impl: uniqueViolation500},
+	{Name: RerenderReplay, Check: "sequential-replay", Anomaly: "replay-mismatch", Impl: rerenderReplay},
 	// The check's first attempt must be a charge the processor stand-in
 	// declines once: totalCents (or amountCents) of DeclineOnceCents.
-	{ErrorsNotSaved, "failed-attempt", "replay-mismatch", errorsNotSaved},
-	{NotScopedPerClient, "cross-tenant", "cross-tenant-replay", notScopedPerClient},
+	{Name: ErrorsNotSaved, Check: "failed-attempt", Anomaly: "replay-mismatch", Impl: errorsNotSaved},
+	{Name: NotScopedPerClient, Check: "cross-tenant", Anomaly: "cross-tenant-replay", Impl: notScopedPerClient},
 	// The check must wait longer than ShortTTLRetention between the
 	// original and its replay.
-	{ShortTTL, "sequential-replay", "fresh-result-on-replay", shortTTL},
+	{Name: ShortTTL, Check: "sequential-replay", Anomaly: "fresh-result-on-replay", Impl: shortTTL},
 	// The check's first attempt must fail inside its work transaction
 	// (the database link cut mid-transaction, or a database error).
-	{ClaimNeverReleased, "failed-attempt", "stuck-key", claimNeverReleased},
+	{Name: ClaimNeverReleased, Check: "failed-attempt", Anomaly: "stuck-key", Impl: claimNeverReleased},
 	// The crash must fall between the claim and the commit.
-	{NoLease, "crash-lease", "stuck-key", noLease},
-	{LeaseNoFencing, "lease-fencing", "duplicate-effect", leaseNoFencing},
+	{Name: NoLease, Check: "crash-lease", Anomaly: "stuck-key", Impl: noLease},
+	{Name: LeaseNoFencing, Check: "lease-fencing", Anomaly: "duplicate-effect", Impl: leaseNoFencing},
 	// The crash must fall after the order's COMMIT and before the key's:
 	// the second COMMIT of the attempt.
-	{SeparateKeyStore, "crash-lease", "duplicate-effect", separateKeyStore},
+	{Name: SeparateKeyStore, Check: "crash-lease", Anomaly: "duplicate-effect", Impl: separateKeyStore},
 	// The burst must reach two instances on one database (RoundRobin, or
 	// the binary's -instances 2).
-	{InMemoryLock, "concurrent-burst", "duplicate-effect", inMemoryLock},
+	{Name: InMemoryLock, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: inMemoryLock},
 	// The retry must come after a restart of the target.
-	{InMemoryKeyStore, "restart-replay", "duplicate-effect", inMemoryKeyStore},
+	{Name: InMemoryKeyStore, Check: "restart-replay", Anomaly: "duplicate-effect", Impl: inMemoryKeyStore},
 	// The kill must fall after the order's COMMIT and before the key's
 	// autocommitted UPDATE: the statement the target sends next.
-	{KeySavedAfterCommit, "crash-after-commit", "duplicate-effect", keySavedAfterCommit},
+	{Name: KeySavedAfterCommit, Check: "crash-after-commit", Anomaly: "duplicate-effect", Impl: keySavedAfterCommit},
 	// The retry must arrive while the first attempt's transaction is open:
 	// held at its COMMIT, say.
-	{CheckInTransaction, "in-flight-retry", "duplicate-effect", checkInTransaction},
+	{Name: CheckInTransaction, Check: "in-flight-retry", Anomaly: "duplicate-effect", Impl: checkInTransaction},
 	// The check's first body must fail validation (by default idemcheck
 	// breaks the type of every member of the order).
-	{SavesValidationErrors, "corrected-retry", "rejected-request-saved", savesValidationErrors},
+	{Name: SavesValidationErrors, Check: "corrected-retry", Anomaly: "rejected-request-saved", Impl: savesValidationErrors},
 	// The check's two long keys must differ only past the 64th character.
-	{TruncatesKeys, "key-syntax", "over-deduplication", truncatesKeys},
-}
-
-func lookup(v Variant) (zooEntry, bool) {
-	for _, z := range zoo {
-		if z.variant == v {
-			return z, true
-		}
-	}
-	return zooEntry{}, false
+	{Name: TruncatesKeys, Check: "key-syntax", Anomaly: "over-deduplication", Impl: truncatesKeys},
 }

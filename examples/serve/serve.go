@@ -1,7 +1,7 @@
 // Package serve holds what the example APIs' servers share: a database
 // pool sized for bursts, and an HTTP server that speaks HTTP/1.1 and h2c
-// and shuts down gracefully. The orders and webhooks binaries use it, and
-// Example serves either of them by name: the demo program (examples/demo)
+// and shuts down gracefully. The orders and webhooks binaries are a
+// Command each, and Example serves either of them by name: the demo program (examples/demo)
 // and idemcheck's own tests start themselves with it as a target process.
 // It is example code: the idemcheck command never imports it.
 package serve

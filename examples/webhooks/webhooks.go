@@ -38,6 +38,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemcheck/idemcheck/examples/apikit"
 )
 
 // Variant selects how POST /webhooks guards against redeliveries.
@@ -46,61 +48,30 @@ type Variant string
 // Reference is the correct consumer (reference.go).
 const Reference Variant = "reference"
 
-// variant is one consumer: how it delivers an event, and the idemcheck
-// check and anomaly kind that catch its bug (empty for the reference). The
-// names are idemcheck's stable names, written out so that this example
-// does not depend on the harness that tests it.
-type variant struct {
-	name           Variant
-	check, anomaly string
-	deliver        func(s *Server, ctx context.Context, ev event) (applied bool, err error)
-}
+// deliverFunc is how a consumer applies an event.
+type deliverFunc func(s *Server, ctx context.Context, ev event) (applied bool, err error)
 
-var variants = []variant{
-	{Reference, "", "", (*Server).deliverReference},
-	{FlakyReference, "", "", (*Server).deliverFlakyReference},
-	{DedupeApart, "webhook-redelivery", "lost-effect", (*Server).deliverDedupeApart},
-	{CheckThenInsert, "webhook-redelivery", "duplicate-effect", (*Server).deliverCheckThenInsert},
-}
-
-func lookup(v Variant) (variant, bool) {
-	for _, x := range variants {
-		if x.name == v {
-			return x, true
-		}
-	}
-	return variant{}, false
+// variants lists the consumers: how each delivers an event, and the
+// idemcheck check and anomaly kind that catch its bug (empty for the
+// references).
+var variants = apikit.Variants[Variant, deliverFunc]{
+	{Name: Reference, Impl: (*Server).deliverReference},
+	{Name: FlakyReference, Impl: (*Server).deliverFlakyReference},
+	{Name: DedupeApart, Check: "webhook-redelivery", Anomaly: "lost-effect", Impl: (*Server).deliverDedupeApart},
+	{Name: CheckThenInsert, Check: "webhook-redelivery", Anomaly: "duplicate-effect", Impl: (*Server).deliverCheckThenInsert},
 }
 
 // Variants lists the references (the reference and the flaky reference)
 // and then every buggy variant.
-func Variants() []Variant {
-	out := make([]Variant, len(variants))
-	for i, x := range variants {
-		out[i] = x.name
-	}
-	return out
-}
+func Variants() []Variant { return variants.Names() }
 
 // ParseVariant turns a flag or environment value into a Variant.
-func ParseVariant(s string) (Variant, error) {
-	if _, ok := lookup(Variant(s)); ok {
-		return Variant(s), nil
-	}
-	names := make([]string, len(variants))
-	for i, x := range variants {
-		names[i] = string(x.name)
-	}
-	return "", fmt.Errorf("webhooks: unknown variant %q (known: %s)", s, strings.Join(names, ", "))
-}
+func ParseVariant(s string) (Variant, error) { return variants.Parse("webhooks", s) }
 
 // Expectation names the idemcheck check that catches v's bug and the
 // anomaly kind it reports: ("", "") for the references, which must pass,
 // and for a name that is not a variant.
-func Expectation(v Variant) (check, anomaly string) {
-	x, _ := lookup(v)
-	return x.check, x.anomaly
-}
+func Expectation(v Variant) (check, anomaly string) { return variants.Expectation(v) }
 
 // Config tunes a Server. The zero value is the reference.
 type Config struct {
@@ -111,7 +82,7 @@ type Config struct {
 type Server struct {
 	pool    *pgxpool.Pool
 	cfg     Config
-	deliver func(s *Server, ctx context.Context, ev event) (bool, error)
+	deliver deliverFunc
 	mux     *http.ServeMux
 	commits atomic.Int64
 	// refusals counts the deliveries answered 503 on purpose (FlakyReference).
@@ -121,22 +92,11 @@ type Server struct {
 // New returns a Server on pool, whose tables Migrate has created. It panics
 // on an unknown Variant, a programming error (use ParseVariant on input).
 func New(pool *pgxpool.Pool, cfg Config) *Server {
-	if cfg.Variant == "" {
-		cfg.Variant = Reference
-	}
-	x, ok := lookup(cfg.Variant)
-	if !ok {
-		_, err := ParseVariant(string(cfg.Variant))
-		panic(err)
-	}
-	s := &Server{pool: pool, cfg: cfg, deliver: x.deliver, mux: http.NewServeMux()}
+	x := variants.Must("webhooks", cfg.Variant)
+	cfg.Variant = x.Name
+	s := &Server{pool: pool, cfg: cfg, deliver: x.Impl, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /webhooks", s.handle)
-	// The process migrates before it listens, so once it answers at all
-	// the database was reachable: a readiness probe needs no more.
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
+	s.mux.HandleFunc("GET /healthz", apikit.Healthz)
 	return s
 }
 
@@ -155,19 +115,19 @@ func (s *Server) Refusals() int64 { return s.refusals.Load() }
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	ev, problem := parseEvent(w, r)
 	if problem != "" {
-		writeProblem(w, http.StatusBadRequest, problem)
+		apikit.WriteProblem(w, http.StatusBadRequest, problem)
 		return
 	}
 	applied, err := s.deliver(s, r.Context(), ev)
 	if errors.Is(err, errTryLater) {
-		writeProblem(w, http.StatusServiceUnavailable, "the event cannot be processed now; deliver it again")
+		apikit.WriteProblem(w, http.StatusServiceUnavailable, "the event cannot be processed now; deliver it again")
 		return
 	}
 	if err != nil {
 		// A 5xx makes the sender deliver again, which is what a failed
 		// delivery needs.
 		slog.ErrorContext(r.Context(), "webhooks: delivery failed", "event", ev.id, "err", err)
-		writeProblem(w, http.StatusInternalServerError, "the event could not be processed; deliver it again")
+		apikit.WriteProblem(w, http.StatusInternalServerError, "the event could not be processed; deliver it again")
 		return
 	}
 	status := "duplicate"
@@ -242,19 +202,6 @@ func parseEvent(w http.ResponseWriter, r *http.Request) (event, string) {
 		id: *in.EventID, typ: *in.Type,
 		customerID: *in.Data.CustomerID, amountCents: cents, failFirst: in.Data.FailFirst,
 	}, ""
-}
-
-// writeProblem answers with an RFC 7807 problem document.
-func writeProblem(w http.ResponseWriter, status int, detail string) {
-	body, _ := json.Marshal(struct {
-		Type   string `json:"type"`
-		Title  string `json:"title"`
-		Status int    `json:"status"`
-		Detail string `json:"detail"`
-	}{"about:blank", http.StatusText(status), status, detail})
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // db is what a step needs to run SQL: a transaction, or the pool (each

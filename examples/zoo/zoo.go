@@ -81,6 +81,28 @@ const Lease = time.Second
 // Bins holds the example binaries, built once.
 type Bins struct{ Dir string }
 
+// BuildTemp compiles the example APIs of the module the working folder is
+// in (ModuleRoot) into a fresh temporary folder; Remove deletes it.
+func BuildTemp(ctx context.Context) (*Bins, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "idemcheck-zoo-bins-")
+	if err != nil {
+		return nil, err
+	}
+	b, err := Build(ctx, root, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return b, nil
+}
+
+// Remove deletes the binaries' folder.
+func (b *Bins) Remove() error { return os.RemoveAll(b.Dir) }
+
 // Build compiles the example APIs into dir (go build), from the module's
 // root folder root.
 func Build(ctx context.Context, root, dir string) (*Bins, error) {

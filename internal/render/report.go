@@ -2,7 +2,9 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -111,11 +113,7 @@ func observedLine(o map[string]any) string {
 	if len(o) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(o))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = strings.ReplaceAll(k, "_", " ") + " " + observedValue(o[k])

@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Defaults applied when the corresponding Client field is zero.
@@ -565,7 +567,7 @@ func encode(host string, req Request) ([]byte, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !isToken(method) {
+	if !httpguts.ValidHeaderFieldName(method) { // a method is a token, as a header name is
 		return nil, fmt.Errorf("wire: invalid method %q", method)
 	}
 	path := req.Path
@@ -582,7 +584,7 @@ func encode(host string, req Request) ([]byte, error) {
 	b.Grow(256 + len(req.Body))
 	b.WriteString(method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\n")
 	for k := range req.Header {
-		if !isToken(k) {
+		if !httpguts.ValidHeaderFieldName(k) {
 			return nil, fmt.Errorf("wire: invalid header name %q", k)
 		}
 	}
@@ -605,22 +607,6 @@ func encode(host string, req Request) ([]byte, error) {
 	b.WriteString("Connection: close\r\n\r\n")
 	b.Write(req.Body)
 	return b.Bytes(), nil
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // isVisible reports whether s is non-empty and free of spaces and control

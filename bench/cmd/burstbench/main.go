@@ -32,8 +32,8 @@ import (
 var windows = []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 50 * time.Microsecond, 200 * time.Microsecond}
 
 func main() {
-	serve := flag.String("serve", "", "serve the race target on this address, print the address, and exit when stdin closes")
-	hold := flag.Duration("hold", windows[len(windows)-1], "how long the race target's handlers hold their replies after their check (at least the largest window)")
+	var target bench.TargetFlags
+	target.Define(windows[len(windows)-1], "how long the race target's handlers hold their replies after their check (at least the largest window)")
 	bursts := flag.Int("bursts", 200, "bursts per driver, size and run")
 	runs := flag.Int("runs", 3, "runs; each figure is reported as the median of the runs and their range")
 	sizes := flag.String("n", "8,32", "burst sizes")
@@ -46,24 +46,14 @@ func main() {
 	gotest := flag.String("gotest", "", "after the bursts, run the Go benchmarks of this package pattern (go test -bench, -runs repetitions) and include them")
 	gobench := flag.String("gobench", "", "include this saved output of `go test -bench` instead of running -gotest")
 	flag.Parse()
+	target.ServeIfAsked("burstbench")
 
-	if *serve != "" {
-		if err := bench.RunRaceTargetProcess(*serve, *hold); err != nil {
-			fmt.Fprintln(os.Stderr, "burstbench:", err)
-			os.Exit(1)
-		}
-		return
+	ns, err := bench.ParseSizes(*sizes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "burstbench:", err)
+		os.Exit(2)
 	}
-	var ns []int
-	for f := range strings.SplitSeq(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 2 {
-			fmt.Fprintf(os.Stderr, "burstbench: bad burst size %q\n", f)
-			os.Exit(2)
-		}
-		ns = append(ns, n)
-	}
-	cfg := config{bursts: *bursts, runs: *runs, sizes: ns, warmup: *warmup, pause: *pause, max: *maxTime, dump: *dump, hold: *hold}
+	cfg := config{bursts: *bursts, runs: *runs, sizes: ns, warmup: *warmup, pause: *pause, max: *maxTime, dump: *dump, hold: target.Hold}
 	for f := range strings.SplitSeq(*only, ",") {
 		switch f = strings.TrimSpace(f); f {
 		case "h1", "h2", "h1-2", "h2-2", "vegeta", "barrier":
@@ -336,15 +326,11 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 	b.WriteString("\nEach cell is the median of the runs' values, with their range in brackets.\n\n")
 
 	b.WriteString("### Same-key bursts on the race target\n\n")
-	b.WriteString("| driver | N | bursts | first-two gap (us) | full burst spread (us) |")
+	cols := []string{"driver", "N", "bursts", "first-two gap (us)", "full burst spread (us)"}
 	for _, w := range windows {
-		fmt.Fprintf(&b, " duplicate share W=%d us |", w.Microseconds())
+		cols = append(cols, fmt.Sprintf("duplicate share W=%d us", w.Microseconds()))
 	}
-	b.WriteString(" client release spread (us) |\n|---|---|---|---|---|")
-	for range windows {
-		b.WriteString("---|")
-	}
-	b.WriteString("---|\n")
+	b.WriteString(bench.TableHead(append(cols, "client release spread (us)")...))
 
 	per := map[cell][]figures{}
 	var failures []string
@@ -402,15 +388,12 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 	}
 
 	// Duplicates per burst say how much a race is exercised, not only whether.
-	b.WriteString("\nMean duplicate inserts per burst (of N-1 possible):\n\n| driver | N |")
+	b.WriteString("\nMean duplicate inserts per burst (of N-1 possible):\n\n")
+	cols = []string{"driver", "N"}
 	for _, w := range windows {
-		fmt.Fprintf(&b, " W=%d us |", w.Microseconds())
+		cols = append(cols, fmt.Sprintf("W=%d us", w.Microseconds()))
 	}
-	b.WriteString("\n|---|---|")
-	for range windows {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	b.WriteString(bench.TableHead(cols...))
 	for _, c := range order {
 		fmt.Fprintf(&b, "| %s | %d |", c.driver, c.n)
 		for i := range windows {
@@ -541,11 +524,7 @@ func goBenchSection(out, how string) string {
 	}
 	fmt.Fprintf(&b, "From %s (%s); median of the repetitions, range in brackets.\n\n", how, strings.Join(header, ", "))
 	units := []string{"ns/op", "ns/attempt", "MB/s", "B/op", "allocs/op"}
-	b.WriteString("| benchmark | time/op | ns/attempt | MB/s | bytes/op | allocs/op |\n|---|")
-	for range units {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	b.WriteString(bench.TableHead("benchmark", "time/op", "ns/attempt", "MB/s", "bytes/op", "allocs/op"))
 	for _, name := range names {
 		fmt.Fprintf(&b, "| %s |", name)
 		for _, u := range units {

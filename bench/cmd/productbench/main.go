@@ -27,10 +27,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,8 +43,8 @@ import (
 var windows = []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond}
 
 func main() {
-	serve := flag.String("serve", "", "serve a race target on this address, print the address, and exit when stdin closes")
-	hold := flag.Duration("hold", 200*time.Microsecond, "how long the holding target's handlers hold their replies after their check")
+	var target bench.TargetFlags
+	target.Define(200*time.Microsecond, "how long the holding target's handlers hold their replies after their check")
 	bursts := flag.Int("bursts", 100, "bursts per driver in each combination")
 	sizes := flag.String("n", "8,32", "burst sizes")
 	protos := flag.String("protocols", "http1,h2", "the product's burst protocols (--protocol)")
@@ -59,21 +57,12 @@ func main() {
 	write := flag.String("write", "", "Markdown file whose product section is rewritten")
 	dump := flag.Int("dump", 0, "print the arrival offsets of this many bursts per driver and combination")
 	flag.Parse()
+	target.ServeIfAsked("productbench")
 
-	if *serve != "" {
-		if err := bench.RunRaceTargetProcess(*serve, *hold); err != nil {
-			fmt.Fprintln(os.Stderr, "productbench:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	cfg := config{bursts: *bursts, warmup: *warmup, pause: *pause, max: *maxTime, hold: *hold, dump: *dump}
-	for f := range strings.SplitSeq(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 2 {
-			fail(fmt.Errorf("bad burst size %q", f))
-		}
-		cfg.sizes = append(cfg.sizes, n)
+	cfg := config{bursts: *bursts, warmup: *warmup, pause: *pause, max: *maxTime, hold: target.Hold, dump: *dump}
+	var err error
+	if cfg.sizes, err = bench.ParseSizes(*sizes); err != nil {
+		fail(err)
 	}
 	for f := range strings.SplitSeq(*protos, ",") {
 		p, err := wire.ParseProtocol(strings.TrimSpace(f))
@@ -85,7 +74,7 @@ func main() {
 	for f := range strings.SplitSeq(*targetsFlag, ",") {
 		switch f = strings.TrimSpace(f); f {
 		case "hold":
-			cfg.targets = append(cfg.targets, *hold)
+			cfg.targets = append(cfg.targets, target.Hold)
 		case "now":
 			cfg.targets = append(cfg.targets, 0)
 		default:
@@ -135,27 +124,6 @@ type config struct {
 	pause, max, hold     time.Duration
 }
 
-// startBusy starts n busy loops and returns what ends them (each killed by
-// its own process id).
-func startBusy(n int) (stop func(), err error) {
-	var cmds []*exec.Cmd
-	stop = func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-			c.Wait()
-		}
-	}
-	for range n {
-		c := exec.Command("sh", "-c", "while :; do :; done")
-		if err := c.Start(); err != nil {
-			stop()
-			return nil, err
-		}
-		cmds = append(cmds, c)
-	}
-	return stop, nil
-}
-
 // sample is one burst as the target saw it.
 type sample struct {
 	offsets []int64 // arrival offsets from the first, sorted
@@ -197,7 +165,7 @@ func pass(cfg config, loops int, deadline time.Time) (string, error) {
 		addrs[h] = addr
 	}
 	if loops > 0 {
-		stop, err := startBusy(loops)
+		stop, err := bench.StartBusyLoops(loops)
 		if err != nil {
 			return "", err
 		}
@@ -393,15 +361,12 @@ func render(cfg config, loops int, order []combo, results map[combo]map[string]*
 	if truncated {
 		b.WriteString(" **The time limit cut the pass short: some combinations are missing.**")
 	}
-	b.WriteString("\n\n| target | protocol | N | driver | bursts | first-two gap (us, median) | p90 | full spread (us, median) |")
+	b.WriteString("\n\n")
+	cols := []string{"target", "protocol", "N", "driver", "bursts", "first-two gap (us, median)", "p90", "full spread (us, median)"}
 	for _, w := range windows {
-		fmt.Fprintf(&b, " < %d us |", w.Microseconds())
+		cols = append(cols, fmt.Sprintf("< %d us", w.Microseconds()))
 	}
-	b.WriteString(" client release spread (us, median) |\n|---|---|---|---|---|---|---|---|")
-	for range windows {
-		b.WriteString("---|")
-	}
-	b.WriteString("---|\n")
+	b.WriteString(bench.TableHead(append(cols, "client release spread (us, median)")...))
 	var fails []string
 	for _, c := range order {
 		for _, d := range drivers {

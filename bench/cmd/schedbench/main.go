@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -28,6 +27,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/bench"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -61,34 +61,17 @@ func run() error {
 	flag.Parse()
 
 	ctx := context.Background()
-	root, err := os.Getwd()
+	bins, err := zoo.BuildTemp(ctx)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "schedbench-")
+	defer bins.Remove()
+	stopBusy, err := bench.StartBusyLoops(*busy)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	bins, err := zoo.Build(ctx, root, dir)
-	if err != nil {
-		return err
-	}
-	var loops []*exec.Cmd
-	for range *busy {
-		c := exec.Command("sh", "-c", "while :; do :; done")
-		if err := c.Start(); err != nil {
-			return err
-		}
-		loops = append(loops, c)
-	}
-	defer func() {
-		for _, c := range loops {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	}()
-	fmt.Printf("load before: %s; %d busy loops\n\n", loadavg(), *busy)
+	defer stopBusy()
+	fmt.Printf("load before: %s; %d busy loops\n\n", bench.LoadAverage(), *busy)
 
 	if *only != "references" {
 		fmt.Println("| variant | check | scheduled: rounds caught | held writes per round | released because | timed: rounds caught |")
@@ -153,7 +136,7 @@ func run() error {
 		}
 		fmt.Println()
 	}
-	fmt.Printf("load after: %s\n", loadavg())
+	fmt.Printf("load after: %s\n", bench.LoadAverage())
 	return nil
 }
 
@@ -269,13 +252,4 @@ func stat(d []time.Duration) string {
 		return x.Round(10 * time.Millisecond).String()
 	}
 	return fmt.Sprintf("%s (%s-%s)", r(s[len(s)/2]), r(s[0]), r(s[len(s)-1]))
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:3], " ")
 }

@@ -143,25 +143,16 @@ func ordersTarget(ctx context.Context, pg *targets.LocalPostgres, bins *zoo.Bins
 }
 
 func setup(ctx context.Context) (*targets.LocalPostgres, *zoo.Bins, func(), error) {
-	root, err := zoo.ModuleRoot()
+	bins, err := zoo.BuildTemp(ctx)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	dir, err := os.MkdirTemp("", "idemcheck-soakbench-")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	bins, err := zoo.Build(ctx, root, dir)
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
 	pg, err := targets.StartLocalPostgres(ctx)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = bins.Remove()
 		return nil, nil, nil, err
 	}
-	return pg, bins, func() { _ = pg.Close(); os.RemoveAll(dir) }, nil
+	return pg, bins, func() { _ = pg.Close(); _ = bins.Remove() }, nil
 }
 
 const body = `{"customerId":"{{intent}}","totalCents":4000}`

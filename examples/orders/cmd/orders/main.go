@@ -22,17 +22,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,15 +43,7 @@ func main() {
 }
 
 func run() error {
-	defaultVariant := os.Getenv("ORDERS_VARIANT")
-	if defaultVariant == "" {
-		defaultVariant = string(orders.Reference)
-	}
-	names := make([]string, 0, len(orders.Variants()))
-	for _, v := range orders.Variants() {
-		names = append(names, string(v))
-	}
-	variantFlag := flag.String("variant", defaultVariant, "one of "+strings.Join(names, ", ")+" (env ORDERS_VARIANT)")
+	variantFlag := serve.VariantFlag("ORDERS_VARIANT", orders.Variants())
 	defaultLease := 30 * time.Second
 	if v := os.Getenv("ORDERS_LEASE"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -77,60 +63,32 @@ func run() error {
 	if *instances < 1 {
 		return errors.New("orders: -instances must be at least 1")
 	}
-
 	variant, err := orders.ParseVariant(*variantFlag)
 	if err != nil {
 		return err
 	}
-	port, dsn := os.Getenv("PORT"), os.Getenv("DATABASE_URL")
-	if port == "" || dsn == "" {
-		return errors.New("orders: PORT and DATABASE_URL are required")
-	}
-	host := os.Getenv("ADDR")
-	if host == "" {
-		host = "127.0.0.1"
-	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	poolCfg, err := serve.PoolConfig(dsn)
-	if err != nil {
-		return fmt.Errorf("orders: DATABASE_URL: %w", err)
-	}
-	if *exitOnDBError {
-		serve.ExitOnConnError(&poolCfg.ConnConfig.Config, "orders")
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return fmt.Errorf("orders: %w", err)
-	}
-	defer pool.Close()
-	if err := orders.Migrate(ctx, pool); err != nil {
-		return err
-	}
-
-	var apis []*orders.Server
-	var handlers []http.Handler
-	for range *instances {
-		api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute, Autocommit: *autocommit})
-		defer api.Close()
-		apis = append(apis, api)
-		handlers = append(handlers, api)
-	}
-
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return fmt.Errorf("orders: %w", err)
-	}
-	slog.Info("orders: serving", "addr", ln.Addr().String(), "variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances)
-	if err := serve.HTTP(ctx, ln, orders.RoundRobin(handlers...), 10*time.Second); err != nil {
-		return fmt.Errorf("orders: %w", err)
-	}
-	var commits int64
-	for _, api := range apis {
-		commits += api.Commits()
-	}
-	slog.Info("orders: stopped", "commits", commits)
-	return nil
+	return serve.Command{
+		Name:          "orders",
+		ExitOnDBError: *exitOnDBError,
+		Migrate:       orders.Migrate,
+		Log:           []any{"variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances},
+		Handler: func(pool *pgxpool.Pool) (http.Handler, func() []any) {
+			var apis []*orders.Server
+			var handlers []http.Handler
+			for range *instances {
+				api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute, Autocommit: *autocommit})
+				apis = append(apis, api)
+				handlers = append(handlers, api)
+			}
+			return orders.RoundRobin(handlers...), func() []any {
+				var commits int64
+				for _, api := range apis {
+					commits += api.Commits()
+					api.Close()
+				}
+				return []any{"commits", commits}
+			}
+		},
+	}.Run()
 }

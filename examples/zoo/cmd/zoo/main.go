@@ -40,20 +40,12 @@ type options struct {
 }
 
 func run(ctx context.Context, o options) error {
-	root, err := zoo.ModuleRoot()
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "idemcheck-zoo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	fmt.Fprintln(os.Stderr, "zoo: building the example APIs and starting PostgreSQL …")
-	bins, err := zoo.Build(ctx, root, dir)
+	bins, err := zoo.BuildTemp(ctx)
 	if err != nil {
 		return err
 	}
+	defer bins.Remove()
 	pg, err := targets.StartLocalPostgres(ctx)
 	if err != nil {
 		return err
