@@ -95,7 +95,7 @@ endif
 
 ## test: formatting, vet, and every test with the race detector, on real PostgreSQL, real HTTP over loopback and (where Docker runs; always in CI) real containers.
 test: postgres fmt-check vet $(TEST_IMAGES)
-	$(TEST_ENV) $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(TEST_ENV) $(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 ## zoo: certify every example API (references and the bug zoo) and print the detection matrix.
 ## ZOO_FLAGS passes flags on: `make zoo ZOO_FLAGS="-runs 20 -expected-only"` certifies each entry 20 times.

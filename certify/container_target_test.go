@@ -26,6 +26,7 @@ import (
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/internal/testctx"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
@@ -281,8 +282,7 @@ func TestContainerTargetPowers(t *testing.T) {
 // is not there) removes what it started, the PostgreSQL container
 // included, and says how to get the image.
 func TestContainerTargetFailedStartLeavesNothing(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	if err := targets.DockerAvailable(ctx); err != nil {
 		skipWithoutContainers(t, err)
 	}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/internal/testctx"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -31,8 +31,7 @@ func skipWithoutContainers(t *testing.T, err error) {
 // host networking) passes the whole certification with zero anomalies,
 // its effects counted in the database the container writes to.
 func TestCertifyReferenceContainer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	if err := targets.DockerAvailable(ctx); err != nil {
 		skipWithoutContainers(t, err)
 	}

@@ -1,6 +1,8 @@
 package targets
 
 import (
+	"github.com/idemcheck/idemcheck/internal/testctx"
+
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +36,7 @@ const missingImage = "idemcheck/no-such-image:never-built"
 // broken setup, so the test fails instead.
 func requireContainers(t *testing.T, images ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	skip := t.Skipf
 	if os.Getenv("IDEMCHECK_REQUIRE_DOCKER") == "1" {
 		skip = t.Fatalf
@@ -105,8 +106,7 @@ func httpClient(timeout time.Duration) *http.Client {
 // every container power: crash, restart, pause, resume, and removal.
 func TestContainerPowers(t *testing.T) {
 	requireContainers(t, ordersImage, DefaultPostgresImage)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	docker := testDocker(t)
 
 	db, err := StartPostgresContainer(ctx, DefaultPostgresImage)
@@ -214,8 +214,7 @@ func containerOf(t *testing.T, db *Database) string {
 func TestContainerThatExitsFailsFast(t *testing.T) {
 	requireContainers(t, ordersImage)
 	docker := testDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	name := "idemcheck-test-exits-" + uuid.NewString()[:8]
 	start := time.Now()
 	// No DATABASE_URL: the orders binary refuses to start.
@@ -230,8 +229,7 @@ func TestContainerThatExitsFailsFast(t *testing.T) {
 
 func TestMissingImage(t *testing.T) {
 	requireContainers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	_, err := StartContainer(ctx, ContainerConfig{Image: missingImage})
 	require.ErrorIs(t, err, ErrNoImage)
 	assert.Contains(t, err.Error(), missingImage)
@@ -245,8 +243,7 @@ func TestMissingImage(t *testing.T) {
 // and leaves alone those of runs that are still alive.
 func TestStaleContainersAreRemoved(t *testing.T) {
 	requireContainers(t, ordersImage)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	docker := testDocker(t)
 	host, _ := os.Hostname()
 	create := func(pid int) string {
@@ -285,8 +282,7 @@ func deadPID(t *testing.T) int {
 // The provider order: a DSN wins; then a PostgreSQL container; then the
 // local binaries, with the reason logged in one line.
 func TestProvideDatabaseWithOrder(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 
 	t.Run("falls back to the local binaries", func(t *testing.T) {
 		if _, err := FindPostgres(); err != nil {

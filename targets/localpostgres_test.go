@@ -1,6 +1,8 @@
 package targets
 
 import (
+	"github.com/idemcheck/idemcheck/internal/testctx"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -23,8 +25,9 @@ import (
 // startTestPostgres starts a real cluster and closes it when the test ends.
 func startTestPostgres(t *testing.T) *LocalPostgres {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	// initdb and the first start take seconds on a quiet machine and over a
+	// minute on a loaded one; only the test binary's own -timeout bounds them.
+	ctx := testctx.UntilDeadline(t)
 	start := time.Now()
 	p, err := StartLocalPostgres(ctx)
 	require.NoError(t, err)

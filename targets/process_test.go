@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemcheck/idemcheck/internal/testctx"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -169,8 +170,7 @@ func requireGone(t *testing.T, what string, pids ...int) {
 // startTarget starts a process target and closes it when the test ends.
 func startTarget(t *testing.T, cfg targets.ProcessConfig) *targets.Process {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	p, err := targets.StartProcess(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, p.Close()) })
@@ -283,8 +283,7 @@ func TestProcessOrdersCrashRestartPause(t *testing.T) {
 
 	// Restart: the same port answers again, on the same database, so the
 	// retry of the first order is replayed, not created again.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	require.NoError(t, inst.Restart(ctx))
 	assert.Equal(t, port, inst.Port())
 	assert.NotEqual(t, oldPID, inst.PID())
@@ -365,8 +364,7 @@ func TestProcessInstancesBehindBalancer(t *testing.T) {
 	assert.Equal(t, 1, failed, "exactly one connection met the dead instance")
 	assert.Equal(t, 1, answered)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	require.NoError(t, insts[1].Restart(ctx))
 	served = served[:0]
 	for range 2 {
@@ -649,8 +647,7 @@ func TestProcessRetriesATakenPort(t *testing.T) {
 func TestProcessExitIsWatched(t *testing.T) {
 	t.Parallel()
 	p := startTarget(t, targets.ProcessConfig{Command: echoCommand(t), Instances: 2})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	insts := p.Instances()
 	require.Len(t, insts, 2)
 
@@ -710,8 +707,7 @@ func TestProcessExitTailIsItsOwn(t *testing.T) {
 		Command: script,
 		Env:     []string{"MARK=" + filepath.Join(t.TempDir(), "mark"), "ECHO=" + echoCommand(t)},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	inst := p.Instances()[0]
 	require.NoError(t, inst.Restart(ctx))
 	assert.Contains(t, inst.Tail(), "first-run", "the instance's Tail spans restarts")

@@ -18,6 +18,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/testctx"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -35,8 +36,7 @@ func requireDocker(t *testing.T, images ...string) *testcontainers.DockerClient 
 	if os.Getenv("IDEMCHECK_REQUIRE_DOCKER") == "1" {
 		skip = t.Fatalf
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testctx.UntilDeadline(t)
 	// Asked first: it also configures testcontainers-go (host networking,
 	// no reaper) before anything reads its configuration.
 	if err := targets.DockerAvailable(ctx); err != nil {
