@@ -44,6 +44,10 @@ const (
 	// ReleaseBlocked: the attempts not held waited on a lock in the
 	// database, or for a pooled connection that was held.
 	ReleaseBlocked = "blocked"
+	// ReleaseIdle: every other connection of the target to the database
+	// was idle (waiting for the target's next statement) or waited on a
+	// lock: no attempt not held was at the database.
+	ReleaseIdle = "idle"
 	// ReleaseQuiet: nothing else reached the database link for a while.
 	ReleaseQuiet = "quiet"
 	// ReleaseBound: the bounded wait passed.

@@ -126,7 +126,7 @@ func scheduledProof(sched []idemcheck.Burst, rounds int) string {
 		held = fmt.Sprintf("%d-%d", lo, hi)
 	}
 	var why []string
-	for _, r := range []string{idemcheck.ReleaseAllWrites, idemcheck.ReleaseBlocked, idemcheck.ReleaseQuiet, idemcheck.ReleaseBound, idemcheck.ReleaseBurstEnded} {
+	for _, r := range []string{idemcheck.ReleaseAllWrites, idemcheck.ReleaseBlocked, idemcheck.ReleaseIdle, idemcheck.ReleaseQuiet, idemcheck.ReleaseBound, idemcheck.ReleaseBurstEnded} {
 		if n := reasons[r]; n > 0 {
 			why = append(why, fmt.Sprintf("%s x%d", releaseText[r], n))
 		}
@@ -141,6 +141,7 @@ func scheduledProof(sched []idemcheck.Burst, rounds int) string {
 var releaseText = map[string]string{
 	idemcheck.ReleaseAllWrites:  "every attempt had reached its write",
 	idemcheck.ReleaseBlocked:    "the others waited on a lock or a held pooled connection",
+	idemcheck.ReleaseIdle:       "every other connection of the target was idle",
 	idemcheck.ReleaseQuiet:      "nothing else reached the link for a while",
 	idemcheck.ReleaseBound:      "the bounded wait passed",
 	idemcheck.ReleaseBurstEnded: "the burst ended",

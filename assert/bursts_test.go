@@ -49,6 +49,11 @@ func TestBurstProofScheduledRounds(t *testing.T) {
 		"before its first write (its read of the key) before any wrote: a read-then-write race shows whatever its window "+
 		"(released when every attempt had reached its write x2, the others waited on a lock or a held pooled connection x1)", proof)
 
+	b[1].Release = idemcheck.ReleaseIdle
+	proof, _ = BurstProof(b)
+	assert.Contains(t, proof, "(released when every attempt had reached its write x1, the others waited on a lock or a held pooled connection x1, "+
+		"every other connection of the target was idle x1)", proof)
+
 	b[0].Held = 1
 	proof, loose = BurstProof(b)
 	assert.False(t, loose, proof)

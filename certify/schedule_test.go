@@ -50,33 +50,50 @@ func rechecked(t *testing.T, res *certify.Result) idemcheck.Report {
 // are scheduled, held at least two writes, and each left duplicates.
 func TestScheduledBurstCatchesCheckThenInsertEveryRound(t *testing.T) {
 	for run := 1; run <= 2; run++ {
-		res := certifyProcess(t, orders.CheckThenInsert, 1, idemcheck.CheckConcurrentBurst)
-		h := res.History
-		held, released := scheduleEvents(h)
-		dup := map[string]bool{}
-		for _, a := range res.Report.Anomalies {
-			if a.Kind == idemcheck.DuplicateEffect {
-				dup[a.Intent] = true
-				assert.Contains(t, a.Explanation, "The race was scheduled, not timed")
-			}
-		}
-		require.NotEmpty(t, h.Bursts)
-		for _, b := range h.Bursts {
-			assert.True(t, b.Scheduled, "run %d burst %d", run, b.ID)
-			assert.GreaterOrEqual(t, b.Held, 2, "run %d burst %d: %s", run, b.ID, released[b.Intent].Detail)
-			assert.True(t, dup[b.Intent], "run %d burst %d (round %d): no duplicate", run, b.ID, b.Round)
-			assert.Len(t, held[b.Intent], b.Held, "run %d burst %d: one write-held event per held write", run, b.ID)
-			assert.Equal(t, b.Release, released[b.Intent].Reason)
-			t.Logf("run %d round %d: %d held, %s; spread %v", run, b.Round, b.Held, released[b.Intent].Detail, b.Spread)
-		}
-		for _, c := range res.Report.Checks {
-			if c.Name == idemcheck.CheckConcurrentBurst {
-				assert.Equal(t, idemcheck.Fail, c.Status)
-			}
-		}
-		again := rechecked(t, res)
-		assert.Equal(t, res.Report.Anomalies, again.Anomalies)
+		caughtEveryRound(t, orders.CheckThenInsert, 1, run)
 	}
+}
+
+// The narrow variant's handler does about a microsecond of Go between
+// learning the key is absent and sending its one write: a timed burst
+// must land two copies within that window and one database round trip,
+// and mostly does not. Scheduled, every round catches it, on a target of
+// two instances as the zoo runs it.
+func TestScheduledBurstCatchesTheNarrowWindowEveryRound(t *testing.T) {
+	caughtEveryRound(t, orders.NarrowCheckThenInsert, 2, 1)
+}
+
+// caughtEveryRound certifies v with concurrent-burst alone and asserts
+// that every burst was scheduled, held two writes or more, and left a
+// duplicate; and that the history, checked again, gives the same verdict.
+func caughtEveryRound(t *testing.T, v orders.Variant, instances, run int) {
+	t.Helper()
+	res := certifyProcess(t, v, instances, idemcheck.CheckConcurrentBurst)
+	h := res.History
+	held, released := scheduleEvents(h)
+	dup := map[string]bool{}
+	for _, a := range res.Report.Anomalies {
+		if a.Kind == idemcheck.DuplicateEffect {
+			dup[a.Intent] = true
+			assert.Contains(t, a.Explanation, "The race was scheduled, not timed")
+		}
+	}
+	require.NotEmpty(t, h.Bursts)
+	for _, b := range h.Bursts {
+		assert.True(t, b.Scheduled, "run %d burst %d", run, b.ID)
+		assert.GreaterOrEqual(t, b.Held, 2, "run %d burst %d: %s", run, b.ID, released[b.Intent].Detail)
+		assert.True(t, dup[b.Intent], "run %d burst %d (round %d): no duplicate", run, b.ID, b.Round)
+		assert.Len(t, held[b.Intent], b.Held, "run %d burst %d: one write-held event per held write", run, b.ID)
+		assert.Equal(t, b.Release, released[b.Intent].Reason)
+		t.Logf("%s run %d round %d: %d held, %s; spread %v", v, run, b.Round, b.Held, released[b.Intent].Detail, b.Spread)
+	}
+	for _, c := range res.Report.Checks {
+		if c.Name == idemcheck.CheckConcurrentBurst {
+			assert.Equal(t, idemcheck.Fail, c.Status)
+		}
+	}
+	again := rechecked(t, res)
+	assert.Equal(t, res.Report.Anomalies, again.Anomalies)
 }
 
 // The reference claims its key with one INSERT before any work: every
@@ -84,8 +101,8 @@ func TestScheduledBurstCatchesCheckThenInsertEveryRound(t *testing.T) {
 // 409. It stays clean, and its rounds do not all wait out the quiet time
 // or the bound: the recorded schedule says so, not a clock. Some may: on a
 // heavily loaded machine the first burst meets a cold connection pool,
-// whose connections are still being opened and used when the bound
-// passes (measured: 1 burst of 5 at load average 25-40).
+// whose connections may still be being opened and used when the bound
+// passes.
 func TestScheduledBurstLeavesTheReferenceClean(t *testing.T) {
 	res := certifyProcess(t, orders.Reference, 1, idemcheck.CheckConcurrentBurst)
 	for _, a := range res.Report.Anomalies {
@@ -96,7 +113,7 @@ func TestScheduledBurstLeavesTheReferenceClean(t *testing.T) {
 	waited := 0
 	for _, b := range res.History.Bursts {
 		assert.True(t, b.RaceScheduled(), "burst %d: %+v", b.ID, b)
-		if b.Release != idemcheck.ReleaseAllWrites && b.Release != idemcheck.ReleaseBlocked {
+		if b.Release != idemcheck.ReleaseAllWrites && b.Release != idemcheck.ReleaseBlocked && b.Release != idemcheck.ReleaseIdle {
 			waited++
 		}
 		t.Logf("burst %d: %s: %s", b.ID, b.Release, released[b.Intent].Detail)

@@ -25,7 +25,7 @@ import (
 //   - a handler that locks before it writes (SELECT ... FOR UPDATE, an
 //     advisory lock, a claim INSERT that waits on another's row) makes the
 //     other attempts wait inside the database; the barrier counts the
-//     database's sessions waiting on a lock (BarrierOptions.LockWaiters) and
+//     database's sessions waiting on a lock (BarrierOptions.Sessions) and
 //     releases at once when the held writes and those waiters account for
 //     every attempt, or for every connection the target has open;
 //   - a burst larger than the target's connection pool leaves attempts
@@ -34,11 +34,22 @@ import (
 //     waits on a lock) and that stays so for a short settle time (twice
 //     what the first held attempt took from its first statement to its
 //     write, from 2 to 50 ms), nothing more can reach a write;
-//   - anything else (a lock in the target's own memory, a background job)
-//     shows as a quiet link: when no statement arrives for BarrierQuiet
-//     (or ten settle times, if longer, up to 500 ms) the held writes are
-//     released, and in every case they are released within MaxWait of the
-//     first hold.
+//   - when every session of the database is idle (waiting for its
+//     client's next statement, as a held write's session is) or waits on a
+//     lock, as read by a look that started an idle settle (five settle
+//     times, from 10 ms to half the quiet time) after the last activity on
+//     the link, no attempt that is not held is at the database: the others
+//     wait elsewhere (a lock in the target's memory), or have not reached
+//     the database yet and would take an idle pooled connection if they
+//     had. A connection being opened (a cold pool filling) is a session
+//     starting, not idle, and is waited for. This ends the hold of a burst
+//     whose attempts cannot all reach a write long before the quiet time
+//     or the bound would;
+//   - anything else (no look at the sessions, a background job that keeps
+//     a session working) shows as a quiet link: when no statement arrives
+//     for BarrierQuiet (or ten settle times, if longer, up to 500 ms) the
+//     held writes are released, and in every case they are released
+//     within MaxWait of the first hold.
 //
 // A release never changes what the target does, only when its writes run;
 // a barrier released early schedules fewer writes together, and the
@@ -49,6 +60,7 @@ import (
 const (
 	ReleaseAllWrites  = idemcheck.ReleaseAllWrites
 	ReleaseBlocked    = idemcheck.ReleaseBlocked
+	ReleaseIdle       = idemcheck.ReleaseIdle
 	ReleaseQuiet      = idemcheck.ReleaseQuiet
 	ReleaseBound      = idemcheck.ReleaseBound
 	ReleaseBurstEnded = idemcheck.ReleaseBurstEnded
@@ -63,23 +75,50 @@ const (
 	// are released.
 	BarrierQuiet = 100 * time.Millisecond
 	// barrierSettle and maxSettle bound the settle time, maxQuiet the
-	// quiet time (which grows with the settle time on a slow machine).
+	// quiet time (which grows with the settle time on a slow machine),
+	// minIdleSettle the idle settle from below.
 	barrierSettle = 2 * time.Millisecond
 	maxSettle     = 50 * time.Millisecond
 	maxQuiet      = 500 * time.Millisecond
+	minIdleSettle = 10 * time.Millisecond
 	// probeGap spaces lock-waiter probes.
 	probeGap = 2 * time.Millisecond
 )
+
+// Sessions is what a look at the database's sessions (pg_stat_activity)
+// saw, for a write barrier.
+type Sessions struct {
+	// Waiting counts the sessions that wait on a lock.
+	Waiting int
+	// Working counts the sessions that are neither waiting for their
+	// client (idle, idle in a transaction, or between two messages of an
+	// exchange: what the session of a held write looks like) nor waiting on
+	// a lock: running a statement, or starting.
+	Working int
+}
+
+// SessionsQuery reads Sessions from pg_stat_activity: the client
+// sessions of the current database but the one running it. It reads
+// nothing else and writes nothing. Sessions of other clients of the same
+// database count too: a waiting one can only make a barrier release early,
+// a working one only later.
+const SessionsQuery = `SELECT
+	count(*) FILTER (WHERE wait_event_type = 'Lock'),
+	count(*) FILTER (WHERE wait_event_type IS DISTINCT FROM 'Lock' AND wait_event IS DISTINCT FROM 'ClientRead'
+		AND state IS DISTINCT FROM 'idle' AND state IS DISTINCT FROM 'idle in transaction'
+		AND state IS DISTINCT FROM 'idle in transaction (aborted)')
+FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
 
 // BarrierOptions configure a write barrier (Link.Barrier).
 type BarrierOptions struct {
 	// Attempts is how many attempts the burst sends.
 	Attempts int
-	// LockWaiters, when set, counts the database's sessions that wait on a
-	// lock (pg_stat_activity's wait_event_type 'Lock'), read on a
-	// connection of its own, never through the link. Without it a handler
-	// that locks before it writes is released by the quiet time.
-	LockWaiters func(ctx context.Context) (int, error)
+	// Sessions, when set, reads the database's sessions (SessionsQuery),
+	// on a connection of its own, never through the link. Without it a
+	// handler that locks before it writes, or attempts that wait in the
+	// target's memory, are released by the quiet time.
+	Sessions func(ctx context.Context) (Sessions, error)
 	// MaxWait bounds the hold; 0 means DefaultBarrierWait.
 	MaxWait time.Duration
 	// Quiet, when positive, is the quiet time in place of the one the
@@ -87,6 +126,11 @@ type BarrierOptions struct {
 	// test of the other rules sets it long, so that a slow lock-waiter
 	// probe on a loaded machine cannot end the hold by quiet first.
 	Quiet time.Duration
+	// IdleSettle, when positive, is the idle settle in place of the one
+	// the barrier derives (10 ms to half the quiet time): a test of the
+	// other rules sets it long, so that an attempt its goroutine has not
+	// yet started on a loaded machine cannot end the hold as idle first.
+	IdleSettle time.Duration
 }
 
 // HeldWrite is one statement the barrier held.
@@ -144,6 +188,8 @@ func (s Schedule) Detail() string {
 		return fmt.Sprintf("every one of the %d attempts had reached its first write; the %d held writes were released together", s.Attempts, n)
 	case ReleaseBlocked:
 		return fmt.Sprintf("%d writes held%s, with %d connections to the database open: no other attempt could reach a write, so they were released together", n, w, s.Open)
+	case ReleaseIdle:
+		return fmt.Sprintf("%d writes held%s; every other session of the database was idle, waiting for its client, so no other attempt was at the database (they waited elsewhere, or had not reached it yet), and the held writes were released together", n, w)
 	case ReleaseQuiet:
 		return fmt.Sprintf("%d writes held%s; no other statement reached the database link for a while (the other attempts waited elsewhere, a lock in the target's memory perhaps), so they were released together", n, w)
 	case ReleaseBound:
@@ -265,7 +311,7 @@ func (b *barrier) liveHolds() int {
 
 type probeResult struct {
 	start time.Time
-	n     int
+	s     Sessions
 	err   error
 }
 
@@ -281,18 +327,18 @@ func (b *barrier) run() {
 	for {
 		now := time.Now()
 		b.mu.Lock()
-		held, open := b.liveHolds(), int(b.toxic.live.Load())
+		held, open, starting := b.liveHolds(), int(b.toxic.live.Load()), b.toxic.starting.Load()
 		last, first, firstHold := b.last, b.first, b.firstHold
 		b.mu.Unlock()
 		if valid != nil && !valid.start.After(last) {
 			valid = nil
 		}
-		waiting := -1
+		waiting, working := -1, -1
 		switch {
-		case b.opts.LockWaiters == nil:
+		case b.opts.Sessions == nil:
 			waiting = 0
 		case valid != nil && valid.err == nil:
-			waiting = valid.n
+			waiting, working = valid.s.Waiting, valid.s.Working
 		}
 		next := time.Hour
 		reason := ""
@@ -305,6 +351,16 @@ func (b *barrier) run() {
 			if b.opts.Quiet > 0 {
 				quiet = min(b.opts.Quiet, b.maxWait)
 			}
+			// Idle: no session works, as read by a probe that started
+			// the idle settle after the last activity, so that a statement
+			// forwarded just before has had time to reach its session.
+			// A connection that has not sent a statement yet may be a
+			// session still starting, which pg_stat_activity may not show.
+			idleSettle := min(max(minIdleSettle, 5*settle), max(quiet/2, minIdleSettle))
+			if b.opts.IdleSettle > 0 {
+				idleSettle = b.opts.IdleSettle
+			}
+			idle := working == 0 && starting == 0 && !valid.start.Before(last.Add(idleSettle))
 			// Blocked: every attempt, or every connection the target has
 			// open, is held or waits on a lock, as read by a probe that
 			// started after the last activity. Then only a connection
@@ -314,7 +370,7 @@ func (b *barrier) run() {
 			// the quiet rule waits for one that started after the last
 			// activity, so a blocked burst is told apart from a quiet one,
 			// but not past twice the quiet time.
-			probed := b.opts.LockWaiters == nil || valid != nil || now.Sub(last) >= 2*quiet
+			probed := b.opts.Sessions == nil || valid != nil || now.Sub(last) >= 2*quiet
 			switch {
 			case held >= b.opts.Attempts:
 				reason = ReleaseAllWrites
@@ -322,6 +378,8 @@ func (b *barrier) run() {
 				reason = ReleaseBlocked
 			case blocked && now.Sub(last) >= settle:
 				reason = ReleaseBlocked
+			case idle:
+				reason = ReleaseIdle
 			case probed && now.Sub(last) >= quiet:
 				reason = ReleaseQuiet
 			case now.Sub(firstHold) >= b.maxWait:
@@ -349,7 +407,7 @@ func (b *barrier) run() {
 			// a session that has just sent the statement that will wait on a
 			// lock may not wait yet when a probe reads: so probes go on,
 			// probeGap apart, until a release.
-			if b.opts.LockWaiters != nil && !probing {
+			if b.opts.Sessions != nil && !probing {
 				if wait := lastProbe.Add(probeGap).Sub(now); wait > 0 {
 					next = min(next, wait)
 				} else {
@@ -378,8 +436,8 @@ func (b *barrier) run() {
 func (b *barrier) probe(out chan<- probeResult, start time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	n, err := b.opts.LockWaiters(ctx)
-	out <- probeResult{start: start, n: n, err: err}
+	s, err := b.opts.Sessions(ctx)
+	out <- probeResult{start: start, s: s, err: err}
 }
 
 // release lets every held write go, in the order they were held, and

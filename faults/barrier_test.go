@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
@@ -45,20 +46,19 @@ func (s *shop) watchedPool(t *testing.T, conns int32) *pgxpool.Pool {
 	return pool
 }
 
-// lockWaiters counts the sessions waiting on a lock, as the harness does,
-// on a pool of its own (never through the link).
-func (s *shop) lockWaiters(t *testing.T) func(ctx context.Context) (int, error) {
+// sessions reads the database's sessions, as the harness does, on a pool
+// of its own (never through the link).
+func (s *shop) sessions(t *testing.T) func(ctx context.Context) (Sessions, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, s.dsn)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return func(ctx context.Context) (int, error) {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n)
-		return n, err
+	return func(ctx context.Context) (Sessions, error) {
+		var ss Sessions
+		err := pool.QueryRow(ctx, SessionsQuery).Scan(&ss.Waiting, &ss.Working)
+		return ss, err
 	}
 }
 
@@ -134,7 +134,7 @@ func TestBarrierForcesTheCheckThenInsertRace(t *testing.T) {
 	const n = 6
 	pool := s.watchedPool(t, n)
 	for round := 1; round <= 3; round++ {
-		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout, Quiet: testTimeout})
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, IdleSettle: testTimeout})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		err = burst(n, func() error { return checkThenInsert(ctx, pool, round) })
@@ -165,9 +165,10 @@ func TestBarrierReleasesALockFirstHandler(t *testing.T) {
 	const n = 6
 	pool := s.watchedPool(t, n)
 	for round := 1; round <= 3; round++ {
-		// Quiet as long as the bound: only the lock waiters can end the
-		// hold, however slowly the probe answers on a loaded machine.
-		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout, Quiet: testTimeout})
+		// Quiet and idle settle as long as the bound: only the lock
+		// waiters can end the hold, however slowly the probe answers on a
+		// loaded machine.
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, IdleSettle: testTimeout})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		err = burst(n, func() error { return lockFirst(ctx, pool, 100+round) })
@@ -192,7 +193,7 @@ func TestBarrierWithABurstLargerThanThePool(t *testing.T) {
 	const n, conns = 8, 2
 	pool := s.watchedPool(t, conns)
 	for round := 1; round <= 3; round++ {
-		release, err := s.link.Barrier(BarrierOptions{Attempts: n, LockWaiters: s.lockWaiters(t), MaxWait: testTimeout, Quiet: testTimeout})
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, IdleSettle: testTimeout})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		err = burst(n, func() error { return checkThenInsert(ctx, pool, 200+round) })
@@ -227,6 +228,68 @@ func TestBarrierReleasesWhenQuiet(t *testing.T) {
 	assert.Equal(t, idemcheck.ReleaseQuiet, sched.Reason, sched.Detail())
 	assert.Equal(t, 1, sched.ReleasedTogether())
 	assert.Equal(t, 1, s.seen(t, 300))
+}
+
+// The other attempts wait in the target's memory (a mutex), where neither
+// the link nor the database sees them: every session but the held one's is
+// idle, and the barrier releases the held write at once, without waiting
+// for the link to be quiet (as long as the bound here) or for the bound.
+func TestBarrierReleasesWhenEverySessionIsIdle(t *testing.T) {
+	s := newShop(t)
+	const n = 4
+	pool := s.watchedPool(t, n)
+	for round := 1; round <= 3; round++ {
+		var mu sync.Mutex
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		err = burst(n, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			return checkThenInsert(ctx, pool, 400+round)
+		})
+		cancel()
+		sched := release()
+		require.NoError(t, err)
+		assert.Equal(t, idemcheck.ReleaseIdle, sched.Reason, "round %d: %s", round, sched.Detail())
+		assert.Equal(t, 1, sched.ReleasedTogether(), "round %d", round)
+		assert.Equal(t, 1, s.seen(t, 400+round), "round %d", round)
+	}
+}
+
+// A connection that has not sent a statement yet may be a session still
+// starting, which pg_stat_activity does not show: while one is open the
+// idle rule waits. Once it sends a statement, the held write goes, as idle.
+func TestBarrierIdleWaitsForAStartingConnection(t *testing.T) {
+	s := newShop(t)
+	pool := s.watchedPool(t, 2)
+	release, err := s.link.Barrier(BarrierOptions{Attempts: 2, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout})
+	require.NoError(t, err)
+	fresh := s.watchedConn(t) // connected, no statement sent
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	done := make(chan error, 1)
+	go func() {
+		done <- burst(2, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			return checkThenInsert(ctx, pool, 500)
+		})
+	}()
+	// Many idle settles: a barrier that ignored the starting connection
+	// would have released by now and the burst would be over.
+	select {
+	case err := <-done:
+		t.Fatalf("the burst ended (%v) while a connection had sent no statement: %s", err, release().Detail())
+	case <-time.After(300 * time.Millisecond):
+	}
+	_, err = fresh.Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	sched := release()
+	assert.Equal(t, idemcheck.ReleaseIdle, sched.Reason, sched.Detail())
+	assert.Equal(t, 1, sched.ReleasedTogether())
 }
 
 // A second barrier cannot be armed over the first; once released, the

@@ -300,8 +300,11 @@ type pgWatchToxic struct {
 	armed atomic.Pointer[watchRule]
 	// barrier is the write barrier armed on a watched proxy, if any.
 	barrier atomic.Pointer[barrier]
-	// conns numbers the connections; live counts those open.
-	conns, live atomic.Int64
+	// conns numbers the connections; live counts those open, starting
+	// those open that have not sent a statement yet (a pool's new
+	// connection, whose session may not show in pg_stat_activity before
+	// it is ready).
+	conns, live, starting atomic.Int64
 }
 
 func (t *pgWatchToxic) bind(h *hub, f Fault) error {
@@ -329,6 +332,8 @@ type pgWatchState struct {
 	// closed and no longer counts as live.
 	id    int
 	ended bool
+	// started: the connection has sent a statement, or has ended.
+	started bool
 	// barrier is the last barrier this connection's first write met: it
 	// holds a connection's first write only.
 	barrier *barrier
@@ -339,6 +344,7 @@ type pgWatchState struct {
 func (t *pgWatchToxic) NewState() any {
 	st := &pgWatchState{scan: newPGScanner(), id: int(t.conns.Add(1))}
 	t.live.Add(1)
+	t.starting.Add(1)
 	if b := t.barrier.Load(); b != nil {
 		b.touch()
 	}
@@ -348,6 +354,7 @@ func (t *pgWatchToxic) NewState() any {
 // closeConn closes the connection, both sides, and stops counting it.
 func (t *pgWatchToxic) closeConn(stub *toxics.ToxicStub, st *pgWatchState) {
 	stub.Close()
+	t.markStarted(st)
 	if !st.ended {
 		st.ended = true
 		t.live.Add(-1)
@@ -385,12 +392,23 @@ func (t *pgWatchToxic) Pipe(stub *toxics.ToxicStub) {
 	}
 }
 
+// markStarted stops counting the connection as starting.
+func (t *pgWatchToxic) markStarted(st *pgWatchState) {
+	if !st.started {
+		st.started = true
+		t.starting.Add(-1)
+	}
+}
+
 // advance forwards what the scanner lets pass and acts on a match. It
 // reports false when the connection has been closed.
 func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 	pass := 0
 	for {
 		n, res, size, ev := st.scan.scan(st.pend[pass:])
+		if st.scan.statements {
+			t.markStarted(st)
+		}
 		pass += n
 		switch res {
 		case scanMore:
@@ -566,6 +584,8 @@ type pgScanner struct {
 	// pending is the first write run outside a block by Execute since the
 	// last Sync: it commits at the next Sync.
 	pending string
+	// statements: a message carrying SQL (a Query or a Parse) was seen.
+	statements bool
 }
 
 func newPGScanner() pgScanner {
@@ -646,6 +666,10 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 // destroys and the connection's transaction state, and reports whether the
 // message runs a statement, or commits one.
 func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
+	switch typ {
+	case 'Q', 'P':
+		s.statements = true
+	}
 	switch typ {
 	case 'Q': // query string
 		q, _ := cstring(body)

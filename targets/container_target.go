@@ -171,7 +171,7 @@ func (p *ContainerPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 // Barrier arms a write barrier on the target's database link for a burst
 // (see faults.Link.Barrier and Scheduler).
 func (p *ContainerPowers) Barrier(attempts int) (func() faults.Schedule, error) {
-	return p.ct.link.Barrier(faults.BarrierOptions{Attempts: attempts, LockWaiters: lockWaiters(p.ct.DB)})
+	return p.ct.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.ct.DB)})
 }
 
 // Held delivers the hold events of db-hold faults.

@@ -151,7 +151,7 @@ func (p *ProcessPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 // Barrier arms a write barrier on the target's database link for a burst
 // (see faults.Link.Barrier and Scheduler).
 func (p *ProcessPowers) Barrier(attempts int) (func() faults.Schedule, error) {
-	return p.pt.link.Barrier(faults.BarrierOptions{Attempts: attempts, LockWaiters: lockWaiters(p.pt.DB)})
+	return p.pt.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.pt.DB)})
 }
 
 // Held delivers the hold events of db-hold faults.
@@ -196,22 +196,21 @@ func (p *ProcessPowers) Revive(ctx context.Context, i int) (bool, error) {
 	return insts[i].Revive(ctx)
 }
 
-// lockWaiters counts the database's sessions that wait on a lock, for a
-// write barrier: a handler that locks before it writes makes the other
-// attempts of a burst wait there, and the barrier must let the held write
-// go at once. It reads pg_stat_activity (nothing is written) through the
+// sessions reads the database's sessions for a write barrier
+// (faults.SessionsQuery): how many wait on a lock (a handler that locks
+// before it writes makes the other attempts of a burst wait there) and how
+// many are at work, so the held writes go at once when nothing else can
+// reach a write. It reads pg_stat_activity (nothing is written) through the
 // pool that counts effects, which reaches the database directly, never
-// through the target's link. Sessions of other clients of the same
-// database count too: they can only make the barrier release early.
-func lockWaiters(db *Database) func(ctx context.Context) (int, error) {
+// through the target's link.
+func sessions(db *Database) func(ctx context.Context) (faults.Sessions, error) {
 	if db == nil || db.Pool == nil {
 		return nil
 	}
-	return func(ctx context.Context) (int, error) {
-		var n int
-		err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n)
-		return n, err
+	return func(ctx context.Context) (faults.Sessions, error) {
+		var s faults.Sessions
+		err := db.Pool.QueryRow(ctx, faults.SessionsQuery).Scan(&s.Waiting, &s.Working)
+		return s, err
 	}
 }
 

@@ -5,7 +5,7 @@
 // anomalies of full certifications with scheduling on and how long a
 // default certification takes each way.
 //
-//	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0] [-only races|references] [-variants orders/check-then-insert,...]
+//	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0] [-only races|references] [-variants orders/check-then-insert,...] [-references orders/reference,...]
 //
 // Every target is an example binary in a process of its own, on a database
 // of its own, certified through certify exactly as `idemcheck
@@ -58,6 +58,7 @@ func run() error {
 	busy := flag.Int("busy", 0, "busy loops to run meanwhile")
 	only := flag.String("only", "", "measure only: races or references")
 	variants := flag.String("variants", "", "comma-separated race variants to measure (app/variant; default: all)")
+	references := flag.String("references", "orders/reference,webhooks/reference", "comma-separated references to certify in full (app/variant)")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -102,12 +103,16 @@ func run() error {
 		fmt.Println()
 	}
 	if *only != "races" {
-		fmt.Println("| reference | mode | certifications | anomalies | inconclusive checks | wall time per certification (median, range) | writes held per certification (median, range) |")
-		fmt.Println("|---|---|---|---|---|---|---|")
-		for _, name := range []string{"orders/reference", "webhooks/reference"} {
+		fmt.Println("| reference | mode | certifications | anomalies | inconclusive checks | wall time per certification (median, range) | bursts per certification (median, range) | writes held per certification (median, range) | released because |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|")
+		for _, name := range strings.Split(*references, ",") {
 			app, variant, _ := strings.Cut(name, "/")
-			e, _ := zoo.Lookup(app, variant)
-			walls, holds := map[bool][]time.Duration{}, map[bool][]time.Duration{}
+			e, ok := zoo.Lookup(app, variant)
+			if !ok {
+				return fmt.Errorf("no zoo entry %s", name)
+			}
+			walls, holds, bursts := map[bool][]time.Duration{}, map[bool][]time.Duration{}, map[bool][]time.Duration{}
+			why := map[bool][]string{}
 			anomalies, inconclusive := map[bool]int{}, map[bool]int{}
 			for range *runs {
 				for _, timed := range []bool{false, true} {
@@ -118,6 +123,8 @@ func run() error {
 					}
 					walls[timed] = append(walls[timed], time.Since(start))
 					holds[timed] = append(holds[timed], heldTime(res.History))
+					bursts[timed] = append(bursts[timed], burstTime(res.History))
+					why[timed] = append(why[timed], reasons(res.History))
 					anomalies[timed] += len(res.Report.Anomalies)
 					for _, c := range res.Report.Checks {
 						if c.Status == idemcheck.Inconclusive {
@@ -131,7 +138,7 @@ func run() error {
 				if timed {
 					mode = "timed"
 				}
-				fmt.Printf("| %s | %s | %d | %d | %d | %s | %s |\n", name, mode, *runs, anomalies[timed], inconclusive[timed], stat(walls[timed]), stat(holds[timed]))
+				fmt.Printf("| %s | %s | %d | %d | %d | %s | %s | %s | %s |\n", name, mode, *runs, anomalies[timed], inconclusive[timed], stat(walls[timed]), stat(bursts[timed]), stat(holds[timed]), strings.Join(why[timed], "; "))
 			}
 		}
 		fmt.Println()
@@ -217,6 +224,56 @@ func schedule(h *idemcheck.History, check string) (held, why string) {
 	}
 	sort.Strings(parts)
 	return held, strings.Join(parts, ", ")
+}
+
+// reasons lists the release reasons of a run's scheduled bursts, in
+// order, with the time each held its writes ("-" for none).
+func reasons(h *idemcheck.History) string {
+	first := map[string]time.Time{}
+	var out []string
+	for _, e := range h.Events {
+		switch e.Kind {
+		case idemcheck.WriteHeld:
+			if t, ok := first[e.Intent]; !ok || e.Time.Before(t) {
+				first[e.Intent] = e.Time
+			}
+		case idemcheck.WritesReleased:
+			if t, ok := first[e.Intent]; ok {
+				out = append(out, fmt.Sprintf("%s %s", e.Reason, e.Time.Sub(t).Round(time.Millisecond)))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ", ")
+}
+
+// burstTime is how long a run's bursts took: for each, from its first
+// attempt's start to its last attempt's end. The certification's other
+// steps take the same time whether bursts are scheduled or timed, and vary
+// far more from run to run on a busy machine; this is where scheduling
+// adds time.
+func burstTime(h *idemcheck.History) time.Duration {
+	start, end := map[int]time.Time{}, map[int]time.Time{}
+	for _, a := range h.Attempts {
+		if a.Burst == 0 || a.Start.IsZero() {
+			continue
+		}
+		if t, ok := start[a.Burst]; !ok || a.Start.Before(t) {
+			start[a.Burst] = a.Start
+		}
+		if a.End.After(end[a.Burst]) {
+			end[a.Burst] = a.End
+		}
+	}
+	var total time.Duration
+	for id, s := range start {
+		if e := end[id]; e.After(s) {
+			total += e.Sub(s)
+		}
+	}
+	return total
 }
 
 // heldTime is how long the target's writes were held in a run: for each
