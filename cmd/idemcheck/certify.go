@@ -20,6 +20,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
+	"github.com/idemcheck/idemcheck/internal/userfile"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -66,7 +67,7 @@ func (o *outputs) check() error {
 		}
 		tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".*")
 		if err != nil {
-			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, unwrapPath(err))
+			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, userfile.Cause(err))
 		}
 		tmp.Close()
 		os.Remove(tmp.Name())
@@ -84,15 +85,6 @@ func (o *outputs) route(stdout, stderr io.Writer) io.Writer {
 	}
 	o.stream = stdout
 	return stderr
-}
-
-// unwrapPath drops the temporary file's name from an error about its folder.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // MinTimeout is the shortest per-attempt timeout (config.MinTimeout).
