@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -360,42 +361,41 @@ func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 	if err != nil {
 		return err
 	}
+	// into is where a number or duration of the options goes, and the
+	// Spec field config.Build's errors name it by.
+	type into[T any] struct {
+		field idemcheck.Field
+		to    *T
+	}
+	counts := map[string]into[int]{
+		"burst": {"Options.BurstSize", &o.Scenarios.BurstSize}, "burst_rounds": {"Options.BurstRounds", &o.Scenarios.BurstRounds},
+		"rounds": {"Options.Rounds", &o.Scenarios.Rounds}, "fault_rounds": {"Options.FaultRounds", &o.Scenarios.FaultRounds},
+		"redeliveries": {"Options.Redeliveries", &o.Scenarios.Redeliveries},
+	}
+	durations := map[string]into[time.Duration]{
+		"retry_window": {"Options.RetryWindow", &o.Scenarios.RetryWindow}, "timeout": {"Timeout", &o.Timeout},
+		"max_duration": {"MaxDuration", &o.MaxDuration},
+	}
 	for k, v := range f {
 		fk := "options." + k
 		var field idemcheck.Field
-		switch k {
-		case "burst":
-			o.Scenarios.BurstSize, err = p.whole(v, fk)
-			field = "Options.BurstSize"
-		case "burst_rounds":
-			o.Scenarios.BurstRounds, err = p.whole(v, fk)
-			field = "Options.BurstRounds"
-		case "rounds":
-			o.Scenarios.Rounds, err = p.whole(v, fk)
-			field = "Options.Rounds"
-		case "fault_rounds":
-			o.Scenarios.FaultRounds, err = p.whole(v, fk)
-			field = "Options.FaultRounds"
-		case "redeliveries":
-			o.Scenarios.Redeliveries, err = p.whole(v, fk)
-			field = "Options.Redeliveries"
-		case "retry_window":
-			o.Scenarios.RetryWindow, err = p.duration(v, fk)
-			field = "Options.RetryWindow"
-		case "timeout":
-			o.Timeout, err = p.duration(v, fk)
-			field = "Timeout"
-		case "max_duration":
-			o.MaxDuration, err = p.duration(v, fk)
-			field = "MaxDuration"
-		case "seed":
+		c, isCount := counts[k]
+		d, isDuration := durations[k]
+		switch {
+		case isCount:
+			*c.to, err = p.whole(v, fk)
+			field = c.field
+		case isDuration:
+			*d.to, err = p.duration(v, fk)
+			field = d.field
+		case k == "seed":
 			err = p.errf(v, fk, "a certification makes no random choice (keys are UUIDs), so there is nothing to seed: remove it (soak --seed chooses which of a soak's intents are cut)")
-		case "redact_headers":
+		case k == "redact_headers":
 			o.Redact, err = p.strings(v, fk)
-		case "allow_remote":
+		case k == "allow_remote":
 			o.AllowRemote, err = p.boolean(v, fk)
 			field = "AllowRemote"
-		case "rate":
+		case k == "rate":
 			if v.Kind != yaml.ScalarNode || v.Decode(&o.Rate) != nil {
 				err = p.errf(v, fk, "expected a number of requests per second, got %s", kindName(v))
 			}
