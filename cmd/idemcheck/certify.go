@@ -473,7 +473,7 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 	if err != nil {
 		return nil, err
 	}
-	stamp(&res.Report, started)
+	res.Report.Stamp(tool, started)
 	if st, n, ok := refusedRequest(res.History); ok {
 		// Kept for a run without the pre-flight (or one whose pre-flight
 		// answer was a status a client retries).
