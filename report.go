@@ -244,6 +244,15 @@ func (s SuiteReport) WriteJSON(w io.Writer) error {
 // Failed reports whether any check failed.
 func (r *Report) Failed() bool { return r.Verdict == Fail }
 
+// Stamp records the build that made the report and, unless the run
+// recorded its own, when the run began (to the millisecond, in UTC).
+func (r *Report) Stamp(tool Tool, started time.Time) {
+	r.Tool = tool
+	if r.StartedAt.IsZero() {
+		r.StartedAt = started.UTC().Truncate(time.Millisecond)
+	}
+}
+
 // WriteJSON encodes the report, indented, to w.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)

@@ -2,10 +2,6 @@ package certify_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,38 +11,18 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/internal/testbin"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
+// ordersProgram is the example orders API's command, built for these tests.
+var ordersProgram = testbin.New("github.com/idemcheck/idemcheck/examples/orders/cmd/orders")
 
-// ordersBinary builds examples/orders/cmd/orders once per test binary.
-func ordersBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "idemcheck-certify-test-"); buildErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../examples/orders/cmd/orders").CombinedOutput()
-		if err != nil {
-			buildErr = &exec.ExitError{Stderr: out}
-		}
-	})
-	require.NoError(t, buildErr)
-	return filepath.Join(binDir, "orders")
-}
+func ordersBinary(t *testing.T) string { return ordersProgram.Path(t) }
 
-func removeBinaries() {
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-}
+func removeBinaries() { ordersProgram.Remove() }
 
 const testLease = time.Second
 

@@ -450,7 +450,7 @@ func (b *barrier) release(reason string, waiting, open int) {
 	b.mu.Unlock()
 	for _, bh := range holds {
 		select {
-		case bh.h.decision <- outcomeReleased:
+		case bh.h.offers <- outcomeReleased:
 		default:
 		}
 	}
@@ -466,7 +466,7 @@ func (b *barrier) release(reason string, waiting, open int) {
 			// The toxic was interrupted and not run again (its proxy is
 			// closing): the statement goes nowhere.
 		}
-		if done && bh.h.outcome == outcomeReleased {
+		if done && bh.h.taken == outcomeReleased {
 			order++
 			w.Order = order
 		}

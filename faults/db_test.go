@@ -328,7 +328,7 @@ func TestDBHoldTargetGone(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("the hold did not end when its target went away")
 	}
-	assert.Equal(t, outcomeEnded, ev.h.outcome)
+	assert.Equal(t, outcomeEnded, ev.h.taken)
 	assert.NoError(t, ev.Cut())
 	assert.ErrorIs(t, ev.Release(), ErrHoldEnded)
 	assert.Equal(t, 0, s.rows(t, id))

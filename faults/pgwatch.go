@@ -209,39 +209,55 @@ const (
 	outcomeEnded
 )
 
-// hold is one held message. decision carries the first of Release and Cut to
-// the toxic's goroutine, which alone acts on the connection and then
+// hold is one held message. Its decision carries the first of Release and
+// Cut to the toxic's goroutine, which alone acts on the connection and then
 // resolves the hold.
 type hold struct {
-	event    HoldEvent
-	decision chan outcome
-	done     chan struct{}
-	once     sync.Once
-	outcome  outcome
+	event HoldEvent
+	decision[outcome]
 	// delivered is touched only by the toxic's goroutine: the event was
 	// received from Link.Held, or will never be (the Link closed).
 	delivered bool
 }
 
 func newHold(l Landing) *hold {
-	h := &hold{decision: make(chan outcome, 1), done: make(chan struct{})}
+	h := &hold{decision: newDecision[outcome]()}
 	h.event = HoldEvent{Fault: l.Fault, SQL: l.SQL, Match: l.Match, Landing: l.Kind, h: h}
 	return h
 }
 
-func (h *hold) decide(o outcome) outcome {
-	select {
-	case h.decision <- o:
-	default: // another decision is already on its way; the first wins
-	}
-	<-h.done
-	return h.outcome
+// decision is what happens to a held thing (a message, a reply), which
+// two parties may offer at once (the harness's Release and Cut, a barrier,
+// the end of the connection): offers carries the first offer to the
+// goroutine that holds it, which acts and then resolves the decision with
+// what it did (taken), waking every decide.
+type decision[T any] struct {
+	offers chan T
+	done   chan struct{}
+	once   sync.Once
+	taken  T
 }
 
-func (h *hold) resolve(o outcome) {
-	h.once.Do(func() {
-		h.outcome = o
-		close(h.done)
+func newDecision[T any]() decision[T] {
+	return decision[T]{offers: make(chan T, 1), done: make(chan struct{})}
+}
+
+// decide offers v and returns what was done (the first offer, unless the
+// holder resolved it otherwise).
+func (d *decision[T]) decide(v T) T {
+	select {
+	case d.offers <- v:
+	default: // another offer is already on its way; the first wins
+	}
+	<-d.done
+	return d.taken
+}
+
+// resolve records what was done; only the first call counts.
+func (d *decision[T]) resolve(v T) {
+	d.once.Do(func() {
+		d.taken = v
+		close(d.done)
 	})
 }
 
@@ -468,7 +484,7 @@ func (t *pgWatchToxic) waitHold(stub *toxics.ToxicStub, st *pgWatchState) bool {
 		h.delivered = true
 	case <-linkDone:
 		h.delivered = true // nobody will receive it; the close of the connections follows
-	case o := <-h.decision:
+	case o := <-h.offers:
 		select {
 		case <-t.hub.done:
 			// The Link is closing its connections, this one included:

@@ -69,33 +69,11 @@ func (e ReplyEvent) Cut() error {
 	return nil
 }
 
-type heldReply struct {
-	decision chan bool
-	once     sync.Once
-	taken    bool
-	doneCh   chan struct{}
-}
+// heldReply is one held reply: its decision is true to pass it, false to
+// cut it.
+type heldReply struct{ decision[bool] }
 
-func newHeldReply() *heldReply {
-	return &heldReply{decision: make(chan bool, 1), doneCh: make(chan struct{})}
-}
-
-// decide offers d and returns the decision that was taken (the first one).
-func (h *heldReply) decide(d bool) bool {
-	select {
-	case h.decision <- d:
-	default:
-	}
-	<-h.doneCh
-	return h.taken
-}
-
-func (h *heldReply) resolve(d bool) {
-	h.once.Do(func() {
-		h.taken = d
-		close(h.doneCh)
-	})
-}
+func newHeldReply() *heldReply { return &heldReply{newDecision[bool]()} }
 
 // NewReplyHold starts a ReplyHold on 127.0.0.1 in front of upstream. The
 // upstream is dialled per client connection, so the target need not run yet.
@@ -181,7 +159,7 @@ func (rh *ReplyHold) relayConn(_ uint64, client net.Conn) {
 			// The harness decides; a target that ends its connection
 			// meanwhile does not change what the client gets.
 			select {
-			case d := <-h.decision:
+			case d := <-h.offers:
 				h.resolve(d)
 			case <-rh.done:
 				h.resolve(false)

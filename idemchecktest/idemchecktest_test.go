@@ -2,10 +2,6 @@ package idemchecktest_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,39 +11,19 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/idemchecktest"
+	"github.com/idemcheck/idemcheck/internal/testbin"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m, removeBinaries) }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
+// ordersProgram is the example orders API's command, built for these tests.
+var ordersProgram = testbin.New("github.com/idemcheck/idemcheck/examples/orders/cmd/orders")
 
-// ordersBinary builds the example orders API's command once per test run.
-func ordersBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "idemcheck-idemchecktest-"); buildErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "orders"), "../examples/orders/cmd/orders").CombinedOutput()
-		if err != nil {
-			buildErr = &exec.ExitError{Stderr: out}
-		}
-	})
-	require.NoError(t, buildErr)
-	return filepath.Join(binDir, "orders")
-}
+func ordersBinary(t *testing.T) string { return ordersProgram.Path(t) }
 
-func removeBinaries() {
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-}
+func removeBinaries() { ordersProgram.Remove() }
 
 func ordersTarget(t *testing.T, v orders.Variant) idemchecktest.Target {
 	pool := pgtest.Pool(t)

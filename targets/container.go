@@ -641,17 +641,5 @@ func lastLines(text string, n int) string {
 // joined with " | ", or "(no output)".
 func lastLogLines(ctx context.Context, ctr *testcontainers.DockerContainer, n int) string {
 	text, _ := containerLogs(ctx, ctr)
-	var lines []string
-	for _, line := range strings.Split(text, "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			lines = append(lines, line)
-		}
-	}
-	if len(lines) == 0 {
-		return noOutput
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
+	return joinLastLines(text, n, nil)
 }

@@ -123,7 +123,9 @@ func logLine(w io.Writer) func(string) {
 }
 
 // Powers are the harness's hold on the target, for the fault checks.
-func (ct *ContainerTarget) Powers() *ContainerPowers { return &ContainerPowers{ct: ct} }
+func (ct *ContainerTarget) Powers() *ContainerPowers {
+	return &ContainerPowers{linkPowers: linkPowers{link: ct.link, db: ct.DB}, ct: ct}
+}
 
 // Close removes the container, stops the proxy and removes a database that
 // was started for the run; it is safe on a partly started target and more
@@ -159,23 +161,12 @@ func (ct *ContainerTarget) Close() error {
 	return err
 }
 
-// ContainerPowers implements Powers for a container target.
-type ContainerPowers struct{ ct *ContainerTarget }
-
-// ArmDB puts a fault on the container's database link; disarm reports
-// where it landed (see faults.Link.Arm).
-func (p *ContainerPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
-	return p.ct.link.Arm(f)
+// ContainerPowers implements Powers for a container target: its database
+// link (ArmDB, Barrier, Held) and its container (Kill, Restart, …).
+type ContainerPowers struct {
+	linkPowers
+	ct *ContainerTarget
 }
-
-// Barrier arms a write barrier on the target's database link for a burst
-// (see faults.Link.Barrier and Scheduler).
-func (p *ContainerPowers) Barrier(attempts int) (func() faults.Schedule, error) {
-	return p.ct.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.ct.DB)})
-}
-
-// Held delivers the hold events of db-hold faults.
-func (p *ContainerPowers) Held() <-chan faults.HoldEvent { return p.ct.link.Held() }
 
 // Kill crashes the target: SIGKILL to every process in the container. It
 // returns once the container has stopped, so its port refuses connections.

@@ -491,10 +491,26 @@ func (t *tailBuffer) lastLines(n int) string {
 	t.mu.Lock()
 	text := string(t.buf)
 	t.mu.Unlock()
+	return joinLastLines(text, n, func(line string) string {
+		line = strings.Join(strings.Fields(logLinePrefix.ReplaceAllString(line, "")), " ")
+		if line == "LOG: database system is shut down" {
+			return ""
+		}
+		return line
+	})
+}
+
+// joinLastLines returns the last n lines of a log that clean keeps, joined
+// with " | ", or noOutput. clean gets each line trimmed and returns it as
+// an error message shows it, or "" to skip it; nil keeps every non-blank
+// line.
+func joinLastLines(text string, n int, clean func(string) string) string {
 	var lines []string
 	for _, line := range strings.Split(text, "\n") {
-		line = strings.Join(strings.Fields(logLinePrefix.ReplaceAllString(strings.TrimSpace(line), "")), " ")
-		if line != "" && line != "LOG: database system is shut down" {
+		if line = strings.TrimSpace(line); line != "" && clean != nil {
+			line = clean(line)
+		}
+		if line != "" {
 			lines = append(lines, line)
 		}
 	}

@@ -351,3 +351,16 @@ func TestKilledRunLeavesNoServer(t *testing.T) {
 	removeStaleDataDirs()
 	assert.NoDirExists(t, dir, "the next start removes it")
 }
+
+// A log's last lines, for a one-line error: blank lines and what the
+// cleaner drops are left out, the rest joined, the last n kept.
+func TestJoinLastLines(t *testing.T) {
+	assert.Equal(t, noOutput, joinLastLines("\n  \n", 3, nil))
+	assert.Equal(t, "b | c", joinLastLines("a\n\n  b \nc\n", 2, nil))
+	assert.Equal(t, "a | b | c", joinLastLines("a\nb\nc", 5, nil))
+
+	var b tailBuffer
+	_, _ = b.Write([]byte("2026-12-01 21:00:00.123 UTC [42] FATAL:  could not bind\n" +
+		"2026-12-01 21:00:00.124 UTC [42] LOG:  database system is shut down\n"))
+	assert.Equal(t, "FATAL: could not bind", b.lastLines(4), "the time stamp, the doubled space and the closing line go")
+}

@@ -120,7 +120,9 @@ func proxyDatabase(ctx context.Context, db *Database, allowRemote bool) (*faults
 func (pt *ProcessTarget) Replicas() int { return len(pt.Process.Instances()) }
 
 // Powers are the harness's hold on the target, for the fault checks.
-func (pt *ProcessTarget) Powers() *ProcessPowers { return &ProcessPowers{pt: pt} }
+func (pt *ProcessTarget) Powers() *ProcessPowers {
+	return &ProcessPowers{linkPowers: linkPowers{link: pt.link, db: pt.DB}, pt: pt}
+}
 
 // Close stops the target, the proxy and a throwaway database; it is safe
 // on a partly started target and more than once.
@@ -139,23 +141,32 @@ func (pt *ProcessTarget) Close() {
 	}
 }
 
-// ProcessPowers implements Powers for a process target.
-type ProcessPowers struct{ pt *ProcessTarget }
+// linkPowers are the powers over a target's database link, alike for a
+// process and a container: ArmDB, Barrier and Held.
+type linkPowers struct {
+	link *faults.Link
+	db   *Database
+}
 
 // ArmDB puts a fault on the target's database link; disarm reports where
 // it landed (see faults.Link.Arm).
-func (p *ProcessPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
-	return p.pt.link.Arm(f)
-}
+func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) { return p.link.Arm(f) }
 
 // Barrier arms a write barrier on the target's database link for a burst
 // (see faults.Link.Barrier and Scheduler).
-func (p *ProcessPowers) Barrier(attempts int) (func() faults.Schedule, error) {
-	return p.pt.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.pt.DB)})
+func (p linkPowers) Barrier(attempts int) (func() faults.Schedule, error) {
+	return p.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.db)})
 }
 
 // Held delivers the hold events of db-hold faults.
-func (p *ProcessPowers) Held() <-chan faults.HoldEvent { return p.pt.link.Held() }
+func (p linkPowers) Held() <-chan faults.HoldEvent { return p.link.Held() }
+
+// ProcessPowers implements Powers for a process target: its database link
+// (ArmDB, Barrier, Held) and its instances (Kill, Restart, …).
+type ProcessPowers struct {
+	linkPowers
+	pt *ProcessTarget
+}
 
 // Kill crashes every instance of the target.
 func (p *ProcessPowers) Kill() error {

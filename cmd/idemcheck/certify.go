@@ -18,13 +18,13 @@ import (
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/config"
+	"github.com/idemcheck/idemcheck/internal/program"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
+	"github.com/idemcheck/idemcheck/internal/userfile"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
-
-var errHelp = errors.New("help shown")
 
 // listFlag collects a repeatable flag.
 type listFlag []string
@@ -66,7 +66,7 @@ func (o *outputs) check() error {
 		}
 		tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".*")
 		if err != nil {
-			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, unwrapPath(err))
+			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, userfile.Cause(err))
 		}
 		tmp.Close()
 		os.Remove(tmp.Name())
@@ -84,15 +84,6 @@ func (o *outputs) route(stdout, stderr io.Writer) io.Writer {
 	}
 	o.stream = stdout
 	return stderr
-}
-
-// unwrapPath drops the temporary file's name from an error about its folder.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // MinTimeout is the shortest per-attempt timeout (config.MinTimeout).
@@ -161,26 +152,16 @@ const (
 	maxMaxBody     = config.MaxMaxBody
 )
 
+// goneFlags are the flags idemcheck's commands no longer have, with what
+// to do instead.
+var goneFlags = map[string]string{
+	"seed": "a certification makes no random choice (keys are UUIDs), so there is nothing to seed; leave it out (soak --seed chooses which of a soak's intents are cut)",
+}
+
 // parseFlags parses args, turning the flag package's errors into one-line
-// usage errors that name the command.
+// usage errors that name the command (program.ParseFlags).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage of idemcheck %s:\n", fs.Name())
-			fs.PrintDefaults()
-			return errHelp
-		}
-		if strings.HasSuffix(err.Error(), "flag provided but not defined: -seed") {
-			return idemcheck.Usagef("%s: --seed is not a flag of %s: a certification makes no random choice (keys are UUIDs), so there is nothing to seed; leave it out (soak --seed chooses which of a soak's intents are cut)", fs.Name(), fs.Name())
-		}
-		return idemcheck.Usagef("%s: %v (see idemcheck %s -h)", fs.Name(), err, fs.Name())
-	}
-	if fs.NArg() > 0 {
-		return idemcheck.Usagef("%s: unexpected argument %q (see idemcheck %s -h)", fs.Name(), fs.Arg(0), fs.Name())
-	}
-	return nil
+	return program.ParseFlags("idemcheck", fs, args, stdout, goneFlags)
 }
 
 // given is the set of flags named on the command line.
@@ -492,7 +473,7 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 	if err != nil {
 		return nil, err
 	}
-	stamp(&res.Report, started)
+	res.Report.Stamp(tool, started)
 	if st, n, ok := refusedRequest(res.History); ok {
 		// Kept for a run without the pre-flight (or one whose pre-flight
 		// answer was a status a client retries).

@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = idemcheck.Usagef("unknown command %q: use %s (idemcheck help for what each does)", args[0], strings.Join(commands, ", "))
 	}
 	if err != nil {
-		if errors.Is(err, errHelp) {
+		if errors.Is(err, program.ErrHelp) {
 			return idemcheck.ExitHeld
 		}
 		fmt.Fprintf(stderr, "idemcheck: %s\n", inFlagWords(err))

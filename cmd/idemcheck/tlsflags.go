@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/userfile"
 )
 
 // tlsFlags are the TLS options of a run against an https:// target. They
@@ -58,7 +59,7 @@ func (t *tlsFlags) load() error {
 	if t.caCert != "" {
 		pem, err := os.ReadFile(t.caCert)
 		if err != nil {
-			return idemcheck.Usagef("--cacert %s cannot be read: %v", t.caCert, unwrapPath(err))
+			return idemcheck.Usagef("--cacert %s cannot be read: %v", t.caCert, userfile.Cause(err))
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
@@ -72,7 +73,7 @@ func (t *tlsFlags) load() error {
 	if t.cert != "" {
 		for _, f := range []struct{ flag, path string }{{"--cert", t.cert}, {"--key", t.key}} {
 			if _, err := os.Stat(f.path); err != nil {
-				return idemcheck.Usagef("%s %s cannot be read: %v", f.flag, f.path, unwrapPath(err))
+				return idemcheck.Usagef("%s %s cannot be read: %v", f.flag, f.path, userfile.Cause(err))
 			}
 		}
 		pair, err := tls.LoadX509KeyPair(t.cert, t.key)

@@ -11,14 +11,6 @@ import (
 // tool is this binary's build, read once.
 var tool = idemcheck.BuildTool()
 
-// stamp writes the tool and the run's start time into a report.
-func stamp(r *idemcheck.Report, started time.Time) {
-	r.Tool = tool
-	if r.StartedAt.IsZero() {
-		r.StartedAt = started.UTC().Truncate(time.Millisecond)
-	}
-}
-
 // historyStart is when a recorded run began: its first attempt's start.
 func historyStart(h *idemcheck.History) time.Time {
 	var t time.Time

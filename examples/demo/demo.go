@@ -108,10 +108,7 @@ func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, s
 		return idemcheck.Report{}, err
 	}
 	rep := res.Report
-	rep.Tool = idemcheck.BuildTool()
-	if rep.StartedAt.IsZero() {
-		rep.StartedAt = started.UTC().Truncate(time.Millisecond)
-	}
+	rep.Stamp(idemcheck.BuildTool(), started)
 	return rep, nil
 }
 

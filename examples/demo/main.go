@@ -46,9 +46,6 @@ Without make install: go run ./examples/demo … from a clone, or
 go run github.com/idemcheck/idemcheck/examples/demo@latest … anywhere.
 `
 
-// errHelp ends a command that printed its help: exit 0.
-var errHelp = errors.New("help shown")
-
 func main() { program.Main(run) }
 
 // run is main without the process: it returns the exit code.
@@ -69,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = idemcheck.Usagef("unknown command %q: run with no command for the demo, or example-api (idemcheck-demo help)", args[0])
 	}
 	if err != nil {
-		if errors.Is(err, errHelp) {
+		if errors.Is(err, program.ErrHelp) {
 			return idemcheck.ExitHeld
 		}
 		fmt.Fprintf(stderr, "idemcheck-demo: %v\n", err)
@@ -79,20 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // parseFlags parses args, turning the flag package's errors into one-line
-// usage errors that name the command.
+// usage errors that name the command (program.ParseFlags).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage of idemcheck-demo %s:\n", fs.Name())
-			fs.PrintDefaults()
-			return errHelp
-		}
-		return idemcheck.Usagef("%s: %v (see idemcheck-demo %s -h)", fs.Name(), err, fs.Name())
-	}
-	if fs.NArg() > 0 {
-		return idemcheck.Usagef("%s: unexpected argument %q (see idemcheck-demo %s -h)", fs.Name(), fs.Arg(0), fs.Name())
-	}
-	return nil
+	return program.ParseFlags("idemcheck-demo", fs, args, stdout, nil)
 }

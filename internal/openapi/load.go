@@ -29,6 +29,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck/internal/netguard"
+	"github.com/idemcheck/idemcheck/internal/userfile"
 )
 
 // MaxSpecBytes bounds a description read from a file or URL: the largest
@@ -61,7 +62,7 @@ func read(ctx context.Context, src string, allowRemote bool) ([]byte, error) {
 	if !strings.HasPrefix(src, "http://") && !strings.HasPrefix(src, "https://") {
 		f, err := os.Open(src)
 		if err != nil {
-			return nil, &Error{Source: src, Msg: fmt.Sprintf("cannot read it: %v", unwrapPath(err))}
+			return nil, &Error{Source: src, Msg: fmt.Sprintf("cannot read it: %v", userfile.Cause(err))}
 		}
 		defer f.Close()
 		return readAll(src, f)
@@ -122,14 +123,6 @@ func readAll(src string, r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // Parse reads a description's text, YAML or JSON: OpenAPI 3.0 or 3.1 as it
 // is, Swagger 2.0 converted to 3.0. References to other files or URLs are
 // refused, so parsing reads nothing but data.
@@ -178,7 +171,7 @@ func parseV2(src string, data []byte) (*openapi3.T, error) {
 	if err := yaml.Unmarshal(data, &tree); err != nil {
 		return nil, &Error{Source: src, Msg: "not valid YAML: " + err.Error()}
 	}
-	js, err := json.Marshal(jsonable(tree))
+	js, err := userfile.JSON(tree)
 	if err != nil {
 		return nil, &Error{Source: src, Msg: "cannot be read as JSON: " + err.Error()}
 	}
@@ -199,28 +192,6 @@ func parseV2(src string, data []byte) (*openapi3.T, error) {
 		doc.Paths = openapi3.NewPaths()
 	}
 	return doc, nil
-}
-
-// jsonable turns YAML's trees (map[string]any, and map[any]any from some
-// keys) into JSON-encodable values.
-func jsonable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			t[k] = jsonable(x)
-		}
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[fmt.Sprint(k)] = jsonable(x)
-		}
-		return m
-	case []any:
-		for i, x := range t {
-			t[i] = jsonable(x)
-		}
-	}
-	return v
 }
 
 func oneLine(s string) string {

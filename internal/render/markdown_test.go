@@ -31,6 +31,13 @@ func TestMarkdownVerdictHeading(t *testing.T) {
 	assert.True(t, strings.HasPrefix(markdown(t, rs), "## ❌ idemcheck: FAIL\n"), "one failed report fails the whole")
 	assert.True(t, strings.HasPrefix(markdown(t, rs[:1]), "## ✅ idemcheck: PASS\n"))
 	assert.True(t, strings.HasPrefix(markdown(t, nil), "## idemcheck: nothing certified\n"))
+
+	for v, want := range map[idemcheck.Status]string{idemcheck.Pass: "✅ PASS", idemcheck.Fail: "❌ FAIL",
+		idemcheck.Inconclusive: "⚠️ INCONCLUSIVE", idemcheck.NoAnswers: "⚠️ NO ANSWERS", idemcheck.AllSkipped: "⚠️ ALL SKIPPED",
+		idemcheck.Empty: "⚠️ EMPTY"} {
+		icon, words := verdictMark(v)
+		assert.Equal(t, want, icon+" "+words, v)
+	}
 }
 
 // unescaped matches a pipe that splits a GitHub table cell.

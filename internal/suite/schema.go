@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/config"
+	"github.com/idemcheck/idemcheck/internal/userfile"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -90,20 +92,10 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 		return err
 	}
 	d.spec.Instances = 1
-	for _, k := range []struct {
-		key   string
-		field idemcheck.Field
-		to    *string
-	}{{"url", "URL", &d.spec.URL}, {"db", "DSN", &d.spec.DSN}, {"cmd", "Command", &d.spec.Command}, {"image", "Image", &d.spec.Image},
-		{"db_image", "DBImage", &d.spec.DBImage}, {"log", "TargetLog", &d.spec.TargetLog}} {
-		v, ok := f[k.key]
-		if !ok {
-			continue
-		}
-		if *k.to, err = p.str(v, join(field, k.key)); err != nil {
-			return err
-		}
-		d.places[k.field] = place{v, join(field, k.key)}
+	if err := p.texts(f, field, d.places, text{key: "url", field: "URL", to: &d.spec.URL}, text{key: "db", field: "DSN", to: &d.spec.DSN},
+		text{key: "cmd", field: "Command", to: &d.spec.Command}, text{key: "image", field: "Image", to: &d.spec.Image},
+		text{key: "db_image", field: "DBImage", to: &d.spec.DBImage}, text{key: "log", field: "TargetLog", to: &d.spec.TargetLog}); err != nil {
+		return err
 	}
 	if v, ok := f["url"]; ok {
 		d.spec.URLText = v.Value
@@ -181,28 +173,65 @@ func (p *parser) headers(n *yaml.Node, field string, base []config.Header, pl pl
 }
 
 func (p *parser) checks(n *yaml.Node, field string, pl places) ([]string, error) {
+	return p.list(n, field, "Checks", pl, "a list of checks")
+}
+
+// text is a string field of a block: its key, the Spec field it sets (as
+// config.Build's errors name it) and where it goes: to, or, for a field
+// whose absence means something, opt. A body is a request body: a string,
+// or YAML written out as JSON.
+type text struct {
+	key   string
+	field idemcheck.Field
+	to    *string
+	opt   **string
+	body  bool
+}
+
+// texts reads the string fields ts of a block whose fields are f, and
+// records in pl where each was given.
+func (p *parser) texts(f map[string]*yaml.Node, field string, pl places, ts ...text) error {
+	for _, t := range ts {
+		v, ok := f[t.key]
+		if !ok {
+			continue
+		}
+		read := p.str
+		if t.body {
+			read = p.body
+		}
+		s, err := read(v, join(field, t.key))
+		if err != nil {
+			return err
+		}
+		if t.opt != nil {
+			*t.opt = &s
+		} else {
+			*t.to = s
+		}
+		pl[t.field] = place{v, join(field, t.key)}
+	}
+	return nil
+}
+
+// list reads a list of strings, what the list holds for the error of a
+// value that is not a list, and records in pl where each item was given,
+// as name[i] (Checks[0], Tenants[1]).
+func (p *parser) list(n *yaml.Node, field string, name idemcheck.Field, pl places, what string) ([]string, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, p.errf(n, field, "expected a list of checks, got %s", kindName(n))
+		return nil, p.errf(n, field, "expected %s, got %s", what, kindName(n))
 	}
 	out := []string{}
 	for i, c := range n.Content {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		name, err := p.str(c, f)
+		s, err := p.str(c, f)
 		if err != nil {
 			return nil, err
 		}
-		pl[idemcheck.Field(fmt.Sprintf("Checks[%d]", i))] = place{c, f}
-		out = append(out, name)
+		pl[idemcheck.Field(fmt.Sprintf("%s[%d]", name, i))] = place{c, f}
+		out = append(out, s)
 	}
 	return out, nil
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // policyFields are the keys of a policy block: a preset and its overrides.
@@ -230,7 +259,7 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return base, p.errf(n, field, "%q is neither a preset (%s) nor a readable policy file: %v", n.Value, strings.Join(idemcheck.PresetNames(), ", "), unwrapPathErr(err))
+			return base, p.errf(n, field, "%q is neither a preset (%s) nor a readable policy file: %v", n.Value, strings.Join(idemcheck.PresetNames(), ", "), userfile.Cause(err))
 		}
 		pol, err := ParsePolicy(path, b, p.lookup)
 		if err != nil {
@@ -332,42 +361,41 @@ func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 	if err != nil {
 		return err
 	}
+	// into is where a number or duration of the options goes, and the
+	// Spec field config.Build's errors name it by.
+	type into[T any] struct {
+		field idemcheck.Field
+		to    *T
+	}
+	counts := map[string]into[int]{
+		"burst": {"Options.BurstSize", &o.Scenarios.BurstSize}, "burst_rounds": {"Options.BurstRounds", &o.Scenarios.BurstRounds},
+		"rounds": {"Options.Rounds", &o.Scenarios.Rounds}, "fault_rounds": {"Options.FaultRounds", &o.Scenarios.FaultRounds},
+		"redeliveries": {"Options.Redeliveries", &o.Scenarios.Redeliveries},
+	}
+	durations := map[string]into[time.Duration]{
+		"retry_window": {"Options.RetryWindow", &o.Scenarios.RetryWindow}, "timeout": {"Timeout", &o.Timeout},
+		"max_duration": {"MaxDuration", &o.MaxDuration},
+	}
 	for k, v := range f {
 		fk := "options." + k
 		var field idemcheck.Field
-		switch k {
-		case "burst":
-			o.Scenarios.BurstSize, err = p.whole(v, fk)
-			field = "Options.BurstSize"
-		case "burst_rounds":
-			o.Scenarios.BurstRounds, err = p.whole(v, fk)
-			field = "Options.BurstRounds"
-		case "rounds":
-			o.Scenarios.Rounds, err = p.whole(v, fk)
-			field = "Options.Rounds"
-		case "fault_rounds":
-			o.Scenarios.FaultRounds, err = p.whole(v, fk)
-			field = "Options.FaultRounds"
-		case "redeliveries":
-			o.Scenarios.Redeliveries, err = p.whole(v, fk)
-			field = "Options.Redeliveries"
-		case "retry_window":
-			o.Scenarios.RetryWindow, err = p.duration(v, fk)
-			field = "Options.RetryWindow"
-		case "timeout":
-			o.Timeout, err = p.duration(v, fk)
-			field = "Timeout"
-		case "max_duration":
-			o.MaxDuration, err = p.duration(v, fk)
-			field = "MaxDuration"
-		case "seed":
+		c, isCount := counts[k]
+		d, isDuration := durations[k]
+		switch {
+		case isCount:
+			*c.to, err = p.whole(v, fk)
+			field = c.field
+		case isDuration:
+			*d.to, err = p.duration(v, fk)
+			field = d.field
+		case k == "seed":
 			err = p.errf(v, fk, "a certification makes no random choice (keys are UUIDs), so there is nothing to seed: remove it (soak --seed chooses which of a soak's intents are cut)")
-		case "redact_headers":
+		case k == "redact_headers":
 			o.Redact, err = p.strings(v, fk)
-		case "allow_remote":
+		case k == "allow_remote":
 			o.AllowRemote, err = p.boolean(v, fk)
 			field = "AllowRemote"
-		case "rate":
+		case k == "rate":
 			if v.Kind != yaml.ScalarNode || v.Decode(&o.Rate) != nil {
 				err = p.errf(v, fk, "expected a number of requests per second, got %s", kindName(v))
 			}
@@ -396,27 +424,12 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 			return e, err
 		}
 	}
-	for _, k := range []struct {
-		key   string
-		field idemcheck.Field
-		to    *string
-		body  bool
-	}{{"url", "URL", &spec.URL, false}, {"method", "Method", &spec.Method, false}, {"path", "Path", &spec.Path, false}, {"db", "DSN", &spec.DSN, false},
-		{"body", "Body", &spec.Body, true}, {"mismatch_body", "MismatchBody", &spec.MismatchBody, true},
-		{"failing_body", "FailingBody", &spec.FailingBody, true}, {"invalid_body", "InvalidBody", &spec.InvalidBody, true}} {
-		v, ok := f[k.key]
-		if !ok {
-			continue
-		}
-		if k.body {
-			*k.to, err = p.body(v, join(field, k.key))
-		} else {
-			*k.to, err = p.str(v, join(field, k.key))
-		}
-		if err != nil {
-			return e, err
-		}
-		pl[k.field] = place{v, join(field, k.key)}
+	if err := p.texts(f, field, pl, text{key: "url", field: "URL", to: &spec.URL}, text{key: "method", field: "Method", to: &spec.Method},
+		text{key: "path", field: "Path", to: &spec.Path}, text{key: "db", field: "DSN", to: &spec.DSN},
+		text{key: "body", field: "Body", to: &spec.Body, body: true}, text{key: "mismatch_body", field: "MismatchBody", to: &spec.MismatchBody, body: true},
+		text{key: "failing_body", field: "FailingBody", to: &spec.FailingBody, body: true},
+		text{key: "invalid_body", field: "InvalidBody", to: &spec.InvalidBody, body: true}); err != nil {
+		return e, err
 	}
 	if v, ok := f["url"]; ok {
 		spec.URLText = v.Value
@@ -482,18 +495,13 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 
 // tenants reads two clients' credentials, each "Name: value".
 func (p *parser) tenants(n *yaml.Node, field string, pl places) ([]config.Header, error) {
-	if n.Kind != yaml.SequenceNode {
-		return nil, p.errf(n, field, "expected a list of two credentials such as [\"Authorization: Bearer ${TOKEN_A}\", \"Authorization: Bearer ${TOKEN_B}\"]")
+	creds, err := p.list(n, field, "Tenants", pl, "a list of two credentials such as [\"Authorization: Bearer ${TOKEN_A}\", \"Authorization: Bearer ${TOKEN_B}\"]")
+	if err != nil {
+		return nil, err
 	}
 	pl["Tenants"] = place{n, field}
 	var out []config.Header
-	for i, c := range n.Content {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		s, err := p.str(c, f)
-		if err != nil {
-			return nil, err
-		}
-		pl[idemcheck.Field(fmt.Sprintf("Tenants[%d]", i))] = place{c, f}
+	for _, s := range creds {
 		out = append(out, config.SplitHeader(s))
 	}
 	return out, nil
@@ -505,27 +513,8 @@ func (p *parser) crossEndpoint(n *yaml.Node, field string, s *config.Spec, pl pl
 		return err
 	}
 	pl["OtherPath"] = place{n, join(field, "path")}
-	for _, k := range []struct {
-		key   string
-		field idemcheck.Field
-		to    *string
-	}{{"method", "OtherMethod", &s.OtherMethod}, {"path", "OtherPath", &s.OtherPath}} {
-		if v, ok := f[k.key]; ok {
-			if *k.to, err = p.str(v, join(field, k.key)); err != nil {
-				return err
-			}
-			pl[k.field] = place{v, join(field, k.key)}
-		}
-	}
-	if v, ok := f["body"]; ok {
-		b, err := p.body(v, join(field, "body"))
-		if err != nil {
-			return err
-		}
-		s.OtherBody = &b
-		pl["OtherBody"] = place{v, join(field, "body")}
-	}
-	return nil
+	return p.texts(f, field, pl, text{key: "method", field: "OtherMethod", to: &s.OtherMethod}, text{key: "path", field: "OtherPath", to: &s.OtherPath},
+		text{key: "body", field: "OtherBody", opt: &s.OtherBody, body: true})
 }
 
 func (p *parser) effect(n *yaml.Node, field string, s *config.Spec, pl places) error {
@@ -541,40 +530,17 @@ func (p *parser) effect(n *yaml.Node, field string, s *config.Spec, pl places) e
 	pl["EffectSQL"] = place{n, join(field, "sql")}
 	pl["EffectHTTP"] = place{n, join(field, "http")}
 	pl["EffectCount"] = place{n, join(field, "count")}
-	for _, k := range []struct {
-		key   string
-		field idemcheck.Field
-		to    *string
-	}{{"sql", "EffectSQL", &s.EffectSQL}, {"http", "EffectHTTP", &s.EffectHTTP}} {
-		if v, ok := f[k.key]; ok {
-			if *k.to, err = p.str(v, join(field, k.key)); err != nil {
-				return err
-			}
-			pl[k.field] = place{v, join(field, k.key)}
-		}
+	if err := p.texts(f, field, pl, text{key: "sql", field: "EffectSQL", to: &s.EffectSQL}, text{key: "http", field: "EffectHTTP", to: &s.EffectHTTP},
+		text{key: "count", field: "EffectCount", opt: &s.EffectCount}); err != nil {
+		return err
 	}
-	if c, ok := f["count"]; ok {
-		count, err := p.str(c, join(field, "count"))
+	if a, ok := f["args"]; ok {
+		args, err := p.list(a, join(field, "args"), "EffectArgs", pl, "a list such as [\"{{intent}}\"]")
 		if err != nil {
 			return err
 		}
-		s.EffectCount = &count
-		pl["EffectCount"] = place{c, join(field, "count")}
-	}
-	if a, ok := f["args"]; ok {
-		if a.Kind != yaml.SequenceNode {
-			return p.errf(a, join(field, "args"), "expected a list such as [\"{{intent}}\"], got %s", kindName(a))
-		}
 		pl["EffectArgs"] = place{a, join(field, "args")}
-		for i, c := range a.Content {
-			k := fmt.Sprintf("%s.args[%d]", field, i)
-			v, err := p.str(c, k)
-			if err != nil {
-				return err
-			}
-			pl[idemcheck.Field(fmt.Sprintf("EffectArgs[%d]", i))] = place{c, k}
-			s.EffectArgs = append(s.EffectArgs, v)
-		}
+		s.EffectArgs = append(s.EffectArgs, args...)
 	}
 	return nil
 }

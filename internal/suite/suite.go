@@ -10,7 +10,6 @@
 package suite
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/config"
+	"github.com/idemcheck/idemcheck/internal/userfile"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -273,26 +273,11 @@ func (p *parser) body(n *yaml.Node, field string) (string, error) {
 	if err := n.Decode(&v); err != nil {
 		return "", p.errf(n, field, "%v", err)
 	}
-	b, err := json.Marshal(jsonable(v))
+	b, err := userfile.JSON(v)
 	if err != nil {
 		return "", p.errf(n, field, "cannot be written as JSON: %v", err)
 	}
 	return p.str(&yaml.Node{Kind: yaml.ScalarNode, Value: string(b), Line: n.Line}, field)
-}
-
-// jsonable turns YAML's map[string]any trees into JSON-encodable values.
-func jsonable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			t[k] = jsonable(x)
-		}
-	case []any:
-		for i, x := range t {
-			t[i] = jsonable(x)
-		}
-	}
-	return v
 }
 
 func (p *parser) integer(n *yaml.Node, field string, lo, hi int) (int, error) {
