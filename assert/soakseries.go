@@ -34,6 +34,8 @@ type soakBucket struct {
 const firstWidth = 250 * time.Millisecond
 
 func (s *soakSeries) bucket(t time.Time) *soakBucket {
+	// The wall clock alone, as a history read from a file has it.
+	t = t.Round(0)
 	if s.origin.IsZero() {
 		s.origin, s.width = t, firstWidth
 	}
@@ -80,7 +82,7 @@ func (s *soakSeries) attempt(a idemcheck.Attempt, promised bool) {
 	if promised {
 		b.succeeded++
 	}
-	b.latency[latencyBin(a.End.Sub(a.Start))]++
+	b.latency[latencyBin(a.End.Round(0).Sub(a.Start.Round(0)))]++
 }
 
 // observation counts a duplicate or a lost effect.

@@ -429,7 +429,12 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 			}
 		}
 	}
-	span := t1.Sub(t0)
+	// Times are compared by the wall clock alone, as a history read
+	// from a file has them, so a page drawn again from its history is
+	// the same page.
+	t0 = t0.Round(0)
+	rel := func(t time.Time) time.Duration { return t.Round(0).Sub(t0) }
+	span := rel(t1)
 	if span <= 0 {
 		span = time.Microsecond
 	}
@@ -438,7 +443,7 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 		if t.IsZero() {
 			return tlLeft
 		}
-		return tlLeft + float64(t.Sub(t0))/float64(span)*tlPlot
+		return tlLeft + float64(rel(t))/float64(span)*tlPlot
 	}
 	for i, a := range as {
 		y := tlTop + i*tlRow
@@ -475,11 +480,11 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 		if a.Burst > 0 {
 			title += fmt.Sprintf(", burst %d", a.Burst)
 		}
-		title += fmt.Sprintf(": sent at +%s", fmtDur(a.Start.Sub(t0)))
+		title += fmt.Sprintf(": sent at +%s", fmtDur(rel(a.Start)))
 		if !a.FirstByte.IsZero() {
-			title += fmt.Sprintf(", first byte at +%s", fmtDur(a.FirstByte.Sub(t0)))
+			title += fmt.Sprintf(", first byte at +%s", fmtDur(rel(a.FirstByte)))
 		}
-		title += fmt.Sprintf(", ended at +%s: %s", fmtDur(a.End.Sub(t0)), strings.Join(note, ", "))
+		title += fmt.Sprintf(", ended at +%s: %s", fmtDur(rel(a.End)), strings.Join(note, ", "))
 		if a.Error != "" {
 			title += ": " + oneLine(a.Error, htmlTitleBody)
 		} else if a.RespBody != "" {
@@ -505,7 +510,7 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 		}
 		lastX = ex
 		label := markOf(e)
-		title := fmt.Sprintf("%s at +%s", e.Kind, fmtDur(e.Time.Sub(t0)))
+		title := fmt.Sprintf("%s at +%s", e.Kind, fmtDur(rel(e.Time)))
 		for _, s := range []string{e.Fault, e.Landing, e.SQL, e.Detail, e.ExitStatus} {
 			if s != "" {
 				title += "; " + s
