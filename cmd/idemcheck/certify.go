@@ -612,7 +612,7 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 			return idemcheck.Usagef("--html: %v", err)
 		}
 	}
-	if err := render.AppendGitHubSummary(reports); err != nil {
+	if err := render.AppendGitHubSummary(reports, out.html); err != nil {
 		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil
