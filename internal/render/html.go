@@ -32,7 +32,7 @@ const (
 	// HTMLBodyMax is how much of a reply body an evidence line shows.
 	HTMLBodyMax = 300
 	// htmlTitleBody is how much of a body an attempt's tooltip shows.
-	htmlTitleBody = 100
+	htmlTitleBody = 72
 )
 
 // HTMLPage is what the HTML report shows of one certification: its report,
@@ -44,8 +44,10 @@ type HTMLPage struct {
 	Report idemcheck.Report
 	// checks are by check name; nil without a history.
 	checks map[string]*htmlCheck
-	// timelines are by anomaly index.
+	// timelines are by anomaly index; sameAs points an anomaly whose
+	// intent's attempts are drawn already to the anomaly drawn with them.
 	timelines map[int]*timeline
+	sameAs    map[int]int
 }
 
 // htmlCheck is what the history shows of one check.
@@ -97,12 +99,20 @@ func NewHTMLPage(rep idemcheck.Report, h *idemcheck.History) *HTMLPage {
 			}
 		}
 	}
-	p.timelines = map[int]*timeline{}
+	p.timelines, p.sameAs = map[int]*timeline{}, map[int]int{}
 	perCheck := map[string]int{}
+	drawn := map[string]int{}
 	for i, a := range rep.Anomalies {
+		// Two anomalies of one intent (a burst that created several
+		// orders, and left several rows) share one drawing.
+		if j, ok := drawn[a.Check+"\x00"+a.Intent]; ok && a.Intent != "" {
+			p.sameAs[i] = j
+			continue
+		}
 		if perCheck[a.Check] >= HTMLMaxTimelines {
 			continue
 		}
+		drawn[a.Check+"\x00"+a.Intent] = i
 		if tl := newTimeline(h, a); tl != nil {
 			p.timelines[i] = tl
 			perCheck[a.Check]++
@@ -480,11 +490,11 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 		if a.Burst > 0 {
 			title += fmt.Sprintf(", burst %d", a.Burst)
 		}
-		title += fmt.Sprintf(": sent at +%s", fmtDur(rel(a.Start)))
+		title += fmt.Sprintf(": sent at %s", fmtDur(rel(a.Start)))
 		if !a.FirstByte.IsZero() {
-			title += fmt.Sprintf(", first byte at +%s", fmtDur(rel(a.FirstByte)))
+			title += fmt.Sprintf(", first byte at %s", fmtDur(rel(a.FirstByte)))
 		}
-		title += fmt.Sprintf(", ended at +%s: %s", fmtDur(rel(a.End)), strings.Join(note, ", "))
+		title += fmt.Sprintf(", ended at %s: %s", fmtDur(rel(a.End)), strings.Join(note, ", "))
 		if a.Error != "" {
 			title += ": " + oneLine(a.Error, htmlTitleBody)
 		} else if a.RespBody != "" {
@@ -500,24 +510,36 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 	tl.W = tlLeft + tlPlot + tlRight
 	lastX := -100.0
 	row := 0
+	held := 0
 	for _, e := range events {
 		ex := x(e.Time)
-		// Marks close together stagger their labels.
-		if ex-lastX < 40 {
-			row = (row + 1) % 2
-		} else {
-			row = 0
-		}
-		lastX = ex
 		label := markOf(e)
-		title := fmt.Sprintf("%s at +%s", e.Kind, fmtDur(rel(e.Time)))
+		class := "m-" + label
+		if e.Kind == idemcheck.WriteHeld {
+			// A scheduled burst holds a write per attempt: one label
+			// says what the lines are.
+			held++
+			if held > 1 {
+				label = ""
+			}
+		}
+		// Marks close together stagger their labels.
+		if label != "" {
+			if ex-lastX < 40 {
+				row = (row + 1) % 2
+			} else {
+				row = 0
+			}
+			lastX = ex
+		}
+		title := fmt.Sprintf("%s at %s", e.Kind, fmtDur(rel(e.Time)))
 		for _, s := range []string{e.Fault, e.Landing, e.SQL, e.Detail, e.ExitStatus} {
 			if s != "" {
 				title += "; " + s
 			}
 		}
 		tl.Marks = append(tl.Marks, tlMark{X: px(ex), Y2: strconv.Itoa(tl.H - 18), Label: label, Title: oneLine(title, HTMLBodyMax),
-			Class: "m-" + label, LabelY: strconv.Itoa(10 + row*10)})
+			Class: class, LabelY: strconv.Itoa(10 + row*10)})
 	}
 	for i := 0; i <= 4; i++ {
 		tl.Ticks = append(tl.Ticks, tick{X: px(tlLeft + float64(i)/4*tlPlot), Label: "+" + fmtDur(span*time.Duration(i)/4),
@@ -599,6 +621,10 @@ type htmlAnomalyView struct {
 	Timeline *timeline
 	// MoreEvidence counts the witnesses not listed.
 	MoreEvidence int
+	// SameAs is the anomaly whose drawing holds this one's attempts,
+	// when HasSame.
+	SameAs  int
+	HasSame bool
 }
 
 type htmlReportView struct {
@@ -656,6 +682,7 @@ func WriteHTML(w io.Writer, pages []*HTMLPage) error {
 			}
 			for i, a := range as {
 				av := htmlAnomalyView{Index: ch.Anomalies[i], Anomaly: a, Timeline: p.timelines[ch.Anomalies[i]]}
+				av.SameAs, av.HasSame = p.sameAs[ch.Anomalies[i]]
 				if len(a.Evidence) > HTMLMaxEvidence {
 					av.MoreEvidence = len(a.Evidence) - HTMLMaxEvidence
 					av.Evidence = a.Evidence[:HTMLMaxEvidence]
