@@ -57,9 +57,11 @@ postgres:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
 	fi
 
-## chromium: make sure headless Chromium exists, for the HTML report's browser test (internal/render).
+## chromium: make sure headless Chromium exists, for the HTML report's browser test (internal/render); Debian's
+## package when none is there (GitHub's Ubuntu runners carry chromium-browser and Google Chrome already).
 chromium:
-	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; else \
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		command -v google-chrome >/dev/null 2>&1 || command -v google-chrome-stable >/dev/null 2>&1; then :; else \
 		echo "make: installing Chromium for the HTML report's browser test (apt-get install chromium)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; \

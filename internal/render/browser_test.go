@@ -26,7 +26,9 @@ import (
 // for a page without script, at the cost of a dependency.
 
 // chromium finds the browser: $IDEMCHECK_CHROMIUM, else chromium or
-// chromium-browser on the PATH. Without one the test skips, and in CI
+// chromium-browser on the PATH (Debian's package, and the name GitHub's
+// Ubuntu runners give theirs), else Google Chrome, which those runners also
+// carry. Without one the test skips, and in CI
 // (CI=true, or IDEMCHECK_REQUIRE_BROWSER=1 as make test sets there) fails:
 // a skip there would only hide a broken setup.
 func chromium(t *testing.T) string {
@@ -34,7 +36,7 @@ func chromium(t *testing.T) string {
 	if p := os.Getenv("IDEMCHECK_CHROMIUM"); p != "" {
 		return p
 	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
