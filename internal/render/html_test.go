@@ -59,8 +59,8 @@ func selfContained(t *testing.T, page string) {
 	}
 }
 
-// TestHTMLWritesTheReferencePage writes the pages of both fixtures where
-// IDEMCHECK_HTML_OUT names a folder, to look at them.
+// TestHTMLPagesOfTheFixtures draws both recorded histories, and writes the
+// pages where IDEMCHECK_HTML_OUT names a folder, to look at them.
 func TestHTMLPagesOfTheFixtures(t *testing.T) {
 	for _, name := range []string{"check-then-insert.jsonl", "reference.jsonl"} {
 		h, rep := fixture(t, name)
