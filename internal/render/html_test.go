@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,13 +52,22 @@ func TestHTMLDrawsTheDuplicateBurstAsATimeline(t *testing.T) {
 }
 
 // selfContained fails when the page could fetch anything: a script, a
-// style sheet, an image or a font from elsewhere.
+// style sheet, an image or a font from elsewhere. Text from the target
+// may say anything: only markup counts.
 func selfContained(t *testing.T, page string) {
 	t.Helper()
-	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "src=", "href=\"http", "url(", "@import"} {
-		testify.False(t, strings.Contains(page, bad), "the page holds %q", bad)
+	testify.False(t, fetchingTag.MatchString(page), "the page holds %q", fetchingTag.FindString(page))
+	testify.False(t, fetchingAttr.MatchString(page), "the page holds %q", fetchingAttr.FindString(page))
+	style := between(page, "<style>", "</style>")
+	for _, bad := range []string{"url(", "@import"} {
+		testify.False(t, strings.Contains(style, bad), "the style sheet holds %q", bad)
 	}
 }
+
+var (
+	fetchingTag  = regexp.MustCompile(`(?i)<(script|link|img|iframe|object|embed|audio|video|source)\b`)
+	fetchingAttr = regexp.MustCompile(`(?i)<[^>]*\s(src|href|srcset|action|xlink:href)\s*=\s*"?\s*(https?:|//|data:)`)
+)
 
 // TestHTMLPagesOfTheFixtures draws both recorded histories, and writes the
 // pages where IDEMCHECK_HTML_OUT names a folder, to look at them.
@@ -162,4 +172,36 @@ func between(s, from, to string) string {
 	}
 	s = s[i+len(from):]
 	return s[:strings.Index(s, to)]
+}
+
+// Without its history a report is still drawn, and says what it lacks; a
+// report that is not consistent is not drawn at all.
+func TestHTMLWithoutHistoryAndBadReports(t *testing.T) {
+	h, rep := fixture(t, "check-then-insert.jsonl")
+	page := htmlOf(t, NewHTMLPage(rep, nil), NewHTMLPage(rep, h))
+	has(t, page, "Drawn from the report alone", "2 certifications", `<svg class="timeline"`)
+
+	bad := rep
+	bad.Checks = append([]idemcheck.CheckResult(nil), rep.Checks...)
+	bad.Checks[0].Anomalies = []int{99}
+	var b bytes.Buffer
+	testify.ErrorContains(t, WriteHTML(&b, []*HTMLPage{NewHTMLPage(bad, h)}), "anomaly index 99")
+	testify.Zero(t, b.Len())
+}
+
+// What the target sent is text on the page, never markup.
+func TestHTMLEscapesTheTarget(t *testing.T) {
+	h, rep := burstHistory(4)
+	evil := `</title></svg><script>alert(1)</script><img src=x onerror=alert(2)>`
+	h.Attempts[0].RespBody = evil
+	rep.Anomalies[0].Evidence[0].Body = evil
+	rep.Anomalies[0].Explanation = evil
+	rep.Target.Name = evil
+	page := htmlOf(t, NewHTMLPage(rep, h))
+	selfContained(t, page)
+	has(t, page, "&lt;script&gt;alert(1)&lt;/script&gt;")
+	// The check itself sees markup that would fetch.
+	testify.True(t, fetchingTag.MatchString(`<p><IMG alt=x>`))
+	testify.True(t, fetchingAttr.MatchString(`<a class="x" href="https://example.invalid/">`))
+	testify.False(t, fetchingAttr.MatchString(`<a href="#anomaly-1">`))
 }
