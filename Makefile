@@ -9,7 +9,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak zoo fuzz
+.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak zoo fuzz
 
 all: build
 
@@ -57,6 +57,16 @@ postgres:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
 	fi
 
+## chromium: make sure headless Chromium exists, for the HTML report's browser test (internal/render); Debian's
+## package when none is there (GitHub's Ubuntu runners carry chromium-browser and Google Chrome already).
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		command -v google-chrome >/dev/null 2>&1 || command -v google-chrome-stable >/dev/null 2>&1; then :; else \
+		echo "make: installing Chromium for the HTML report's browser test (apt-get install chromium)"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	fi
+
 ## demo: certify the example orders API and three classic bugs on a throwaway PostgreSQL (examples/demo).
 demo: postgres
 	$(GO) run ./examples/demo
@@ -84,17 +94,20 @@ images-if-docker: postgres
 
 # In CI the container tests must run: Docker is set up, the images are
 # built, and IDEMCHECK_REQUIRE_DOCKER=1 turns a container test's skip into a
-# failure, since a skip there would only hide a broken setup.
+# failure, since a skip there would only hide a broken setup; the same
+# for the HTML report's browser test with IDEMCHECK_REQUIRE_BROWSER=1
+# (CI=true alone has the same effect on that test).
 ifeq ($(CI),true)
 TEST_IMAGES := images
-TEST_ENV := IDEMCHECK_REQUIRE_DOCKER=1
+TEST_ENV := IDEMCHECK_REQUIRE_DOCKER=1 IDEMCHECK_REQUIRE_BROWSER=1
 else
 TEST_IMAGES := images-if-docker
 TEST_ENV :=
 endif
 
-## test: formatting, vet, and every test with the race detector, on real PostgreSQL, real HTTP over loopback and (where Docker runs; always in CI) real containers.
-test: postgres fmt-check vet $(TEST_IMAGES)
+## test: formatting, vet, and every test with the race detector, on real PostgreSQL, real HTTP over loopback, headless Chromium
+## (the HTML report) and (where Docker runs; always in CI) real containers.
+test: postgres chromium fmt-check vet $(TEST_IMAGES)
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 ## zoo: certify every example API (references and the bug zoo) and print the detection matrix.

@@ -221,6 +221,29 @@ func (h *History) ByIntent() map[string][]Attempt {
 	return m
 }
 
+// CheckBursts returns the bursts check sent. A burst recorded without its
+// check (a history written before bursts named it) belongs to the check of
+// the attempts that carry its number.
+func (h *History) CheckBursts(check string) []Burst {
+	byAttempts := map[int]string{}
+	for _, a := range h.Attempts {
+		if a.Burst != 0 {
+			byAttempts[a.Burst] = a.Check
+		}
+	}
+	var out []Burst
+	for _, b := range h.Bursts {
+		c := b.Check
+		if c == "" {
+			c = byAttempts[b.ID]
+		}
+		if c == check {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // ObservationsByIntent returns each intent's observation, keyed by intent ID.
 func (h *History) ObservationsByIntent() map[string]Observation {
 	m := make(map[string]Observation, len(h.Observations))

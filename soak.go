@@ -46,6 +46,37 @@ type SoakResult struct {
 	// attempts in the order they were drawn (cut-reply first), then those
 	// on a whole link.
 	Faults []SoakFault `json:"faults,omitempty"`
+	// Series is the soak over time, in stretches of equal width from its
+	// first attempt (at most MaxSoakBuckets of them): what a plot of the
+	// soak draws.
+	Series []SoakBucket `json:"series,omitempty"`
+}
+
+// MaxSoakBuckets is how many stretches a soak's Series holds at most: a
+// longer soak gets wider stretches, so its series stays the same size.
+const MaxSoakBuckets = 120
+
+// SoakBucket is one stretch of a soak's time: what its first attempts
+// got, and the effects counted in it.
+type SoakBucket struct {
+	// At is when the stretch began, from the soak's first attempt; Width
+	// is its length.
+	At    time.Duration `json:"at_ns"`
+	Width time.Duration `json:"width_ns"`
+	// Intents are the first attempts sent in it, Succeeded those answered
+	// with a success, Cut those left without a reply (and so retried).
+	Intents   int64 `json:"intents"`
+	Succeeded int64 `json:"succeeded"`
+	Cut       int64 `json:"cut"`
+	// Duplicates and Lost are the effects counted in the stretch (an
+	// intent's effects are counted just after its attempts end).
+	Duplicates int64 `json:"duplicates,omitempty"`
+	Lost       int64 `json:"lost,omitempty"`
+	// P50, P90 and P99 are the latencies of its answered first attempts,
+	// to within a fifth (the upper bound of a logarithmic bin).
+	P50 time.Duration `json:"p50_ns"`
+	P90 time.Duration `json:"p90_ns"`
+	P99 time.Duration `json:"p99_ns"`
 }
 
 // SoakFault is one fault a soak ran under, and what it hit.

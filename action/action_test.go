@@ -156,6 +156,12 @@ func TestExampleWorkflow(t *testing.T) {
 	}
 	assert.NotContains(t, args, "--url", "--url alone skips the fault checks")
 	for _, s := range job.Steps {
+		if strings.HasPrefix(s.Uses, "idemcheck/idemcheck@") {
+			assert.NotEmpty(t, s.With["html"], "the HTML report is written")
+			assert.NotEmpty(t, s.With["artifact-name"], "and uploaded as an artefact")
+		}
+	}
+	for _, s := range job.Steps {
 		if s.Uses != "" {
 			assert.Regexp(t, `@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$`, s.Uses, "pinned")
 		}
@@ -228,7 +234,8 @@ func TestActionScriptsCertifyTheExampleAPI(t *testing.T) {
 	run := exec.Command(filepath.Join(mustAbs(t, "."), "run.sh"))
 	run.Dir = dir
 	run.Env = append(env, "PATH="+bin+":"+os.Getenv("PATH"), "DATABASE_URL="+pgtest.DSN(t),
-		"INPUT_ARGS="+args, "INPUT_JUNIT=reports/idemcheck.xml", "INPUT_JSON=reports/idemcheck.json")
+		"INPUT_ARGS="+args, "INPUT_JUNIT=reports/idemcheck.xml", "INPUT_JSON=reports/idemcheck.json", "INPUT_HTML=reports/idemcheck.html",
+		"GITHUB_SERVER_URL=https://github.com", "GITHUB_REPOSITORY=acme/api", "GITHUB_RUN_ID=42")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "reports"), 0o755))
 	out, err = run.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -250,6 +257,13 @@ func TestActionScriptsCertifyTheExampleAPI(t *testing.T) {
 	summary, err := os.ReadFile(filepath.Join(dir, "summary"))
 	require.NoError(t, err)
 	assert.Contains(t, string(summary), "idemcheck: PASS")
+	assert.Contains(t, string(summary), "**Key numbers:**")
+	assert.Contains(t, string(summary), "**HTML report:** `reports/idemcheck.html`")
+	assert.Contains(t, string(summary), "(https://github.com/acme/api/actions/runs/42#artifacts)")
+	page, err := os.ReadFile(filepath.Join(dir, "reports", "idemcheck.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "idemcheck: PASS")
+	assert.Contains(t, string(page), `<table class="contract">`)
 }
 
 // A usage mistake in args is exit 2, from the script or from idemcheck,

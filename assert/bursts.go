@@ -147,27 +147,10 @@ var releaseText = map[string]string{
 	idemcheck.ReleaseBurstEnded: "the burst ended",
 }
 
-// CheckBursts returns the bursts check sent in h, for BurstProof. A burst
-// recorded without its check (a history written before bursts named it)
-// belongs to the check of the attempts that carry its number.
+// CheckBursts returns the bursts check sent in h, for BurstProof
+// (History.CheckBursts).
 func CheckBursts(h *idemcheck.History, check string) []idemcheck.Burst {
-	byAttempts := map[int]string{}
-	for _, a := range h.Attempts {
-		if a.Burst != 0 {
-			byAttempts[a.Burst] = a.Check
-		}
-	}
-	var out []idemcheck.Burst
-	for _, b := range h.Bursts {
-		c := b.Check
-		if c == "" {
-			c = byAttempts[b.ID]
-		}
-		if c == check {
-			out = append(out, b)
-		}
-	}
-	return out
+	return h.CheckBursts(check)
 }
 
 // burstsOf says "bursts of 32 over h2", with a size range and "mixed"

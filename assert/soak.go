@@ -45,6 +45,8 @@ type SoakTally struct {
 	byName       map[string]*idemcheck.SoakFault
 	retriedAfter map[string]*idemcheck.SoakFault
 	planned      int // how many of faults the plan listed
+	// series counts the same over time.
+	series soakSeries
 }
 
 // Run reads the soak's header: the faults it ran under (Run.SoakFaults).
@@ -125,6 +127,9 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 	if t.unpromised == nil {
 		t.unpromised = map[string]bool{}
 	}
+	if a.Step <= 1 {
+		t.series.attempt(a, Promised(t.Policy, a))
+	}
 	if Promised(t.Policy, a) {
 		delete(t.unpromised, a.Intent)
 	} else if a.Step <= 1 {
@@ -143,8 +148,10 @@ func (t *SoakTally) Observation(o idemcheck.Observation) {
 	switch {
 	case o.Effects > 1:
 		t.duplicates++
+		t.series.observation(true, false)
 	case o.Effects == 0 && promised:
 		t.lost++
+		t.series.observation(false, true)
 	}
 }
 
@@ -166,6 +173,7 @@ func (t *SoakTally) Result(load idemcheck.SoakResult) idemcheck.SoakResult {
 		r.DuplicatesPerMillion = float64(r.Duplicates) * 1e6 / float64(r.Counted)
 	}
 	r.Faults = t.faultResults()
+	r.Series = t.series.result()
 	return r
 }
 

@@ -34,7 +34,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // outputs are the files a run writes when it finishes, never before.
 type outputs struct {
-	json, junit, history string
+	json, junit, history, html string
 	// stream is where a history goes when --history is "-": the
 	// command's standard output, which then carries nothing else.
 	stream   io.Writer
@@ -48,6 +48,7 @@ func (o *outputs) register(fs *flag.FlagSet) {
 	if fs.Name() != "soak" {
 		fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to `FILE`, one test case per endpoint and check")
 	}
+	fs.StringVar(&o.html, "html", "", "write a self-contained HTML report to `FILE`: the verdict, the contract, each check's statuses and bursts, each anomaly's attempts on a timeline (docs/html.md)")
 	fs.StringVar(&o.history, "history", "", "write every attempt as JSON lines to `FILE`, for idemcheck check; - writes it to standard output (the report then goes to standard error), for idemcheck check to read from a pipe")
 	fs.BoolVar(&o.noColour, "no-color", false, "no colour, even on a terminal")
 	fs.BoolVar(&o.allowInconclusive, "allow-inconclusive", false,
@@ -57,7 +58,7 @@ func (o *outputs) register(fs *flag.FlagSet) {
 // check makes sure every output file can be written, before anything is
 // sent: a run must not print its verdict and then fail on a path.
 func (o *outputs) check() error {
-	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--junit", o.junit}, {"--history", o.history}} {
+	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--junit", o.junit}, {"--html", o.html}, {"--history", o.history}} {
 		if f.path == "" || f.flag == "--history" && f.path == "-" {
 			continue
 		}
@@ -445,7 +446,7 @@ func certifyAndReport(ctx context.Context, cfg certify.Config, out outputs, stdo
 	if err != nil {
 		return 0, err
 	}
-	if err := writeOutputs([]*certify.Result{res}, out, false); err != nil {
+	if err := writeOutputs([]*certify.Result{res}, out, false, nil); err != nil {
 		return 0, err
 	}
 	return exitFor(out, res.Report.Verdict), nil
@@ -542,7 +543,11 @@ func exitFor(out outputs, v idemcheck.Status) int {
 // and the GitHub step summary when GITHUB_STEP_SUMMARY is set. A suite's
 // JSON report holds one report per endpoint; a single certification's is
 // the report itself.
-func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) error {
+//
+// pages are what --html draws of each result; nil draws them from the
+// results' histories (check, which keeps no history, gathers them as it
+// goes).
+func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, pages []*render.HTMLPage) error {
 	reports := make([]idemcheck.Report, len(results))
 	for i, r := range results {
 		reports[i] = r.Report
@@ -577,7 +582,18 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool) erro
 			return idemcheck.Usagef("--junit: %v", err)
 		}
 	}
-	if err := render.AppendGitHubSummary(reports); err != nil {
+	if out.html != "" {
+		if pages == nil {
+			for _, r := range results {
+				pages = append(pages, render.NewHTMLPage(r.Report, r.History))
+			}
+		}
+		err := idemcheck.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteHTML(w, pages) })
+		if err != nil {
+			return idemcheck.Usagef("--html: %v", err)
+		}
+	}
+	if err := render.AppendGitHubSummary(reports, out.html); err != nil {
 		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 // place.
 var stdin io.Reader = os.Stdin
 
-const checkUsage = "usage: idemcheck check [--json FILE] [--junit FILE] [HISTORY.jsonl|- ...]"
+const checkUsage = "usage: idemcheck check [--json FILE] [--junit FILE] [--html FILE] [HISTORY.jsonl|- ...]"
 
 // runCheck judges recorded histories again, offline: every history of
 // every file named (globs are expanded here too, for a shell that did
@@ -49,6 +49,7 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	colour := render.Colour(out.noColour, stdout, os.Getenv)
 	var results []*certify.Result
+	var pages []*render.HTMLPage
 	verdict := idemcheck.Pass
 	for _, in := range inputs {
 		err := in.each(func(h *idemcheck.History) {
@@ -59,15 +60,19 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			render.WriteText(stdout, rep, colour)
 			verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
-			// The report is kept for --json and --junit; the history is
-			// not: the next one may be as large.
+			// The report is kept for --json and --junit, and what --html
+			// draws of the history; the history is not: the next one may
+			// be as large.
 			results = append(results, &certify.Result{Report: rep})
+			if out.html != "" {
+				pages = append(pages, render.NewHTMLPage(rep, h))
+			}
 		})
 		if err != nil {
 			return 0, idemcheck.Usagef("check: %v", err)
 		}
 	}
-	if err := writeOutputs(results, out, len(results) > 1); err != nil {
+	if err := writeOutputs(results, out, len(results) > 1, pages); err != nil {
 		return 0, err
 	}
 	return exitFor(out, verdict), nil

@@ -162,7 +162,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
 		results = append(results, res)
 	}
-	if err := writeOutputs(results, rf.outputs, true); err != nil {
+	if err := writeOutputs(results, rf.outputs, true, nil); err != nil {
 		return 0, err
 	}
 	return exitFor(rf.outputs, verdict), nil

@@ -230,6 +230,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, idemcheck.Usagef("--json: %v", err)
 		}
 	}
+	if out.html != "" {
+		err := idemcheck.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, sk.Effects != nil) })
+		if err != nil {
+			return 0, idemcheck.Usagef("--html: %v", err)
+		}
+	}
 	return exitFor(out, rep.Verdict), nil
 }
 

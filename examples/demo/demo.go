@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,15 +36,19 @@ var demoTargets = []demoTarget{
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	var db string
+	var db, htmlDir string
 	var noColour bool
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` for the example APIs (default: $DATABASE_URL, else a throwaway cluster from the local binaries)")
+	fs.StringVar(&htmlDir, "html-dir", filepath.Join(os.TempDir(), "idemcheck-demo"), "write each example's HTML report into `DIR`")
 	fs.BoolVar(&noColour, "no-color", false, "no colour, even on a terminal")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
 	}
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
+	}
+	if err := os.MkdirAll(htmlDir, 0o755); err != nil {
+		return 0, idemcheck.Usagef("--html-dir %s cannot be made: %v", htmlDir, err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -64,12 +69,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if !found {
 			return 0, fmt.Errorf("demo: %s/%s is not in the zoo", dt.app, dt.variant)
 		}
-		rep, err := demoOne(ctx, self, dsns[i], e, dt.label, stderr)
+		res, err := demoOne(ctx, self, dsns[i], e, dt.label, stderr)
 		if err != nil {
 			return 0, err
 		}
+		rep := res.Report
 		render.WriteText(stdout, rep, colour)
-		fmt.Fprintln(stdout)
+		page := filepath.Join(htmlDir, dt.app+"-"+dt.variant+".html")
+		err = idemcheck.WriteFileAtomic(page, func(w io.Writer) error {
+			return render.WriteHTML(w, []*render.HTMLPage{render.NewHTMLPage(rep, res.History)})
+		})
+		if err != nil {
+			return 0, idemcheck.Unavailablef("demo: %v", err)
+		}
+		fmt.Fprintf(stdout, "  HTML report: %s\n\n", page)
 		ok := zoo.NewRow(e, rep).Caught()
 		asExpected = asExpected && ok
 		verdict := fmt.Sprintf("%s: %s", dt.label, rep.Verdict)
@@ -88,11 +101,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // demoOne starts one example as a process target (this program itself,
 // serving it) with its database link through the fault proxy, and
 // certifies it, with a progress line on stderr.
-func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, stderr io.Writer) (idemcheck.Report, error) {
+func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, stderr io.Writer) (*certify.Result, error) {
 	command := fmt.Sprintf("%q %s %s %s", self, serve.ExampleCommand, e.App, e.Args())
 	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: dsn})
 	if err != nil {
-		return idemcheck.Report{}, err
+		return nil, err
 	}
 	defer pt.Close()
 	cfg := zoo.EndpointConfig(e.App, pt)
@@ -105,11 +118,10 @@ func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, s
 	res, err := certify.Run(ctx, cfg)
 	prog.Done()
 	if err != nil {
-		return idemcheck.Report{}, err
+		return nil, err
 	}
-	rep := res.Report
-	rep.Stamp(idemcheck.BuildTool(), started)
-	return rep, nil
+	res.Report.Stamp(idemcheck.BuildTool(), started)
+	return res, nil
 }
 
 // demoDatabases returns n DSNs: n fresh databases on a throwaway cluster,

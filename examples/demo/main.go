@@ -5,7 +5,7 @@
 // newcomer to certify by --url and --db (example-api). make install
 // installs it as idemcheck-demo.
 //
-//	idemcheck-demo [--db DSN] [--no-color]
+//	idemcheck-demo [--db DSN] [--no-color] [--html-dir DIR]
 //	idemcheck-demo example-api [--port N] [--variant NAME] [--background]
 //
 // It is example code, a program apart from the idemcheck command, which
@@ -33,9 +33,10 @@ import (
 const usage = `idemcheck-demo shows idemcheck at work on the example APIs.
 
 Usage:
-  idemcheck-demo [--db DSN] [--no-color]
+  idemcheck-demo [--db DSN] [--no-color] [--html-dir DIR]
       certify the example orders API and three classic bugs on a throwaway
-      PostgreSQL: the reference passes, each bug is caught
+      PostgreSQL: the reference passes, each bug is caught; each one's
+      HTML report goes into --html-dir (default $TMPDIR/idemcheck-demo)
   idemcheck-demo example-api [--port N] [--variant NAME] [--background]
       serve the example orders API on a throwaway PostgreSQL, to certify with
       idemcheck certify --url "$EXAMPLE_URL" --db "$EXAMPLE_DB" …;

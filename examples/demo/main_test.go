@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,11 +42,23 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 // one it expects.
 func TestDemo(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
-	code, out, errOut := cli(t, "--no-color")
+	dir := t.TempDir()
+	code, out, errOut := cli(t, "--no-color", "--html-dir", dir)
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Equal(t, len(demoTargets), strings.Count(out, "(as expected)"), out)
 	assert.Contains(t, out, "stuck-key in crash-lease")
 	assert.Contains(t, out, "duplicate-effect in concurrent-burst")
+	// An HTML report for each example, its path printed; the
+	// check-then-insert page draws the duplicate burst as a timeline.
+	for _, dt := range demoTargets {
+		page := filepath.Join(dir, dt.app+"-"+dt.variant+".html")
+		assert.Contains(t, out, "HTML report: "+page)
+		b, err := os.ReadFile(page)
+		if assert.NoError(t, err) && dt.variant == "check-then-insert" {
+			assert.Contains(t, string(b), `<svg class="timeline"`)
+			assert.Contains(t, string(b), "duplicate-effect")
+		}
+	}
 }
 
 // Usage mistakes exit 2 with one line that says what to do; help exits 0.

@@ -30,6 +30,12 @@ const (
 // Nothing is written when a report is inconsistent (an anomaly index out
 // of range, an unknown status).
 func WriteMarkdown(w io.Writer, reports []idemcheck.Report) error {
+	return writeMarkdown(w, reports, "")
+}
+
+// writeMarkdown is WriteMarkdown with lead, when not empty, as a paragraph
+// after the counts.
+func writeMarkdown(w io.Writer, reports []idemcheck.Report, lead string) error {
 	var b strings.Builder
 	failed, passed, anomalies, attempts := 0, 0, 0, 0
 	worst := idemcheck.Pass
@@ -58,6 +64,9 @@ func WriteMarkdown(w io.Writer, reports []idemcheck.Report) error {
 		fmt.Fprintf(&b, "\n%s: %d failed, %d passed%s; %s in %s.\n",
 			plural(len(reports), "certification", "certifications"), failed, passed, nothing,
 			plural(anomalies, "anomaly", "anomalies"), plural(attempts, "attempt", "attempts"))
+	}
+	if lead != "" {
+		b.WriteString("\n" + lead + "\n")
 	}
 	for _, r := range reports {
 		if err := markdownReport(&b, r); err != nil {
@@ -284,13 +293,19 @@ const GitHubSummaryEnv = "GITHUB_STEP_SUMMARY"
 // GitHub Actions shows its verdict on the job's page. Outside GitHub
 // Actions (the variable unset or empty) it does nothing. The summary is
 // rendered before the file is opened, so a bad report appends nothing.
-func AppendGitHubSummary(reports []idemcheck.Report) error {
+//
+// The summary leads with the key numbers (the checks held, broken,
+// inconclusive and skipped; the anomalies; the attempts and the time) and,
+// when html names the HTML report the run wrote, a line that says where it
+// is: the file, and the run's page whose artefacts hold it when the GitHub
+// variables say which run this is.
+func AppendGitHubSummary(reports []idemcheck.Report, html string) error {
 	path := os.Getenv(GitHubSummaryEnv)
 	if path == "" {
 		return nil
 	}
 	var b strings.Builder
-	if err := WriteMarkdown(&b, reports); err != nil {
+	if err := writeMarkdown(&b, reports, summaryLead(reports, html, os.Getenv)); err != nil {
 		return err
 	}
 	md := b.String()
@@ -311,4 +326,37 @@ func AppendGitHubSummary(reports []idemcheck.Report) error {
 		return fmt.Errorf("$%s: %w", GitHubSummaryEnv, err)
 	}
 	return nil
+}
+
+// summaryLead is the key numbers of reports and the line naming the HTML
+// report, for the top of a job summary.
+func summaryLead(reports []idemcheck.Report, html string, getenv func(string) string) string {
+	n := map[idemcheck.Status]int{}
+	checks, anomalies, attempts := 0, 0, 0
+	var ms int64
+	for _, r := range reports {
+		for _, ch := range r.Checks {
+			n[ch.Status]++
+			checks++
+		}
+		anomalies += len(r.Anomalies)
+		attempts += r.Stats.Attempts
+		ms += max(r.Stats.DurationMS, 0)
+	}
+	line := fmt.Sprintf("**Key numbers:** %s: %d held, %d broken, %d inconclusive, %d skipped · %s · %s",
+		plural(checks, "check", "checks"), n[idemcheck.Pass], n[idemcheck.Fail], n[idemcheck.Inconclusive], n[idemcheck.Skip],
+		plural(anomalies, "anomaly", "anomalies"), plural(attempts, "attempt", "attempts"))
+	if ms > 0 {
+		line += " in " + seconds(float64(ms)) + "s"
+	}
+	if html == "" {
+		return line
+	}
+	line += "\n\n**HTML report:** " + codeSpan(oneLine(html, 300)) + ": the verdict, the contract, and each anomaly's attempts on a timeline"
+	server, repo, run := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID")
+	if server != "" && repo != "" && run != "" && isDigits(run) {
+		line += fmt.Sprintf("; download it from [this run's artefacts](%s/%s/actions/runs/%s#artifacts)",
+			strings.TrimSuffix(server, "/"), strings.ReplaceAll(repo, ")", "%29"), run)
+	}
+	return line + "."
 }

@@ -107,14 +107,17 @@ func TestMarkdownCapsEvidence(t *testing.T) {
 
 func TestAppendGitHubSummary(t *testing.T) {
 	rs := fixtures()
-	md := markdown(t, rs)
+	var b strings.Builder
+	require.NoError(t, writeMarkdown(&b, rs, summaryLead(rs, "", os.Getenv)))
+	md := b.String()
+	assert.Contains(t, md, "**Key numbers:**")
 	path := filepath.Join(t.TempDir(), "summary.md")
 
 	t.Run("appends after another step's summary", func(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte("build ok"), 0o644))
 		t.Setenv(GitHubSummaryEnv, path)
-		require.NoError(t, AppendGitHubSummary(rs))
-		require.NoError(t, AppendGitHubSummary(rs))
+		require.NoError(t, AppendGitHubSummary(rs, ""))
+		require.NoError(t, AppendGitHubSummary(rs, ""))
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, "build ok\n"+md+"\n"+md, string(b))
@@ -123,7 +126,7 @@ func TestAppendGitHubSummary(t *testing.T) {
 	t.Run("creates the file", func(t *testing.T) {
 		fresh := filepath.Join(t.TempDir(), "new.md")
 		t.Setenv(GitHubSummaryEnv, fresh)
-		require.NoError(t, AppendGitHubSummary(rs))
+		require.NoError(t, AppendGitHubSummary(rs, ""))
 		b, err := os.ReadFile(fresh)
 		require.NoError(t, err)
 		assert.Equal(t, md, string(b))
@@ -133,7 +136,7 @@ func TestAppendGitHubSummary(t *testing.T) {
 		dir := t.TempDir()
 		t.Chdir(dir)
 		t.Setenv(GitHubSummaryEnv, "")
-		require.NoError(t, AppendGitHubSummary(rs))
+		require.NoError(t, AppendGitHubSummary(rs, ""))
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		assert.Empty(t, entries)
@@ -141,7 +144,7 @@ func TestAppendGitHubSummary(t *testing.T) {
 
 	t.Run("names the variable when the file cannot be written", func(t *testing.T) {
 		t.Setenv(GitHubSummaryEnv, filepath.Join(t.TempDir(), "missing", "summary.md"))
-		assert.ErrorContains(t, AppendGitHubSummary(rs), "$GITHUB_STEP_SUMMARY")
+		assert.ErrorContains(t, AppendGitHubSummary(rs, ""), "$GITHUB_STEP_SUMMARY")
 	})
 
 	t.Run("appends nothing for a bad report", func(t *testing.T) {
@@ -149,7 +152,7 @@ func TestAppendGitHubSummary(t *testing.T) {
 		bad[1].Checks[0].Anomalies = []int{9}
 		fresh := filepath.Join(t.TempDir(), "bad.md")
 		t.Setenv(GitHubSummaryEnv, fresh)
-		require.Error(t, AppendGitHubSummary(bad))
+		require.Error(t, AppendGitHubSummary(bad, ""))
 		assert.NoFileExists(t, fresh)
 	})
 }
@@ -171,4 +174,36 @@ func TestMarkdownContractStatesTheBasis(t *testing.T) {
 	assert.Contains(t, md, "| missing-key | broken | the wire alone |")
 	assert.Contains(t, md, "Not checked (the JSON report says why): crash-lease.")
 	assert.NotContains(t, md, "| crash-lease |")
+}
+
+// A job summary leads with the key numbers, and a line that says where the
+// HTML report is: in the run's artefacts, linked, when the runner says
+// which run this is.
+func TestGitHubSummaryLead(t *testing.T) {
+	rs := fixtures()
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	var checks, held, broken int
+	for _, r := range rs {
+		for _, ch := range r.Checks {
+			checks++
+			switch ch.Status {
+			case idemcheck.Pass:
+				held++
+			case idemcheck.Fail:
+				broken++
+			}
+		}
+	}
+	lead := summaryLead(rs, "", getenv)
+	assert.Contains(t, lead, fmt.Sprintf("**Key numbers:** %d checks: %d held, %d broken,", checks, held, broken))
+	assert.NotContains(t, lead, "HTML report")
+
+	lead = summaryLead(rs, "reports/idemcheck.html", getenv)
+	assert.Contains(t, lead, "**HTML report:** `reports/idemcheck.html`")
+	assert.NotContains(t, lead, "](")
+
+	env["GITHUB_SERVER_URL"], env["GITHUB_REPOSITORY"], env["GITHUB_RUN_ID"] = "https://github.com", "acme/api", "1234"
+	lead = summaryLead(rs, "reports/idemcheck.html", getenv)
+	assert.Contains(t, lead, "[this run's artefacts](https://github.com/acme/api/actions/runs/1234#artifacts)")
 }
