@@ -186,6 +186,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		}
 	}
 	faults := faultChecks(h)
+	calls := callsByIntent(h)
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
 		atts := byIntent[in.ID]
@@ -199,7 +200,9 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		if o, ok := obs[in.ID]; ok {
 			ic.obs = &o
 		}
-		out = append(out, ic.run()...)
+		ic.run()
+		ic.checkProvider(calls[in.ID])
+		out = append(out, ic.out...)
 	}
 	return hintKeyHeader(h, out)
 }

@@ -256,6 +256,10 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 			}
 		}
 	}
+	// Calls that arrived after the last round still belong in the history.
+	if n := len(h.Intents); n > 0 {
+		s.takeCalls(h.Intents[n-1])
+	}
 	// An exit after the last step still belongs in the history; nothing is
 	// left to restart the target for.
 	if s.Powers != nil && s.lastStep.Check != "" {
@@ -451,6 +455,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			s.Progress(Progress{Check: sc.Check, Round: round, Rounds: sc.Rounds, Sent: s.sent, Total: s.total})
 		}
 	}
+	s.takeCalls(in)
 	return loose, s.observe(ctx, in)
 }
 

@@ -142,6 +142,13 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 			}
 			fmt.Fprintf(w, "    %s%s%s\n", c.dim, line, c.reset)
 		}
+		for i, call := range a.Calls {
+			if i == MaxEvidence {
+				fmt.Fprintf(w, "    %s… %d more provider calls%s\n", c.dim, len(a.Calls)-i, c.reset)
+				break
+			}
+			fmt.Fprintf(w, "    %s%s%s\n", c.dim, callLine(call, 100), c.reset)
+		}
 		if len(g.others) > 0 {
 			fmt.Fprintf(w, "    and in %d more intents of %s: %s\n", len(g.others), a.Check, strList(g.others, 4))
 		}
