@@ -65,6 +65,8 @@ const (
 	LandedAutocommitWrite = "autocommit-write"
 	// LandedReply: the target's reply on the client link (cut-reply).
 	LandedReply = "reply"
+	// LandedProviderCall: a call of the target to a provider double.
+	LandedProviderCall = "provider-call"
 	// LandedWrite: an INSERT, UPDATE, DELETE or MERGE inside a transaction
 	// block (held by a write barrier; it commits later).
 	LandedWrite = "write"

@@ -1,10 +1,14 @@
 package scenarios
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/targets"
+	"github.com/idemcheck/idemcheck/targets/provider"
 )
 
 // takeCalls records the calls the target made to its provider doubles
@@ -19,6 +23,33 @@ func (s *session) takeCalls(cur idemcheck.Intent) {
 		c.Body = s.scrub(c.Body)
 		s.h.Events = append(s.h.Events, MapCall(c, s.h.Intents, cur))
 	}
+}
+
+// armProvider puts f on the target's provider doubles for one attempt.
+func (s *session) armProvider(f provider.Fault) (func() bool, error) {
+	if f.IsNone() {
+		return func() bool { return false }, nil
+	}
+	d, ok := s.Powers.(targets.Downstream)
+	if !ok || len(d.ProviderNames()) == 0 {
+		return nil, fmt.Errorf("fault %s needs a provider double handed to the target", f.Name())
+	}
+	return d.ArmProvider(f), nil
+}
+
+// providerLanding records whether a provider fault acted: the target
+// called a double while it was armed.
+func (s *session) providerLanding(a idemcheck.Attempt, f provider.Fault, acted bool) {
+	if f.IsNone() {
+		return
+	}
+	if acted {
+		s.landed(a, faults.Fault{}, idemcheck.LandedProviderCall, "", time.Now(), "")
+		s.h.Events[len(s.h.Events)-1].Fault = f.Name()
+		return
+	}
+	s.landed(a, faults.Fault{}, "", "", time.Time{}, "the target called no provider double while the attempt ran")
+	s.h.Events[len(s.h.Events)-1].Fault = f.Name()
 }
 
 // dropCalls forgets the calls made since the last take: the pre-flight's,

@@ -25,6 +25,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/targets"
+	"github.com/idemcheck/idemcheck/targets/provider"
 )
 
 // Endpoint is the request every intent sends, with holes filled per intent.
@@ -327,6 +328,10 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		if st.NthByRound {
 			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round)
 		}
+		if st.ProviderByRound {
+			fs := provider.Faults()
+			st.ProviderFault = fs[(round-1)%len(fs)]
+		}
 		req, key := s.request(in, st.Variant)
 		addr, err := s.addr(st.Fault)
 		if err != nil {
@@ -421,6 +426,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				if err != nil {
 					return false, err
 				}
+				pdisarm, err := s.armProvider(st.ProviderFault)
+				if err != nil {
+					disarm()
+					return false, err
+				}
 				if st.RetryInProgress {
 					err = s.retryWhileInProgress(ctx, addr, req, base, st.DBFault.IsNone())
 				} else {
@@ -429,6 +439,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 					s.replyLanding(base, st.Fault, res)
 				}
 				s.dbLanding(base, st.DBFault, disarm())
+				s.providerLanding(base, st.ProviderFault, pdisarm())
 				if err != nil {
 					return false, err
 				}

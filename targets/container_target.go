@@ -247,6 +247,9 @@ func (p *ContainerPowers) ProviderCalls() []idemcheck.ProviderCall { return p.ct
 // ArmProvider faults the next call to each double (see Downstream).
 func (p *ContainerPowers) ArmProvider(f provider.Fault) func() bool { return p.ct.Providers.Arm(f) }
 
+// ProviderNames names the container's doubles (see Downstream).
+func (p *ContainerPowers) ProviderNames() []string { return p.ct.Providers.Names() }
+
 // Exits reports the container's end if it stopped without the harness
 // asking since the last call; with settle, it first waits for a dying
 // container to be stopped (see Container.Settle).

@@ -21,6 +21,9 @@ type Downstream interface {
 	// ArmProvider applies f to the next call each double gets; disarm
 	// reports whether it acted on any.
 	ArmProvider(f provider.Fault) (disarm func() bool)
+	// ProviderNames names the doubles (the variables that hand the target
+	// their URLs); none when the target was given none.
+	ProviderNames() []string
 }
 
 // Providers are the doubles of one target, each named by the variable
@@ -90,6 +93,15 @@ func (ps Providers) Arm(f provider.Fault) func() bool {
 		}
 		return acted
 	}
+}
+
+// Names are the doubles' names, in order.
+func (ps Providers) Names() []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name())
+	}
+	return out
 }
 
 // Close stops every double.

@@ -179,6 +179,9 @@ func (p *ProcessPowers) ProviderCalls() []idemcheck.ProviderCall { return p.pt.P
 // ArmProvider faults the next call to each double (see Downstream).
 func (p *ProcessPowers) ArmProvider(f provider.Fault) func() bool { return p.pt.Providers.Arm(f) }
 
+// ProviderNames names the target's doubles (see Downstream).
+func (p *ProcessPowers) ProviderNames() []string { return p.pt.Providers.Names() }
+
 // Held delivers the hold events of db-hold faults.
 func (p *ProcessPowers) Held() <-chan faults.HoldEvent { return p.pt.link.Held() }
 

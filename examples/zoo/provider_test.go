@@ -35,6 +35,10 @@ func TestProviderDownstream(t *testing.T) {
 			if !e.Reference() {
 				checks = []string{e.Check}
 			}
+			if v == orders.NoProviderKey {
+				// Its keyless call, cut after the charge, is made again.
+				checks = append(checks, idemcheck.CheckFailedAttempt)
+			}
 			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: checks, Options: zoo.Options(), DSN: dsn})
 			require.NoError(t, err)
 			charged := map[string]int{}
@@ -60,7 +64,20 @@ func TestProviderDownstream(t *testing.T) {
 					assert.Equal(t, 1, n, "charges of %s", in)
 				}
 				assert.Empty(t, row.Inconclusive)
+				// Every fault on the provider link acted, on a call of
+				// failed-attempt's, and the reference still charged once.
+				landed := map[string]bool{}
+				for _, ev := range res.History.Events {
+					if ev.Kind == idemcheck.FaultLanded && ev.Landing == idemcheck.LandedProviderCall {
+						assert.Equal(t, idemcheck.CheckFailedAttempt, ev.Check)
+						landed[ev.Fault] = true
+					}
+				}
+				assert.Len(t, landed, 3, "cut after charge, slow, 5xx: %v", landed)
 				return
+			}
+			if v == orders.NoProviderKey {
+				assert.Contains(t, row.Found[idemcheck.CheckFailedAttempt], idemcheck.ProviderDuplicateCharge)
 			}
 			assert.True(t, row.Caught(), "%s: expected %s from %s, found %v", e.Name(), e.Anomaly, e.Check, row.Found)
 			for _, a := range res.Report.Anomalies {

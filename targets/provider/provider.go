@@ -66,6 +66,20 @@ const (
 	ServerError FaultKind = "provider-5xx"
 )
 
+// DefaultSlow is how long SlowReply holds an answer unless told: beyond
+// the few seconds a target's client usually waits for a provider, within
+// the attempt timeout of idemcheck's own client.
+const DefaultSlow = 3 * time.Second
+
+// Faults are the faults the downstream checks go through, one per round
+// in this order.
+func Faults() []Fault {
+	return []Fault{{Kind: CutAfterCharge}, {Kind: SlowReply, Delay: DefaultSlow}, {Kind: ServerError}}
+}
+
+// IsNone reports whether f is no fault.
+func (f Fault) IsNone() bool { return f.Kind == "" }
+
 // Fault is what the double does to the next call it gets.
 type Fault struct {
 	Kind FaultKind
