@@ -71,11 +71,13 @@ func Report(h *idemcheck.History) idemcheck.Report {
 	}
 	byIntent := h.ByIntent()
 	events := eventsByIntent(h)
+	calls := callsByIntent(h)
 	for _, pc := range h.Run.Checks {
 		ev := gatherEvidence(h, pc.Name, byIntent, events)
 		cr := idemcheck.CheckResult{
 			Name: pc.Name, Status: idemcheck.Pass, Rule: ruleOf(pc), Anomalies: []int{},
 			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
+			Provider: providerTraffic(h, pc.Name, calls),
 		}
 		for i, a := range anomalies {
 			if a.Check == pc.Name {

@@ -128,3 +128,29 @@ func callList(calls []idemcheck.ProviderCall) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// providerTraffic is the check's traffic at the provider doubles, nil when
+// its intents caused none.
+func providerTraffic(h *idemcheck.History, check string, calls map[string][]idemcheck.ProviderCall) *idemcheck.ProviderTraffic {
+	var t idemcheck.ProviderTraffic
+	intents := 0
+	for _, in := range h.Intents {
+		if in.Check != check {
+			continue
+		}
+		intents++
+		cs := calls[in.ID]
+		t.Calls += len(cs)
+		t.MaxCallsPerIntent = max(t.MaxCallsPerIntent, len(cs))
+		for _, c := range cs {
+			if c.Effective() {
+				t.Charges++
+			}
+		}
+	}
+	if t.Calls == 0 || intents == 0 {
+		return nil
+	}
+	t.CallsPerIntent = float64(int(float64(t.Calls)/float64(intents)*100+0.5)) / 100
+	return &t
+}

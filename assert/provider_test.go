@@ -78,3 +78,20 @@ func TestProviderSecondIntentByContract(t *testing.T) {
 	b.call(in, 22, "k2", true)
 	assert.Empty(t, Check(&b.h))
 }
+
+// Each check reports how many provider calls one intent caused.
+func TestProviderTrafficPerCheck(t *testing.T) {
+	const c = idemcheck.CheckFailedAttempt
+	b := newHist(t, idemcheck.IETF(), c, idemcheck.CheckLostReply)
+	one := b.intent(c, 1, `1 0-10 unknown`, `2 20-30 201 {"orderId":"A"}`)
+	b.call(one, 2, "k", true)
+	b.call(one, 3, "k", false)
+	b.call(one, 22, "k", false)
+	two := b.intent(c, 1, `1 40-50 201 {"orderId":"B"}`, `2 60-70 201 {"orderId":"B"} replayed`)
+	b.call(two, 42, "k2", true)
+	b.intent(idemcheck.CheckLostReply, 1, `1 80-90 201 {"orderId":"C"}`)
+	r := Report(&b.h)
+	require.Len(t, r.Checks, 2)
+	assert.Equal(t, &idemcheck.ProviderTraffic{Calls: 4, Charges: 2, CallsPerIntent: 2, MaxCallsPerIntent: 3}, r.Checks[0].Provider)
+	assert.Nil(t, r.Checks[1].Provider, "no call, no figure")
+}

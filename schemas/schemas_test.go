@@ -178,6 +178,8 @@ func TestReportSchema(t *testing.T) {
 		Calls: []idemcheck.ProviderCall{{Provider: idemcheck.DefaultProviderEnv, Seq: 1, Method: "POST", Path: "/v1/charges", Key: "k1", Body: "{}",
 			Conn: "127.0.0.1:5000", Start: at, End: at, Status: 200, Charge: "ch_000001", Created: true, Replayed: true, Fault: "provider-5xx", Mapped: idemcheck.MappedByID}},
 	})
+	withCalls.Checks = slices.Clone(withCalls.Checks)
+	withCalls.Checks[0].Provider = &idemcheck.ProviderTraffic{Calls: 3, Charges: 2, CallsPerIntent: 1.5, MaxCallsPerIntent: 2}
 	var wc bytes.Buffer
 	require.NoError(t, withCalls.WriteJSON(&wc))
 	vc, err := jsonschema.UnmarshalJSON(&wc)

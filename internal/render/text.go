@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,9 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 			status = "INCONCL"
 		}
 		detail := fmt.Sprintf("%d intents, %d attempts", ch.Intents, ch.Attempts)
+		if p := ch.Provider; p != nil {
+			detail += fmt.Sprintf(", provider: %s calls per intent (max %d), %d charges", strconv.FormatFloat(p.CallsPerIntent, 'f', -1, 64), p.MaxCallsPerIntent, p.Charges)
+		}
 		if len(ch.Anomalies) > 0 {
 			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindTally(r, ch.Anomalies))
 		}
