@@ -114,8 +114,11 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	env := o.Env
 	if len(o.Providers) > 0 {
 		var penv []string
+		if err := CheckProviderEnv(o.Providers); err != nil {
+			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Providers", "%s %v", idemcheck.Field("Providers"), err)
+		}
 		if ct.Providers, penv, err = StartProviders(o.Providers); err != nil {
-			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Providers", "%s: %v", idemcheck.Field("Providers"), err)
+			return nil, idemcheck.Unavailablef("%v", err)
 		}
 		env = maps.Clone(env)
 		if env == nil {

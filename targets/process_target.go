@@ -80,8 +80,11 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	env := o.Env
 	if len(o.Providers) > 0 {
 		var penv []string
+		if err := CheckProviderEnv(o.Providers); err != nil {
+			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Providers", "%s %v", idemcheck.Field("Providers"), err)
+		}
 		if pt.Providers, penv, err = StartProviders(o.Providers); err != nil {
-			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Providers", "%s: %v", idemcheck.Field("Providers"), err)
+			return nil, idemcheck.Unavailablef("%v", err)
 		}
 		env = append(slices.Clone(env), penv...)
 	}
