@@ -151,6 +151,16 @@ const (
 	// a list) was taken and the request executed, where the policy says
 	// such keys are refused.
 	MalformedKeyAccepted Kind = "malformed-key-accepted"
+	// ProviderDuplicateCharge: one client intent caused two or more
+	// effective charges at a downstream provider: the target reached it
+	// under distinct keys (a fresh key per attempt, a key derived from the
+	// attempt) or with no key, so a retry charged the customer again while
+	// the API's own table may show one order.
+	ProviderDuplicateCharge Kind = "provider-duplicate-charge"
+	// ProviderCallWithoutKey: the target called a downstream provider with
+	// no idempotency key, so the provider cannot tell that call's retry
+	// from a new charge.
+	ProviderCallWithoutKey Kind = "provider-call-without-key"
 )
 
 // Anomaly is one broken promise, with the evidence that witnesses it. The
@@ -170,6 +180,9 @@ type Anomaly struct {
 	Evidence []Evidence `json:"evidence,omitempty"`
 	// Observed holds the counts read from the database and other figures.
 	Observed map[string]any `json:"observed,omitempty"`
+	// Calls are the target's calls to a downstream provider that witness
+	// the anomaly (the provider-* kinds).
+	Calls []ProviderCall `json:"calls,omitempty"`
 }
 
 // Evidence is one attempt as the wire showed it.

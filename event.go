@@ -34,6 +34,10 @@ const (
 	// together. Reason says why then (a Release* value), Detail in a
 	// sentence; Order is how many were released.
 	WritesReleased EventKind = "writes-released"
+	// ProviderCalled: the target called a downstream provider double that
+	// idemcheck served for it (a payment provider). Call holds the call;
+	// Intent is the intent it was mapped to (see ProviderCall.Mapped).
+	ProviderCalled EventKind = "provider-call"
 )
 
 // Why the held writes of a scheduled burst were released (the Reason of a
@@ -65,6 +69,8 @@ const (
 	LandedAutocommitWrite = "autocommit-write"
 	// LandedReply: the target's reply on the client link (cut-reply).
 	LandedReply = "reply"
+	// LandedProviderCall: a call of the target to a provider double.
+	LandedProviderCall = "provider-call"
 	// LandedWrite: an INSERT, UPDATE, DELETE or MERGE inside a transaction
 	// block (held by a write barrier; it commits later).
 	LandedWrite = "write"
@@ -103,4 +109,6 @@ type Event struct {
 	// Reason is why held writes were released (WritesReleased): a
 	// Release* value.
 	Reason string `json:"reason,omitempty"`
+	// Call is the target's call to a provider double (ProviderCalled).
+	Call *ProviderCall `json:"call,omitempty"`
 }

@@ -95,6 +95,9 @@ const (
 	// LinkDB is the link between the target and its database: a fault
 	// there breaks the attempt inside the server, on purpose.
 	LinkDB = "db"
+	// LinkProvider is the link between the target and a downstream
+	// provider double: a fault there breaks the target's own call.
+	LinkProvider = "provider"
 )
 
 // FaultOn reports whether the attempt went through a fault on link.

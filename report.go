@@ -91,6 +91,24 @@ type CheckResult struct {
 	// Proof says what shows the check's scenario happened: where its fault
 	// landed, the kills and restarts, how tightly its bursts arrived.
 	Proof string `json:"proof,omitempty"`
+	// Provider is the check's traffic at the target's provider doubles,
+	// when it had any: the retry amplification measured.
+	Provider *ProviderTraffic `json:"provider,omitempty"`
+}
+
+// ProviderTraffic is what one check's intents caused at the target's
+// downstream provider doubles: how many calls one client intent became,
+// across the check's retries and faults.
+type ProviderTraffic struct {
+	// Calls is every call the check's intents caused, Charges those that
+	// created a charge.
+	Calls   int `json:"calls"`
+	Charges int `json:"charges"`
+	// CallsPerIntent is Calls over the check's intents, MaxCallsPerIntent
+	// the most one intent caused: the amplification of one client intent
+	// at the provider.
+	CallsPerIntent    float64 `json:"calls_per_intent"`
+	MaxCallsPerIntent int     `json:"max_calls_per_intent"`
 }
 
 // Target says what was certified; the database DSN is redacted.

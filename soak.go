@@ -168,6 +168,10 @@ type CostInputs struct {
 	// amplification out.
 	Layers int `json:"layers,omitempty"`
 	Tries  int `json:"tries,omitempty"`
+	// CallsPerIntent is the retry amplification measured at one layer: the
+	// provider calls one client intent caused in a certification (a
+	// check's provider.calls_per_intent); 0 leaves it out.
+	CallsPerIntent float64 `json:"calls_per_intent,omitempty"`
 }
 
 // Cost is the arithmetic for one set of CostInputs: what retries that are
@@ -199,4 +203,7 @@ type Cost struct {
 	// for one request at the top when every layer retries; 0 when Layers or
 	// Tries is 0.
 	Amplification int64 `json:"amplification,omitempty"`
+	// MeasuredAmplification = CallsPerIntent^Layers (CallsPerIntent alone
+	// without Layers): the measured figure in place of Tries; 0 without one.
+	MeasuredAmplification float64 `json:"measured_amplification,omitempty"`
 }

@@ -71,11 +71,13 @@ func Report(h *idemcheck.History) idemcheck.Report {
 	}
 	byIntent := h.ByIntent()
 	events := eventsByIntent(h)
+	calls := callsByIntent(h)
 	for _, pc := range h.Run.Checks {
 		ev := gatherEvidence(h, pc.Name, byIntent, events)
 		cr := idemcheck.CheckResult{
 			Name: pc.Name, Status: idemcheck.Pass, Rule: ruleOf(pc), Anomalies: []int{},
 			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
+			Provider: providerTraffic(h, pc.Name, calls),
 		}
 		for i, a := range anomalies {
 			if a.Check == pc.Name {
@@ -186,6 +188,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		}
 	}
 	faults := faultChecks(h)
+	calls := callsByIntent(h)
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
 		atts := byIntent[in.ID]
@@ -199,7 +202,9 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		if o, ok := obs[in.ID]; ok {
 			ic.obs = &o
 		}
-		out = append(out, ic.run()...)
+		ic.run()
+		ic.checkProvider(calls[in.ID])
+		out = append(out, ic.out...)
 	}
 	return hintKeyHeader(h, out)
 }

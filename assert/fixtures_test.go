@@ -26,6 +26,9 @@ func TestRecordedHistories(t *testing.T) {
 		// Every check against the reference started by idemcheck: nothing
 		// to report, and every fault's landing, kill and restart recorded.
 		{"reference.jsonl", idemcheck.Pass, map[idemcheck.Kind]int{}},
+		// failed-attempt against a variant that sends its payment provider
+		// a fresh key per attempt: one intent charged twice.
+		{"provider-fresh-key.jsonl", idemcheck.Fail, map[idemcheck.Kind]int{idemcheck.ProviderDuplicateCharge: 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

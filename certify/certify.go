@@ -90,7 +90,10 @@ type Config struct {
 	// Powers, when set, let the harness crash the target and fault its
 	// database link, for the fault checks: the target was started by
 	// idemcheck (targets.ProcessTarget, targets.ContainerTarget). Nil
-	// skips those checks with the reason.
+	// skips those checks with the reason. A target started with provider
+	// doubles (ProcessOptions.Providers, ContainerOptions.Providers) hands
+	// them over with its Powers (targets.Downstream): its calls to them
+	// are recorded and judged, and failed-attempt faults them.
 	Powers targets.Powers
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool

@@ -26,7 +26,10 @@ func sample(seed int64, attempts int) *idemcheck.History {
 	}
 	h.Bursts = []idemcheck.Burst{{ID: 1, Attempts: 2}}
 	h.Observations = []idemcheck.Observation{{Intent: "ic-1", Check: idemcheck.CheckSequentialReplay, Effects: 1, Query: "SELECT 1"}}
-	h.Events = []idemcheck.Event{{Kind: idemcheck.FaultLanded, Intent: "ic-1", Landing: idemcheck.LandedReply}}
+	h.Events = []idemcheck.Event{{Kind: idemcheck.FaultLanded, Intent: "ic-1", Landing: idemcheck.LandedReply},
+		{Kind: idemcheck.ProviderCalled, Intent: "ic-1", Check: idemcheck.CheckSequentialReplay, Round: 1, Call: &idemcheck.ProviderCall{
+			Provider: idemcheck.DefaultProviderEnv, Seq: 1, Method: "POST", Path: "/v1/charges", Key: "orders-1", Body: `{"amount":4000}`,
+			Conn: "127.0.0.1:4000", Status: 200, Charge: "ch_000001", Created: true, Mapped: idemcheck.MappedByID}}}
 	return h
 }
 
@@ -121,7 +124,7 @@ func TestRecordByRecord(t *testing.T) {
 			kinds["other"]++
 		}
 	}
-	assert.Equal(t, map[string]int{"run": 1, "attempt": 3, "other": 4}, kinds)
+	assert.Equal(t, map[string]int{"run": 1, "attempt": 3, "other": 5}, kinds, "intent, burst, observation, two events")
 }
 
 // The recorded fixtures, written by earlier versions, still read, and what

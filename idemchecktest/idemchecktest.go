@@ -74,6 +74,11 @@ type Target struct {
 	Image string
 	// Env holds extra NAME=VALUE variables for a Command or Image target.
 	Env []string
+	// Providers names the variables that hand a Command or Image target
+	// the base URLs of payment provider doubles idemcheck serves for it
+	// (PROVIDER_URL, say): its calls to them are judged too
+	// (docs/provider.md).
+	Providers []string
 	// DSN is the database handed to a Command or Image target (idemcheck
 	// creates nothing in it: the target makes its own tables); empty
 	// provides a throwaway one. EffectSQL counts there; DB stays unset.
@@ -201,7 +206,7 @@ func (t Target) config(ctx context.Context) (certify.Config, func(), error) {
 		return certify.Config{}, nil, idemcheck.Fieldf(idemcheck.ExitUsage, "DSN", "idemchecktest: DSN goes with Command or Image, a target idemcheck starts (with Handler or URL, set DB)")
 	}
 	spec := config.Spec{
-		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, DSN: t.DSN,
+		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, Providers: t.Providers, DSN: t.DSN,
 		Method: t.Method, Path: t.Path, Body: t.Body, OtherPath: t.OtherPath,
 		Policy: idemcheck.IETF(), DB: t.DB, EffectSQL: t.EffectSQL, EffectArgs: t.EffectArgs,
 		Checks: t.Checks, Options: scenarios.Defaults,

@@ -72,6 +72,9 @@ func Lookup(name string) (Check, error) {
 // acknowledged, whatever the check.
 func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers) ([]Scenario, []idemcheck.PlannedCheck, error) {
 	t := target{powers: powers != nil}
+	if d, ok := powers.(targets.Downstream); ok && len(d.ProviderNames()) > 0 {
+		t.downstream = true
+	}
 	var scs []Scenario
 	var plan []idemcheck.PlannedCheck
 	for _, n := range names {
@@ -234,6 +237,11 @@ var registry = []Check{
 			}
 			if e.FailingBody != nil {
 				scs = append(scs, SavedError(o.FaultRounds))
+			}
+			// A third: the target's own call to its payment provider
+			// fails (needs a provider double).
+			if t.downstream {
+				scs = append(scs, ProviderFailure(o.FaultRounds))
 			}
 			return scs
 		},

@@ -28,6 +28,9 @@ func stepFault(st Step) string {
 	if f := faultNames(st.Fault, st.DBFault); f != "" {
 		names = append(names, f)
 	}
+	if !st.ProviderFault.IsNone() {
+		names = append(names, st.ProviderFault.Name())
+	}
 	return strings.Join(names, "+")
 }
 
@@ -39,6 +42,9 @@ func stepLinks(st Step) []string {
 	links := faultLinks(st.Fault, st.DBFault)
 	if st.OnHold == HoldKillAfterCommit && !slices.Contains(links, idemcheck.LinkClient) {
 		links = append([]string{idemcheck.LinkClient}, links...)
+	}
+	if !st.ProviderFault.IsNone() {
+		links = append(links, idemcheck.LinkProvider)
 	}
 	return links
 }

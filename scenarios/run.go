@@ -25,6 +25,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/targets"
+	"github.com/idemcheck/idemcheck/targets/provider"
 )
 
 // Endpoint is the request every intent sends, with holes filled per intent.
@@ -256,6 +257,10 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 			}
 		}
 	}
+	// Calls that arrived after the last round still belong in the history.
+	if n := len(h.Intents); n > 0 {
+		s.takeCalls(h.Intents[n-1])
+	}
 	// An exit after the last step still belongs in the history; nothing is
 	// left to restart the target for.
 	if s.Powers != nil && s.lastStep.Check != "" {
@@ -322,6 +327,10 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		before := len(s.h.Attempts)
 		if st.NthByRound {
 			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round)
+		}
+		if st.ProviderByRound {
+			fs := provider.Faults()
+			st.ProviderFault = fs[(round-1)%len(fs)]
 		}
 		req, key := s.request(in, st.Variant)
 		addr, err := s.addr(st.Fault)
@@ -417,6 +426,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				if err != nil {
 					return false, err
 				}
+				pdisarm, err := s.armProvider(st.ProviderFault)
+				if err != nil {
+					disarm()
+					return false, err
+				}
 				if st.RetryInProgress {
 					err = s.retryWhileInProgress(ctx, addr, req, base, st.DBFault.IsNone())
 				} else {
@@ -425,6 +439,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 					s.replyLanding(base, st.Fault, res)
 				}
 				s.dbLanding(base, st.DBFault, disarm())
+				s.providerLanding(base, st.ProviderFault, pdisarm())
 				if err != nil {
 					return false, err
 				}
@@ -451,6 +466,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			s.Progress(Progress{Check: sc.Check, Round: round, Rounds: sc.Rounds, Sent: s.sent, Total: s.total})
 		}
 	}
+	s.takeCalls(in)
 	return loose, s.observe(ctx, in)
 }
 

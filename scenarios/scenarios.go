@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/targets/provider"
 )
 
 // Step is one part of a round: Attempts sends of the round's intent, all
@@ -65,6 +66,12 @@ type Step struct {
 	// an attempt; redeliveries carry their number in Attempt.Redelivery.
 	// Not for a held step (OnHold).
 	RedeliverUntilAck bool
+	// ProviderFault is armed on the target's provider doubles for each of
+	// the step's attempts (one after another): the first call the target
+	// makes to one is broken. ProviderByRound picks it by round instead,
+	// from provider.Faults in turn.
+	ProviderFault   provider.Fault
+	ProviderByRound bool
 }
 
 // MaxRedeliveries bounds the redeliveries of an unacknowledged step: a
@@ -262,6 +269,19 @@ func FailedAttempt(rounds int) Scenario {
 	}}
 }
 
+// ProviderFailure breaks the target's first call to its payment provider
+// double, each round another way (provider.Faults: the charge made and its
+// reply cut, the reply held past the target's timeout, a 503), and then
+// retries. However the target deals with it (a retry of the call with the
+// same key, a reconciliation, an error to the client and the client's
+// retry), the intent must be charged once.
+func ProviderFailure(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: max(rounds, len(provider.Faults())), Steps: []Step{
+		{Attempts: 1, ProviderByRound: true},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
 // CrashLease kills the target while the first attempt waits at one of its
 // effect writes (a COMMIT, or a write that commits on its own: after the
 // key is claimed, before the work commits), restarts it, and retries until
@@ -335,6 +355,8 @@ func LeaseFencing(rounds int) Scenario {
 type target struct {
 	// powers: the harness started the target and owns its database link.
 	powers bool
+	// downstream: the harness serves the target provider doubles.
+	downstream bool
 }
 
 // SavedError sends the endpoint's failing body twice under one key: the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,23 @@ func TestReportSchema(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, s.Validate(v), "an older report %d, with its seed", i)
 	}
+	// An anomaly witnessed by a target's calls to a provider double
+	// carries the calls, every field set.
+	withCalls := reports[1]
+	at := time.Now().UTC()
+	withCalls.Anomalies = append(slices.Clone(withCalls.Anomalies), idemcheck.Anomaly{
+		Kind: idemcheck.ProviderDuplicateCharge, Check: "failed-attempt", Intent: "ic-x-1", Key: "k", Explanation: "two charges", Attempts: []int{1, 2},
+		Calls: []idemcheck.ProviderCall{{Provider: idemcheck.DefaultProviderEnv, Seq: 1, Method: "POST", Path: "/v1/charges", Key: "k1", Body: "{}",
+			Conn: "127.0.0.1:5000", Start: at, End: at, Status: 200, Charge: "ch_000001", Created: true, Replayed: true, Fault: "provider-5xx", Mapped: idemcheck.MappedByID}},
+	})
+	withCalls.Checks = slices.Clone(withCalls.Checks)
+	withCalls.Checks[0].Provider = &idemcheck.ProviderTraffic{Calls: 3, Charges: 2, CallsPerIntent: 1.5, MaxCallsPerIntent: 2}
+	var wc bytes.Buffer
+	require.NoError(t, withCalls.WriteJSON(&wc))
+	vc, err := jsonschema.UnmarshalJSON(&wc)
+	require.NoError(t, err)
+	assert.NoError(t, s.Validate(vc), "a report with a provider anomaly's calls")
+
 	var b bytes.Buffer
 	require.NoError(t, idemcheck.NewSuiteReport(reports).WriteJSON(&b))
 	suiteJSON := b.String()

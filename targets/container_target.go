@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/targets/provider"
 )
 
 // ContainerTarget is a target idemcheck started from an image: its
@@ -24,6 +26,9 @@ type ContainerTarget struct {
 	// touches the count.
 	DB        *Database
 	Container *Container
+	// Providers are the downstream doubles handed to the container
+	// (ContainerOptions.Providers); it reaches them on the host's network.
+	Providers Providers
 	link      *faults.Link
 	output    io.Writer
 }
@@ -54,6 +59,9 @@ type ContainerOptions struct {
 	// Output receives the container's whole output (stdout and stderr,
 	// across restarts) when Close removes it. Nil discards it.
 	Output io.Writer
+	// Providers names the variables that hand the container the base
+	// URLs of downstream doubles (see ProcessOptions.Providers).
+	Providers []string
 }
 
 // killTimeout bounds a crash of the container. Powers.Kill takes
@@ -103,8 +111,26 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	if ct.link, targetDSN, err = proxyDatabase(ctx, ct.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
+	env := o.Env
+	if len(o.Providers) > 0 {
+		var penv []string
+		if err := CheckProviderEnv(o.Providers); err != nil {
+			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Providers", "%s %v", idemcheck.Field("Providers"), err)
+		}
+		if ct.Providers, penv, err = StartProviders(o.Providers); err != nil {
+			return nil, idemcheck.Unavailablef("%v", err)
+		}
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		for _, kv := range penv {
+			name, value, _ := strings.Cut(kv, "=")
+			env[name] = value
+		}
+	}
 	ct.Container, err = StartContainer(ctx, ContainerConfig{
-		Image: o.Image, Env: o.Env, DatabaseURL: targetDSN, Ready: o.Ready,
+		Image: o.Image, Env: env, DatabaseURL: targetDSN, Ready: o.Ready,
 	})
 	if err != nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUnavailable, "Image", "%s: %w", idemcheck.Field("Image"), err)
@@ -154,6 +180,8 @@ func (ct *ContainerTarget) Close() error {
 		_ = ct.link.Close()
 		ct.link = nil
 	}
+	_ = ct.Providers.Close()
+	ct.Providers = nil
 	if ct.DB != nil {
 		ct.DB.Close()
 		ct.DB = nil
@@ -205,6 +233,16 @@ func ParseEnv(list []string) (map[string]string, error) {
 	}
 	return env, nil
 }
+
+// ProviderCalls takes the calls the container made to its doubles (see
+// Downstream).
+func (p *ContainerPowers) ProviderCalls() []idemcheck.ProviderCall { return p.ct.Providers.Calls() }
+
+// ArmProvider faults the next call to each double (see Downstream).
+func (p *ContainerPowers) ArmProvider(f provider.Fault) func() bool { return p.ct.Providers.Arm(f) }
+
+// ProviderNames names the container's doubles (see Downstream).
+func (p *ContainerPowers) ProviderNames() []string { return p.ct.Providers.Names() }
 
 // Exits reports the container's end if it stopped without the harness
 // asking since the last call; with settle, it first waits for a dying

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/netguard"
+	"github.com/idemcheck/idemcheck/targets/provider"
 )
 
 // ProcessTarget is a target idemcheck started itself: its process (one or
@@ -27,7 +29,10 @@ type ProcessTarget struct {
 	// fault proxy): effects are counted here.
 	DB      *Database
 	Process *Process
-	link    *faults.Link
+	// Providers are the downstream doubles handed to the target
+	// (ProcessOptions.Providers), in the order named.
+	Providers Providers
+	link      *faults.Link
 }
 
 // ProcessOptions say how to start a process target.
@@ -41,6 +46,10 @@ type ProcessOptions struct {
 	Logs io.Writer
 	// AllowRemote lets DSN name a database off loopback (--allow-remote).
 	AllowRemote bool
+	// Providers names the variables that hand the target the base URLs
+	// of downstream doubles idemcheck serves for it (package provider),
+	// one double each: PROVIDER_URL, say.
+	Providers []string
 }
 
 // StartProcessTarget provides the database, puts a fault proxy on the
@@ -68,8 +77,19 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	if pt.link, targetDSN, err = proxyDatabase(ctx, pt.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
+	env := o.Env
+	if len(o.Providers) > 0 {
+		var penv []string
+		if err := CheckProviderEnv(o.Providers); err != nil {
+			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Providers", "%s %v", idemcheck.Field("Providers"), err)
+		}
+		if pt.Providers, penv, err = StartProviders(o.Providers); err != nil {
+			return nil, idemcheck.Unavailablef("%v", err)
+		}
+		env = append(slices.Clone(env), penv...)
+	}
 	pt.Process, err = StartProcess(ctx, ProcessConfig{
-		Command: o.Command, Instances: o.Instances, DatabaseURL: targetDSN, Env: o.Env, Logs: o.Logs,
+		Command: o.Command, Instances: o.Instances, DatabaseURL: targetDSN, Env: env, Logs: o.Logs,
 	})
 	if err != nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUnavailable, "Command", "%s: %v", idemcheck.Field("Command"), err)
@@ -136,6 +156,7 @@ func (pt *ProcessTarget) Close() {
 	if pt.link != nil {
 		_ = pt.link.Close()
 	}
+	_ = pt.Providers.Close()
 	if pt.DB != nil {
 		pt.DB.Close()
 	}
@@ -157,6 +178,16 @@ func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) { retur
 func (p linkPowers) Barrier(attempts int) (func() faults.Schedule, error) {
 	return p.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.db)})
 }
+
+// ProviderCalls takes the calls the target made to its doubles (see
+// Downstream).
+func (p *ProcessPowers) ProviderCalls() []idemcheck.ProviderCall { return p.pt.Providers.Calls() }
+
+// ArmProvider faults the next call to each double (see Downstream).
+func (p *ProcessPowers) ArmProvider(f provider.Fault) func() bool { return p.pt.Providers.Arm(f) }
+
+// ProviderNames names the target's doubles (see Downstream).
+func (p *ProcessPowers) ProviderNames() []string { return p.pt.Providers.Names() }
 
 // Held delivers the hold events of db-hold faults.
 func (p linkPowers) Held() <-chan faults.HoldEvent { return p.link.Held() }

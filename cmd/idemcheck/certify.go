@@ -174,19 +174,19 @@ func given(fs *flag.FlagSet) map[string]bool {
 
 // certifyFlags are certify's flags as given.
 type certifyFlags struct {
-	rawURL, method, path, body, db, effectSQL, checks, name string
-	effectHTTP, effectCount                                 string
-	keyHeader, replayHeader, resourceID, keyPointer         string
-	policyName, otherPath, command, failingBody             string
-	invalidBody, image, dbImage, ready                      string
-	instances                                               int
-	lease                                                   time.Duration
-	headers, effectArgs, ignore, redact, env, tenants       listFlag
-	redactFields, redactQuery                               listFlag
-	rf                                                      runFlags
-	statuses                                                statusFlags
-	opts                                                    scenarios.Options
-	set                                                     map[string]bool
+	rawURL, method, path, body, db, effectSQL, checks, name      string
+	effectHTTP, effectCount                                      string
+	keyHeader, replayHeader, resourceID, keyPointer              string
+	policyName, otherPath, command, failingBody                  string
+	invalidBody, image, dbImage, ready                           string
+	instances                                                    int
+	lease                                                        time.Duration
+	headers, effectArgs, ignore, redact, env, tenants, providers listFlag
+	redactFields, redactQuery                                    listFlag
+	rf                                                           runFlags
+	statuses                                                     statusFlags
+	opts                                                         scenarios.Options
+	set                                                          map[string]bool
 }
 
 func (f *certifyFlags) register() *flag.FlagSet {
@@ -199,6 +199,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.image, "image", "", "container `image` of the target, already on the Docker host (never pulled), run on host networking with PORT, ADDR=127.0.0.1 and DATABASE_URL: idemcheck then owns its container and database link, for the fault checks")
 	fs.StringVar(&f.dbImage, "db-image", targets.DefaultPostgresImage, "with --image and no --db: the PostgreSQL `image` started for the target's database (without Docker or the image: the local PostgreSQL binaries)")
 	fs.Var(&f.env, "env", "with --cmd or --image: a variable 'NAME=VALUE' for the target (repeatable)")
+	fs.Var(&f.providers, "provider-env", "with --cmd or --image: serve a payment provider double on loopback and hand the target its base URL in the variable `NAME`, such as PROVIDER_URL; the target's calls to it are checked too (repeatable: one double each; docs/provider.md)")
 	fs.StringVar(&f.ready, "ready", targets.DefaultContainerReady, "with --image: the `path` that answers 2xx once the target serves")
 	fs.DurationVar(&f.lease, "lease", 0, "the target's lease on a claimed key (for crash-lease and lease-fencing), such as 2s")
 	fs.StringVar(&f.failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
@@ -291,7 +292,7 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		db = os.Getenv("DATABASE_URL")
 	}
 	s := config.Spec{
-		Name: f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env,
+		Name: f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env, Providers: f.providers,
 		Method: f.method, Path: f.path, Body: body[0], Headers: splitHeaders(f.headers), Tenants: splitHeaders(f.tenants),
 		FailingBody: f.failingBody, InvalidBody: f.invalidBody, OtherPath: f.otherPath,
 		Policy: pol, DSN: db, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,

@@ -176,6 +176,10 @@ func TestCertifyContainerUsageErrors(t *testing.T) {
 		{"env not a pair", []string{"--image", ordersImage, "--env", "ORDERS_VARIANT"}, `--env "ORDERS_VARIANT" is not NAME=VALUE`},
 		{"env sets the port", []string{"--image", ordersImage, "--env", "PORT=80"}, "--env PORT: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
 		{"no target", []string{"--path", "/orders"}, "or --cmd or --image"},
+		{"provider without a started target", []string{"--url", "http://127.0.0.1:8080", "--provider-env", "PROVIDER_URL"}, "--provider-env goes with --cmd or --image"},
+		{"provider env not a name", []string{"--cmd", "true", "--provider-env", "PROVIDER URL"}, `--provider-env "PROVIDER URL" is not an environment variable name, such as PROVIDER_URL`},
+		{"provider env reserved", []string{"--image", ordersImage, "--provider-env", "DATABASE_URL"}, "--provider-env DATABASE_URL: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
+		{"provider env twice", []string{"--cmd", "true", "--provider-env", "A", "--provider-env", "A"}, "--provider-env A is named twice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ func runEstimate(args []string, stdout, stderr io.Writer) (int, error) {
 		requests, timeoutRate, succeeded, value, window string
 		keyBytes                                        int64
 		layers, tries                                   int
+		callsPerIntent                                  float64
 		asJSON                                          bool
 	)
 	fs.StringVar(&requests, "requests-per-day", "", "`N` mutating requests a day, such as 20000 (required)")
@@ -32,6 +33,7 @@ func runEstimate(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.StringVar(&window, "window", "24h", "`D`: how long keys are kept, a Go duration such as 24h, or days such as 7d")
 	fs.IntVar(&layers, "layers", 0, "`L` layers of the call stack that each retry (with --tries)")
 	fs.IntVar(&tries, "tries", 0, "`T` tries per layer, the first included (with --layers)")
+	fs.Float64Var(&callsPerIntent, "calls-per-intent", 0, "`X` provider calls one client intent caused, as a certification measured it (a check's provider.calls_per_intent in the JSON report); with --layers, X^layers")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
@@ -66,14 +68,18 @@ func runEstimate(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, idemcheck.Usagef("--window %q is out of range: use a Go duration above 0 and at most %gh (a year), such as 24h, or days such as 7d", window, estimate.MaxWindow.Hours())
 	}
 	switch {
-	case set["layers"] != set["tries"]:
-		return 0, idemcheck.Usagef("--layers and --tries go together: give both, such as --layers 5 --tries 3")
+	case set["tries"] && !set["layers"], set["layers"] && !set["tries"] && !set["calls-per-intent"]:
+		return 0, idemcheck.Usagef("--layers goes with --tries or --calls-per-intent: give both, such as --layers 5 --tries 3")
 	case set["layers"] && (layers < 1 || layers > estimate.MaxLayers):
 		return 0, idemcheck.Usagef("--layers %d is out of range: use 1 to %d", layers, estimate.MaxLayers)
 	case set["tries"] && (tries < 1 || tries > estimate.MaxTries):
 		return 0, idemcheck.Usagef("--tries %d is out of range: use 1 to %d", tries, estimate.MaxTries)
 	}
 	in.Layers, in.Tries = layers, tries
+	if set["calls-per-intent"] && !(callsPerIntent >= 1 && callsPerIntent <= estimate.MaxTries) {
+		return 0, idemcheck.Usagef("--calls-per-intent %v is out of range: use 1 to %d, such as the provider.calls_per_intent of a check in a JSON report", callsPerIntent, estimate.MaxTries)
+	}
+	in.CallsPerIntent = callsPerIntent
 	// The flags above are checked one by one to name the flag; this catches
 	// any rule of the package that they missed.
 	if err := estimate.Validate(in); err != nil {

@@ -76,7 +76,8 @@ func TestEstimateBadInput(t *testing.T) {
 		{"bad window", base("", "--window", "a day"), `--window "a day" is out of range: use a Go duration above 0`},
 		{"zero window", base("", "--window", "0s"), `--window "0s" is out of range`},
 		{"window over a year", base("", "--window", "400d"), `--window "400d" is out of range`},
-		{"layers without tries", base("--tries"), "--layers and --tries go together"},
+		{"layers without tries", base("--tries"), "--layers goes with --tries or --calls-per-intent"},
+		{"calls per intent below one", base("", "--calls-per-intent", "0.5"), "--calls-per-intent 0.5 is out of range: use 1 to 10"},
 		{"too many layers", base("", "--layers", "11"), "--layers 11 is out of range: use 1 to 10"},
 		{"zero tries", base("", "--tries", "0"), "--tries 0 is out of range: use 1 to 10"},
 		{"layers not a number", base("", "--layers", "five"), `invalid value "five" for flag -layers`},
@@ -91,6 +92,17 @@ func TestEstimateBadInput(t *testing.T) {
 			assert.Empty(t, out, "nothing printed on bad input")
 		})
 	}
+}
+
+// The amplification a certification measured stands in for --tries.
+func TestEstimateTakesTheMeasuredAmplification(t *testing.T) {
+	code, out, errOut := cli(t, "estimate", "--requests-per-day", "20000", "--timeout-rate", "0.2%", "--succeeded-share", "50%",
+		"--layers", "5", "--calls-per-intent", "1.5")
+	require.Equal(t, idemcheck.ExitHeld, code, errOut)
+	assert.Contains(t, out, "measured             1.5^5 = 7.6 calls reach the bottom layer for one client intent")
+	code, out, errOut = cli(t, "estimate", "--requests-per-day", "20000", "--timeout-rate", "0.2%", "--succeeded-share", "50%", "--calls-per-intent", "2")
+	require.Equal(t, idemcheck.ExitHeld, code, errOut)
+	assert.Contains(t, out, "measured             2 provider calls per client intent")
 }
 
 func TestEstimateHelpExitsZero(t *testing.T) {

@@ -29,7 +29,13 @@ func (s *Server) execute(ctx context.Context, q db, req request) (rep reply, cre
 		return problem(http.StatusPaymentRequired,
 			"the charge was declined; a new attempt needs a new Idempotency-Key"), false, nil
 	}
-	rep, err = insertEffect(ctx, q, req)
+	var chargeID string
+	if s.cfg.Provider != "" && !s.st.chargeAfterCommit {
+		if chargeID, err = s.pay(ctx, req, s.st.providerKey(ctx, req)); err != nil {
+			return reply{}, false, err
+		}
+	}
+	rep, err = insertEffect(ctx, q, req, chargeID)
 	return rep, err == nil, err
 }
 
@@ -49,7 +55,8 @@ func charge(ctx context.Context, q db, op operation) (approved bool, err error) 
 }
 
 // insertEffect writes the order or payment and builds the 201 reply for it.
-func insertEffect(ctx context.Context, q db, req request) (reply, error) {
+// chargeID, the provider's charge, is stored with it ("" stores NULL).
+func insertEffect(ctx context.Context, q db, req request, chargeID string) (reply, error) {
 	op := req.op
 	var id string
 	var createdAt time.Time
@@ -57,16 +64,16 @@ func insertEffect(ctx context.Context, q db, req request) (reply, error) {
 	switch op.kind {
 	case orderKind:
 		err = q.QueryRow(ctx, `
-			INSERT INTO orders (client, customer_id, total_cents, idempotency_key)
-			VALUES ($1, $2, $3, $4)
+			INSERT INTO orders (client, customer_id, total_cents, idempotency_key, provider_charge_id)
+			VALUES ($1, $2, $3, $4, nullif($5, ''))
 			RETURNING id, created_at`,
-			req.client, op.customerID, op.cents, req.key).Scan(&id, &createdAt)
+			req.client, op.customerID, op.cents, req.key, chargeID).Scan(&id, &createdAt)
 	case paymentKind:
 		err = q.QueryRow(ctx, `
-			INSERT INTO payments (client, order_ref, customer_id, amount_cents, idempotency_key)
-			VALUES ($1, nullif($2, ''), nullif($3, ''), $4, $5)
+			INSERT INTO payments (client, order_ref, customer_id, amount_cents, idempotency_key, provider_charge_id)
+			VALUES ($1, nullif($2, ''), nullif($3, ''), $4, $5, nullif($6, ''))
 			RETURNING id, created_at`,
-			req.client, op.orderRef, op.customerID, op.cents, req.key).Scan(&id, &createdAt)
+			req.client, op.orderRef, op.customerID, op.cents, req.key, chargeID).Scan(&id, &createdAt)
 	default:
 		panic("orders: unknown operation kind " + op.kind)
 	}

@@ -85,6 +85,9 @@ type Config struct {
 	// AfterClaim is a test hook, called after the key is claimed and before
 	// the work transaction. Nil in production.
 	AfterClaim func(ctx context.Context, key string)
+	// Provider is the base URL of the payment provider an approved order
+	// or payment is charged at (provider.go); empty charges nowhere.
+	Provider string
 	// AfterEffect is a test hook, called once the order or payment is
 	// written and before the key is marked done (in the reference that is
 	// inside the work transaction, before COMMIT). A hook that panics with
@@ -129,6 +132,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Server {
 
 	for _, ep := range endpoints {
 		s.mux.HandleFunc("POST "+ep.path, func(w http.ResponseWriter, r *http.Request) {
+			r = withRequestID(r)
 			if req, ok := s.parseRequest(w, r, ep); ok {
 				s.st.create(s, w, r, req)
 			}

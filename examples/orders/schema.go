@@ -79,6 +79,11 @@ BEGIN
 	END IF;
 END $$;
 
+-- The payment provider's charge for an order or payment (provider.go),
+-- written in the same statement as the row; NULL without a provider.
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS provider_charge_id text;
+ALTER TABLE payments ADD COLUMN IF NOT EXISTS provider_charge_id text;
+
 CREATE TABLE IF NOT EXISTS processor_declines (
 	payer           text        PRIMARY KEY,
 	declined_at     timestamptz NOT NULL DEFAULT now()

@@ -50,6 +50,12 @@ type steps struct {
 	replay func(s *Server, w http.ResponseWriter, r *http.Request, req request, k keyRow)
 	// retention is the default of Config.Retention.
 	retention time.Duration
+	// providerKey is the idempotency key a charge at the payment provider
+	// carries ("" for none), from the request (provider.go).
+	providerKey func(ctx context.Context, req request) string
+	// chargeAfterCommit charges the provider after the work committed,
+	// not inside it (bug_charge_after_commit.go).
+	chargeAfterCommit bool
 }
 
 // referenceSteps is the reference flow (reference.go).
@@ -68,6 +74,7 @@ func referenceSteps() steps {
 		release:     (*Server).release,
 		replay:      (*Server).replaySaved,
 		retention:   24 * time.Hour,
+		providerKey: providerKey,
 	}
 }
 
@@ -121,4 +128,12 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	{Name: SavesValidationErrors, Check: "corrected-retry", Anomaly: "rejected-request-saved", Impl: savesValidationErrors},
 	// The check's two long keys must differ only past the 64th character.
 	{Name: TruncatesKeys, Check: "key-syntax", Anomaly: "over-deduplication", Impl: truncatesKeys},
+	// The variants below charge a payment provider (PROVIDER_URL, a
+	// double idemcheck serves): without one they are the reference.
+	// A failed first attempt charged; its retry charges again.
+	{Name: FreshProviderKey, Check: "failed-attempt", Anomaly: "provider-duplicate-charge", Impl: freshProviderKey},
+	{Name: NoProviderKey, Check: "concurrent-burst", Anomaly: "provider-call-without-key", Impl: noProviderKey},
+	// The crash must fall after the charge and before the work's COMMIT.
+	{Name: ProviderKeyPerAttempt, Check: "crash-lease", Anomaly: "provider-duplicate-charge", Impl: providerKeyPerAttempt},
+	{Name: ChargeAfterCommit, Check: "lost-reply", Anomaly: "provider-call-without-key", Impl: chargeAfterCommit},
 }

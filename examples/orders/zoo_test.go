@@ -46,7 +46,7 @@ func zooCase(t *testing.T, v orders.Variant, show func(t *testing.T, v orders.Va
 
 func TestZooVariants(t *testing.T) {
 	vs := orders.Variants()
-	require.Len(t, vs, 23)
+	require.Len(t, vs, 27)
 	require.Equal(t, orders.Reference, vs[0])
 	check, anomaly := orders.Expectation(orders.Reference)
 	require.Empty(t, check)

@@ -17,8 +17,14 @@ import (
 // same kind, for the same reason. dedupe-by-body answers a second key with
 // the first key's order whenever the bodies are the same, which is what
 // key-syntax's two long keys send.
+// A variant that charges its provider without a key does so for every
+// request it executes, the corrected one and the two long keys' included.
 var alsoSeenBy = map[string]map[string]idemcheck.Kind{
 	"orders/" + string(orders.DedupeByBody): {idemcheck.CheckKeySyntax: idemcheck.OverDeduplication},
+	"orders/" + string(orders.NoProviderKey): {idemcheck.CheckCorrectedRetry: idemcheck.ProviderCallWithoutKey,
+		idemcheck.CheckKeySyntax: idemcheck.ProviderCallWithoutKey},
+	"orders/" + string(orders.ChargeAfterCommit): {idemcheck.CheckCorrectedRetry: idemcheck.ProviderCallWithoutKey,
+		idemcheck.CheckKeySyntax: idemcheck.ProviderCallWithoutKey},
 }
 
 // corrected-retry and key-syntax, on every entry of the zoo: each finds its

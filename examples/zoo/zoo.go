@@ -128,10 +128,17 @@ type Config struct {
 
 // Certify starts the entry as a process target (two instances behind a
 // round-robin balancer, as a deployment with replicas) on its own
-// database and certifies it.
+// database, with a payment provider double for the orders API, and
+// certifies it.
 func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result, error) {
 	command := filepath.Join(b.Dir, e.App) + " " + e.Args()
-	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, Instances: 2, DSN: c.DSN, Logs: c.Logs})
+	o := targets.ProcessOptions{Command: command, Instances: 2, DSN: c.DSN, Logs: c.Logs}
+	if e.App == "orders" {
+		// The orders API charges a payment provider when given one: the
+		// zoo serves it a double, whose calls every check judges too.
+		o.Providers = []string{orders.ProviderEnv}
+	}
+	pt, err := targets.StartProcessTarget(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +327,7 @@ var abbreviations = map[idemcheck.Kind]string{
 	idemcheck.MissingKeyAccepted: "nokey", idemcheck.ServerErrorUnderRetry: "5xx", idemcheck.StuckKey: "stuck",
 	idemcheck.LostEffect: "lost", idemcheck.UnexpectedStatus: "status", idemcheck.NeverAcknowledged: "noack",
 	idemcheck.RejectedRequestSaved: "rsave", idemcheck.MalformedKeyAccepted: "mkey",
+	idemcheck.ProviderDuplicateCharge: "pdup", idemcheck.ProviderCallWithoutKey: "pnokey",
 }
 
 func abbreviate(k idemcheck.Kind) string {

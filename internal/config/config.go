@@ -106,6 +106,10 @@ type Spec struct {
 	DBImage, Ready string
 	// Env holds NAME=VALUE variables for a Command or Image target.
 	Env []string
+	// Providers names the variables that hand a Command or Image target
+	// the base URLs of downstream provider doubles idemcheck serves for
+	// it (PROVIDER_URL, say): its calls to them are checked too.
+	Providers []string
 	// TargetLog names the file a started target's output goes to.
 	TargetLog string
 
@@ -180,6 +184,8 @@ type Launch struct {
 	DBImage   string
 	Ready     string
 	Env       []string
+	// Providers are the variables naming its provider doubles.
+	Providers []string
 	// DSN is the database handed to the target; empty provides one.
 	DSN         string
 	AllowRemote bool
@@ -264,7 +270,7 @@ func Build(s Spec) (*Built, error) {
 	}
 	if s.Handler != nil || started {
 		b.Launch = &Launch{Handler: s.Handler, Command: s.Command, Instances: max(s.Instances, 1), Image: s.Image,
-			DBImage: s.DBImage, Ready: s.Ready, Env: s.Env, DSN: s.DSN, AllowRemote: s.AllowRemote, Log: s.TargetLog}
+			DBImage: s.DBImage, Ready: s.Ready, Env: s.Env, Providers: s.Providers, DSN: s.DSN, AllowRemote: s.AllowRemote, Log: s.TargetLog}
 	} else if s.DSN != "" {
 		c.DSN, c.DBName = s.DSN, targets.RedactDSN(s.DSN)
 	}
@@ -297,6 +303,9 @@ func (s Spec) checkTarget() error {
 		return usage(f, "%s and %s go with %s", idemcheck.Field("Ready"), idemcheck.Field("DBImage"), idemcheck.Field("Image"))
 	case !started && len(s.Env) > 0:
 		return usage("Env", "%s goes with %s or %s, a target idemcheck starts", idemcheck.Field("Env"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	case !started && len(s.Providers) > 0:
+		return usage("Providers", "%s goes with %s or %s: idemcheck serves provider doubles for a target it starts, and hands it their URLs",
+			idemcheck.Field("Providers"), idemcheck.Field("Command"), idemcheck.Field("Image"))
 	case !started && s.TargetLog != "":
 		return usage("TargetLog", "%s goes with %s or %s: idemcheck keeps the output of a target it starts",
 			idemcheck.Field("TargetLog"), idemcheck.Field("Command"), idemcheck.Field("Image"))
@@ -311,6 +320,9 @@ func (s Spec) checkTarget() error {
 	case s.DB != nil && started:
 		return usage("DB", "%s goes with %s or %s; a started target's effects are counted in the database idemcheck hands it (%s)",
 			idemcheck.Field("DB"), idemcheck.Field("Handler"), idemcheck.Field("URL"), idemcheck.Field("DSN"))
+	}
+	if err := targets.CheckProviderEnv(s.Providers); err != nil {
+		return usage("Providers", "%s %v", idemcheck.Field("Providers"), err)
 	}
 	for i, kv := range s.Env {
 		if _, err := targets.ParseEnv([]string{kv}); err != nil {
@@ -774,7 +786,7 @@ func (l *Launch) Start(ctx context.Context, output, log io.Writer) (*Started, er
 		}
 		ct, err := targets.StartContainerTarget(ctx, targets.ContainerOptions{
 			Image: l.Image, DBImage: l.DBImage, DSN: l.DSN, Env: env, Ready: l.Ready, Log: log, Output: output,
-			AllowRemote: l.AllowRemote,
+			AllowRemote: l.AllowRemote, Providers: l.Providers,
 		})
 		if err != nil {
 			return nil, err
@@ -782,7 +794,7 @@ func (l *Launch) Start(ctx context.Context, output, log io.Writer) (*Started, er
 		return &Started{URL: ct.URL, Powers: ct.Powers(), Replicas: 1, DB: ct.DB, stop: ct.Close}, nil
 	}
 	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: l.Command, Instances: l.Instances, DSN: l.DSN, Env: l.Env,
-		AllowRemote: l.AllowRemote, Logs: output})
+		AllowRemote: l.AllowRemote, Logs: output, Providers: l.Providers})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"DBImage":                {Name: "--db-image"},
 		"Ready":                  {Name: "--ready"},
 		"Env":                    {Name: "--env"},
+		"Providers":              {Name: "--provider-env"},
 		"TargetLog":              {Name: "--target-log"},
 		"Method":                 {Name: "--method"},
 		"Path":                   {Name: "--path"},

@@ -75,8 +75,10 @@ func Validate(in Inputs) error {
 		return fmt.Errorf("layers %d is out of range: use 1 to %d", in.Layers, MaxLayers)
 	case in.Tries < 0 || in.Tries > MaxTries:
 		return fmt.Errorf("tries %d is out of range: use 1 to %d", in.Tries, MaxTries)
-	case (in.Layers == 0) != (in.Tries == 0):
-		return fmt.Errorf("layers and tries go together: give both or neither")
+	case in.Tries > 0 && in.Layers == 0, in.Layers > 0 && in.Tries == 0 && in.CallsPerIntent == 0:
+		return fmt.Errorf("layers go with tries or calls per intent: give both or neither")
+	case !(in.CallsPerIntent == 0 || in.CallsPerIntent >= 1 && in.CallsPerIntent <= MaxTries):
+		return fmt.Errorf("calls per intent %v is out of range: use 1 to %d", in.CallsPerIntent, MaxTries)
 	}
 	return nil
 }
@@ -98,6 +100,9 @@ func Compute(in Inputs) Result {
 		for range in.Layers {
 			r.Amplification *= int64(in.Tries)
 		}
+	}
+	if in.CallsPerIntent > 0 {
+		r.MeasuredAmplification = math.Pow(in.CallsPerIntent, float64(max(in.Layers, 1)))
 	}
 	return r
 }
@@ -146,6 +151,14 @@ func WriteText(w io.Writer, r Result) error {
 	if r.Amplification > 0 {
 		row("retry amplification", "%d^%d = %s tries reach the bottom layer for one request at the top (%d layers, %d tries each)",
 			in.Tries, in.Layers, number(float64(r.Amplification)), in.Layers, in.Tries)
+	}
+	if r.MeasuredAmplification > 0 {
+		if in.Layers > 1 {
+			row("measured", "%s^%d = %s calls reach the bottom layer for one client intent, if every layer amplifies as the measured one (%s provider calls per intent)",
+				number(in.CallsPerIntent), in.Layers, number(r.MeasuredAmplification), number(in.CallsPerIntent))
+		} else {
+			row("measured", "%s provider calls per client intent, as a certification measured it", number(in.CallsPerIntent))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -239,6 +239,13 @@ func markdownAnomaly(b *strings.Builder, a idemcheck.Anomaly) {
 	if len(a.Evidence) < len(a.Attempts) {
 		lines = append(lines, "Witnesses: attempts "+ints(a.Attempts)+".")
 	}
+	for i, call := range a.Calls {
+		if i == MarkdownMaxEvidence {
+			lines = append(lines, fmt.Sprintf("… %d more provider calls", len(a.Calls)-i))
+			break
+		}
+		lines = append(lines, callLine(call, MarkdownBodyMax))
+	}
 	if len(lines) == 0 {
 		return
 	}

@@ -107,6 +107,37 @@ func evidenceLine(e idemcheck.Evidence, bodyMax int) string {
 	return line
 }
 
+// callLine shows one call the target made to a provider double, the
+// evidence of a provider-* anomaly, as one line: its number at the
+// provider, its key (or none), what the provider did and how the call was
+// tied to its intent.
+func callLine(c idemcheck.ProviderCall, bodyMax int) string {
+	key := "no key"
+	if c.Key != "" {
+		key = "key " + oneLine(c.Key, 80)
+	}
+	what := fmt.Sprintf("answered %d", c.Status)
+	switch {
+	case c.Created:
+		what = "charged " + c.Charge
+	case c.Replayed:
+		what = "replayed " + c.Charge
+	case c.Status == 0:
+		what = "no answer"
+	}
+	if c.Fault != "" {
+		what += " under " + c.Fault
+	}
+	line := fmt.Sprintf("Provider call %d to %s %s %s, %s: %s", c.Seq, c.Provider, c.Method, oneLine(c.Path, 80), key, what)
+	if b := oneLine(c.Body, bodyMax); b != "" {
+		line += "; body " + b
+	}
+	if c.Mapped == idemcheck.MappedByWindow {
+		line += " (named no intent: tied by its time)"
+	}
+	return line
+}
+
 // observedLine shows an anomaly's observed figures as one sentence, keys
 // sorted so the output is stable: "Observed: effects 2; statuses 201 x32."
 func observedLine(o map[string]any) string {

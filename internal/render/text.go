@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,9 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 			status = "INCONCL"
 		}
 		detail := fmt.Sprintf("%d intents, %d attempts", ch.Intents, ch.Attempts)
+		if p := ch.Provider; p != nil {
+			detail += fmt.Sprintf(", provider: %s calls per intent (max %d), %d charges", strconv.FormatFloat(p.CallsPerIntent, 'f', -1, 64), p.MaxCallsPerIntent, p.Charges)
+		}
 		if len(ch.Anomalies) > 0 {
 			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindTally(r, ch.Anomalies))
 		}
@@ -141,6 +145,13 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 				line += "  [replayed: " + e.Replayed + "]"
 			}
 			fmt.Fprintf(w, "    %s%s%s\n", c.dim, line, c.reset)
+		}
+		for i, call := range a.Calls {
+			if i == MaxEvidence {
+				fmt.Fprintf(w, "    %s… %d more provider calls%s\n", c.dim, len(a.Calls)-i, c.reset)
+				break
+			}
+			fmt.Fprintf(w, "    %s%s%s\n", c.dim, callLine(call, 100), c.reset)
 		}
 		if len(g.others) > 0 {
 			fmt.Fprintf(w, "    and in %d more intents of %s: %s\n", len(g.others), a.Check, strList(g.others, 4))

@@ -87,7 +87,7 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 }
 
 func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
-	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances", "image", "db_image", "env", "log")
+	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances", "image", "db_image", "env", "log", "providers")
 	if err != nil {
 		return err
 	}
@@ -118,6 +118,20 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 			}
 			d.places[idemcheck.Field(fmt.Sprintf("Env[%d]", len(d.spec.Env)))] = place{v.Content[i], key}
 			d.spec.Env = append(d.spec.Env, v.Content[i].Value+"="+val)
+		}
+	}
+	if v, ok := f["providers"]; ok {
+		key := join(field, "providers")
+		if v.Kind != yaml.SequenceNode {
+			return p.errf(v, key, "expected a list of variable names, such as [PROVIDER_URL], got %s", kindName(v))
+		}
+		d.places["Providers"] = place{v, key}
+		for i, c := range v.Content {
+			name, err := p.str(c, fmt.Sprintf("%s[%d]", key, i))
+			if err != nil {
+				return err
+			}
+			d.spec.Providers = append(d.spec.Providers, name)
 		}
 	}
 	if v, ok := f["instances"]; ok {

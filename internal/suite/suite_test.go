@@ -104,6 +104,8 @@ func TestErrors(t *testing.T) {
 		{"bad pointer", "policy: {ignore_fields: [servedAt]}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n", `s.yaml:1: policy.ignore_fields: JSON pointer "servedAt" must start with /`},
 		{"duplicate name", "endpoints:\n  - {url: 'http://127.0.0.1', path: /a, name: x}\n  - {url: 'http://127.0.0.1', path: /b, name: x}\n", `s.yaml:3: endpoints[1].name: "x" is used by an earlier endpoint`},
 		{"reserved env", "target:\n  image: orders:local\n  env:\n    PORT: '9'\nendpoints: [{path: /a}]\n", "s.yaml:4: target.env.PORT: PORT: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
+		{"reserved provider", "target:\n  cmd: ./orders\n  providers: [DATABASE_URL]\nendpoints: [{path: /a}]\n", "s.yaml:3: target.providers: DATABASE_URL: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
+		{"providers without a started target", "target:\n  url: http://127.0.0.1\n  providers: [PROVIDER_URL]\nendpoints: [{path: /a}]\n", "s.yaml:3: target.providers goes with cmd or image"},
 		{"endpoints not a list", "endpoints: {path: /a}\n", "s.yaml:1: endpoints: expected a non-empty list of endpoints, got a mapping"},
 		{"replay header with a space", "policy:\n  preset: stripe\n  replay_header: 'bad header'\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n",
 			`s.yaml:3: policy.replay_header: replay_header "bad header" is not an HTTP header name`},

@@ -13,6 +13,11 @@
 // the database and nothing else, which is what the in-memory-lock variant
 // needs to show its bug.
 //
+// With PROVIDER_URL set, an approved order or payment is charged at that
+// payment provider (POST $PROVIDER_URL/v1/charges), under an idempotency
+// key derived from the client's; idemcheck --provider-env PROVIDER_URL
+// serves a provider double there and checks the calls.
+//
 // -exit-on-db-error makes the process exit with status 1 when a database
 // connection fails under it (a link cut at COMMIT, say), as a Node service
 // using pg without an 'error' handler does. It is not a variant of the
@@ -72,12 +77,13 @@ func run() error {
 		Name:          "orders",
 		ExitOnDBError: *exitOnDBError,
 		Migrate:       orders.Migrate,
-		Log:           []any{"variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances},
+		Log:           []any{"variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances, "provider", os.Getenv(orders.ProviderEnv) != ""},
 		Handler: func(pool *pgxpool.Pool) (http.Handler, func() []any) {
 			var apis []*orders.Server
 			var handlers []http.Handler
 			for range *instances {
-				api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute, Autocommit: *autocommit})
+				api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute, Autocommit: *autocommit,
+					Provider: os.Getenv(orders.ProviderEnv)})
 				apis = append(apis, api)
 				handlers = append(handlers, api)
 			}
