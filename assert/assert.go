@@ -39,15 +39,18 @@ func ruleOf(pc idemcheck.PlannedCheck) string {
 	return pc.Rule
 }
 
-// faultChecks are the planned checks that break the target on purpose,
-// as the plan says: a key still in progress when their retries give up is
-// stuck.
-func faultChecks(h *idemcheck.History) map[string]bool {
-	m := map[string]bool{}
+// facts are what the plan says of each planned check, by name: whether it
+// breaks the target on purpose (a key still in progress when its retries
+// give up is stuck) and whether an answered failure of its first attempt
+// releases the key. A check planned twice has the facts of either.
+func facts(h *idemcheck.History) map[string]idemcheck.PlannedCheck {
+	m := map[string]idemcheck.PlannedCheck{}
 	for _, pc := range h.Run.Checks {
-		if pc.Faults {
-			m[pc.Name] = true
-		}
+		f := m[pc.Name]
+		f.Name = pc.Name
+		f.Faults = f.Faults || pc.Faults
+		f.FailureReleasesKey = f.FailureReleasesKey || pc.FailureReleasesKey
+		m[pc.Name] = f
 	}
 	return m
 }
@@ -185,14 +188,14 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 			scheduled[b.Intent] = b
 		}
 	}
-	faults := faultChecks(h)
+	planned := facts(h)
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
 		atts := byIntent[in.ID]
 		if len(atts) == 0 {
 			continue
 		}
-		ic := intentCheck{policy: p, intent: in, attempts: atts, faults: faults[in.Check]}
+		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check]}
 		if b, ok := scheduled[in.ID]; ok {
 			ic.scheduled = &b
 		}
@@ -214,9 +217,10 @@ type intentCheck struct {
 	intent   idemcheck.Intent
 	attempts []idemcheck.Attempt // in start order
 	obs      *idemcheck.Observation
-	// faults: the intent's check breaks the target on purpose (its plan's
-	// fault flag).
-	faults bool
+	// facts are what the plan says of the intent's check: whether it
+	// breaks the target on purpose (Faults), whether an answered failure
+	// releases the key (FailureReleasesKey).
+	facts idemcheck.PlannedCheck
 	// scheduled is the intent's burst when its race was scheduled at the
 	// database link.
 	scheduled *idemcheck.Burst
@@ -249,7 +253,7 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 // fault check gave up: past the lease and its margin.
 func (c *intentCheck) checkStuck() {
 	p := c.policy
-	if !c.faults || len(p.InProgressList()) == 0 || p.AckOnly {
+	if !c.facts.Faults || len(p.InProgressList()) == 0 || p.AckOnly {
 		return // under an ack-only policy checkAcknowledged judges conflicts
 	}
 	var conflicts []idemcheck.Attempt
@@ -263,9 +267,10 @@ func (c *intentCheck) checkStuck() {
 	}
 	last := c.attempts[len(c.attempts)-1]
 	first := c.attempts[0]
-	// The first attempt answered with an error: the server knew its work
-	// had failed, so nothing held the key and a conflict is already a lie.
-	answeredFailure := c.intent.Check == idemcheck.CheckFailedAttempt && first.Outcome == idemcheck.Replied &&
+	// The first attempt answered with an error, in a check whose answered
+	// failure releases the key: the server knew its work had failed, so
+	// nothing held the key and a conflict is already a lie.
+	answeredFailure := c.facts.FailureReleasesKey && first.Outcome == idemcheck.Replied &&
 		!p.Replay(first.Status) && !p.InProgress(first.Status)
 	if answeredFailure {
 		c.add(idemcheck.StuckKey, ids(conflicts),
@@ -294,7 +299,7 @@ func (c *intentCheck) checkStuck() {
 // look the same. "" otherwise.
 func (c *intentCheck) stuckWithoutLease() string {
 	p := c.policy
-	if !c.faults || p.Lease > 0 || p.AckOnly || len(c.attempts) < 2 {
+	if !c.facts.Faults || p.Lease > 0 || p.AckOnly || len(c.attempts) < 2 {
 		return ""
 	}
 	last := c.attempts[len(c.attempts)-1]
@@ -563,7 +568,7 @@ func (c *intentCheck) checkStatuses() {
 			}
 			continue
 		}
-		if c.faults && p.InProgress(a.Status) {
+		if c.facts.Faults && p.InProgress(a.Status) {
 			continue // checkStuck judges conflicts after a fault
 		}
 		if p.AckOnly && (a.Status >= 500 || p.InProgress(a.Status)) {

@@ -17,7 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/wire"
 )
 
-// Every check is whole: a unique name, its rule, a build and a skip; the
+// Every check is whole: a unique name, its rule and a build; the
 // registry's order is the run order Names gives, and Lookup finds each.
 func TestEveryCheckIsOneWholeValue(t *testing.T) {
 	seen := map[string]bool{}
@@ -27,7 +27,6 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 		seen[c.Name] = true
 		assert.NotEmpty(t, c.Rule, c.Name)
 		assert.NotNil(t, c.Build, c.Name)
-		assert.NotNil(t, c.Skip, c.Name)
 		assert.Equal(t, c.Name, Names()[i])
 		got, err := Lookup(c.Name)
 		require.NoError(t, err)
@@ -54,6 +53,11 @@ func TestPlanRecordsRulesAndFaults(t *testing.T) {
 	assert.Equal(t, idemcheck.PlannedCheck{Name: crash.Name, Skip: noPowers, Rule: crash.Rule, Faults: true}, plan[0])
 	replay, _ := Lookup(idemcheck.CheckSequentialReplay)
 	assert.Equal(t, idemcheck.PlannedCheck{Name: replay.Name, Rule: replay.Rule}, plan[1])
+
+	_, plan2, err := Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil)
+	require.NoError(t, err)
+	assert.True(t, plan2[0].FailureReleasesKey, "failed-attempt's plan says an answered failure releases the key")
+	assert.False(t, plan[0].FailureReleasesKey)
 
 	rest := NotAsked(plan)
 	require.Len(t, rest, len(Names())-2)
@@ -117,10 +121,9 @@ func TestANewCheckIsOneValue(t *testing.T) {
 	register(t, Check{
 		Name: name,
 		Rule: rule,
-		Build: one(func(o Options) Scenario {
-			return Scenario{Check: name, Rounds: o.Rounds, Steps: []Step{{Attempts: 1}, {Attempts: 1}, {Attempts: 1}}}
+		Build: rounds(func(r int) Scenario {
+			return Scenario{Rounds: r, Steps: []Step{{Attempts: 1}, {Attempts: 1}, {Attempts: 1}}}
 		}),
-		Skip: always,
 	})
 	require.Contains(t, Names(), name)
 
@@ -133,6 +136,8 @@ func TestANewCheckIsOneValue(t *testing.T) {
 		scs, plan, err := Plan([]string{name}, Defaults, p, e, nil)
 		require.NoError(t, err)
 		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, plan)
+		require.Len(t, scs, 1)
+		assert.Equal(t, name, scs[0].Check, "Plan labels a check's scenarios with its name")
 		h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
 		r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
 		require.NoError(t, r.Run(context.Background(), scs, h))
