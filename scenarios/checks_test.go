@@ -128,22 +128,12 @@ func TestANewCheckIsOneValue(t *testing.T) {
 	require.Contains(t, Names(), name)
 
 	for _, racy := range []bool{false, true} {
-		target := newSeenTarget(t)
-		target.racy = racy
-		e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
-			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
-		p := idemcheck.IETF()
-		scs, plan, err := Plan([]string{name}, Defaults, p, e, nil)
-		require.NoError(t, err)
-		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, plan)
-		require.Len(t, scs, 1)
-		assert.Equal(t, name, scs[0].Check, "Plan labels a check's scenarios with its name")
-		h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
-		r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
-		require.NoError(t, r.Run(context.Background(), scs, h))
+		rep, h := certifyOne(t, name, racy)
+		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, h.Run.Checks)
 		require.Len(t, h.Attempts, 3*Defaults.Rounds)
-
-		rep := idemassert.Report(h)
+		for _, in := range h.Intents {
+			assert.Equal(t, name, in.Check, "Plan labels a check's scenarios with its name")
+		}
 		require.Len(t, rep.Checks, 1)
 		assert.Equal(t, rule, rep.Checks[0].Rule)
 		require.Len(t, rep.Contract, len(Names()))
@@ -158,6 +148,24 @@ func TestANewCheckIsOneValue(t *testing.T) {
 			assert.Equal(t, idemcheck.RuleHeld, rep.Contract[0].Status)
 		}
 	}
+}
+
+// certifyOne plans the check called name under the IETF policy, runs it
+// against a loopback target that replays (or, racy, executes every request
+// again) and returns the report and the history: a check's own test.
+func certifyOne(t *testing.T, name string, racy bool) (idemcheck.Report, *idemcheck.History) {
+	t.Helper()
+	target := newSeenTarget(t)
+	target.racy = racy
+	e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
+		Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
+	p := idemcheck.IETF()
+	scs, plan, err := Plan([]string{name}, Defaults, p, e, nil)
+	require.NoError(t, err)
+	h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
+	r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
+	require.NoError(t, r.Run(context.Background(), scs, h))
+	return idemassert.Report(h), h
 }
 
 func kindsOf(as []idemcheck.Anomaly) []idemcheck.Kind {
