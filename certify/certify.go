@@ -94,6 +94,10 @@ type Config struct {
 	Powers targets.Powers
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool
+	// Words are the caller's words for the fields of this Config that a
+	// report names, such as why a check was skipped ("set Powers"): the
+	// command's flags, a suite's keys. Nil says them in Go's words.
+	Words map[idemcheck.Field]idemcheck.Word
 	// Rate caps requests per second (scenarios.DefaultRate when 0); a
 	// negative rate means no cap.
 	Rate float64
@@ -155,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, idemcheck.Usagef("%v", err)
 	}
-	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint, cfg.Powers)
+	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint, cfg.Powers, cfg.Words)
 	if err != nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Checks", "%s: %v", idemcheck.Field("Checks"), err)
 	}

@@ -35,17 +35,19 @@ type Check struct {
 	// some checks have a half for each thing the harness may do to it.
 	// Plan labels each scenario with the check's Name.
 	Build func(o Options, e Endpoint, t target) []Scenario
-	// Skip returns why the check does not apply to this target, or "";
-	// nil for a check that applies to every target.
-	Skip func(p idemcheck.Policy, e Endpoint, t target) string
+	// Skip returns why the check does not apply to this target, naming
+	// the settings that would make it apply as idemcheck.Field and
+	// idemcheck.Setting values (Plan says them in its caller's words), or
+	// the zero Phrase; nil for a check that applies to every target.
+	Skip func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase
 }
 
-// skip returns why c does not apply to this target, or "".
-func (c Check) skip(p idemcheck.Policy, e Endpoint, t target) string {
+// skip returns why c does not apply to this target in words, or "".
+func (c Check) skip(p idemcheck.Policy, e Endpoint, t target, words map[idemcheck.Field]idemcheck.Word) string {
 	if c.Skip == nil {
 		return ""
 	}
-	return c.Skip(p, e, t)
+	return c.Skip(p, e, t).In(words)
 }
 
 // Planned is the check as a run's plan records it, skipped for skip when
@@ -81,11 +83,13 @@ func Lookup(name string) (Check, error) {
 
 // Plan returns the scenarios of the named checks that apply to the policy
 // and endpoint, each labelled with its check's name, and every named check
-// with its rule, its facts and the reason it was skipped, if it was. An unknown name is an error
+// with its rule, its facts and the reason it was skipped, if it was, the
+// settings it names said in words (the caller's words for the fields of
+// certify.Config; nil says them in Go's). An unknown name is an error
 // listing the known ones. Under an ack-only policy (a webhook consumer)
 // every step that delivers a request to be processed redelivers it until
 // acknowledged, whatever the check.
-func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers) ([]Scenario, []idemcheck.PlannedCheck, error) {
+func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers, words map[idemcheck.Field]idemcheck.Word) ([]Scenario, []idemcheck.PlannedCheck, error) {
 	t := target{powers: powers != nil}
 	var scs []Scenario
 	var plan []idemcheck.PlannedCheck
@@ -94,7 +98,7 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 		if err != nil {
 			return nil, nil, err
 		}
-		pc := c.Planned(c.skip(p, e, t))
+		pc := c.Planned(c.skip(p, e, t, words))
 		if pc.Skip == "" {
 			built := c.Build(o, e, t)
 			for i := range built {
@@ -129,6 +133,9 @@ const keyInBody = "the key travels in the body (key_pointer, a consumer's event 
 
 func keyPointer(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.KeyPointer != "" }
 
+// unless is idemcheck.Phrasef: why a check does not apply.
+var unless = idemcheck.Phrasef
+
 // one is the build of a check with one scenario.
 func one(f func(Options) Scenario) func(Options, Endpoint, target) []Scenario {
 	return func(o Options, _ Endpoint, _ target) []Scenario { return []Scenario{f(o)} }
@@ -145,33 +152,33 @@ func faultRounds(f func(rounds int) Scenario) func(Options, Endpoint, target) []
 }
 
 // skipWhen is the skip of a check that does not apply where not holds: it
-// returns why there, and "" elsewhere.
-func skipWhen(not func(idemcheck.Policy, Endpoint, target) bool, why string) func(idemcheck.Policy, Endpoint, target) string {
-	return func(p idemcheck.Policy, e Endpoint, t target) string {
+// returns why there, and the zero Phrase elsewhere.
+func skipWhen(not func(idemcheck.Policy, Endpoint, target) bool, why idemcheck.Phrase) func(idemcheck.Policy, Endpoint, target) idemcheck.Phrase {
+	return func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
 		if not(p, e, t) {
 			return why
 		}
-		return ""
+		return idemcheck.Phrase{}
 	}
 }
 
-const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd; from Go, idemchecktest's Command or certify.Config.Powers)"
+var noPowers = unless("needs control of the target's process and database link: let idemcheck start it (%s)", idemcheck.Setting("Powers"))
 
-func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) string {
+func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) idemcheck.Phrase {
 	if !t.powers {
 		return noPowers
 	}
-	return ""
+	return idemcheck.Phrase{}
 }
 
-func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) string {
-	if r := needsPowers(p, e, t); r != "" {
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+	if r := needsPowers(p, e, t); !r.IsZero() {
 		return r
 	}
 	if p.Lease <= 0 {
-		return "the policy names no lease (--lease, or lease: in the policy), so a slow takeover cannot be told from a stuck key"
+		return unless("the policy names no lease (%s), so a slow takeover cannot be told from a stuck key", idemcheck.Setting("Policy.Lease"))
 	}
-	return ""
+	return idemcheck.Phrase{}
 }
 
 // registry is every check, in the order a certification runs them (and
@@ -207,7 +214,7 @@ var registry = []Check{
 			"a key reused with a different payload is rejected, runs nothing, and leaves the original untouched.",
 		Build: rounds(PayloadMismatch),
 		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.MismatchStatus == 0 },
-			"the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"),
+			unless("the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design")),
 	},
 	{
 		Name: idemcheck.CheckReorderedBody,
@@ -215,7 +222,7 @@ var registry = []Check{
 			"members reordered or white space changed is the same request and is replayed, not rejected.",
 		Build: rounds(ReorderedBody),
 		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return !e.JSONBody() },
-			"the request body is not a JSON object, so it has no members to reorder"),
+			unless("the request body is not a JSON object, so it has no members to reorder")),
 	},
 	{
 		Name: idemcheck.CheckCrossEndpoint,
@@ -223,7 +230,7 @@ var registry = []Check{
 			"it is never answered with the first endpoint's saved response.",
 		Build: rounds(CrossEndpoint),
 		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return e.Other == nil },
-			"no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"),
+			unless("no second endpoint to send the key to (%s)", idemcheck.Setting("Endpoint.Other"))),
 	},
 	{
 		Name: idemcheck.CheckDistinctKeys,
@@ -237,7 +244,7 @@ var registry = []Check{
 			"and runs nothing.",
 		Build: rounds(MissingKey),
 		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.MissingKeyStatus == 0 },
-			"the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"),
+			unless("the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request")),
 	},
 	{
 		Name: idemcheck.CheckFailedAttempt,
@@ -257,9 +264,9 @@ var registry = []Check{
 			}
 			return scs
 		},
-		Skip: func(p idemcheck.Policy, e Endpoint, t target) string {
+		Skip: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
 			if e.FailingBody != nil {
-				return ""
+				return idemcheck.Phrase{}
 			}
 			return needsPowers(p, e, t)
 		},
@@ -311,7 +318,7 @@ var registry = []Check{
 			"never replays another client's saved response.",
 		Build: rounds(CrossTenant),
 		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return len(e.Tenants) != 2 },
-			"needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"),
+			unless("needs two clients' credentials (%s)", idemcheck.Setting("Tenants"))),
 	},
 	{
 		Name: idemcheck.CheckWebhookRedeliver,
@@ -330,7 +337,7 @@ var registry = []Check{
 			return scs
 		},
 		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.KeyPointer == "" },
-			"for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"),
+			unless("for webhook and queue consumers: the policy names no key_pointer (the event id in the body; %s)", idemcheck.Setting("Policy.KeyPointer"))),
 	},
 	{
 		Name: idemcheck.CheckCorrectedRetry,
@@ -339,16 +346,17 @@ var registry = []Check{
 			"request completed nothing); where the policy saves rejections (save_rejected), the correction gets the saved rejection or the mismatch status " +
 			"and runs nothing.",
 		Build: rounds(CorrectedRetry),
-		Skip: func(p idemcheck.Policy, e Endpoint, t target) string {
+		Skip: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
 			if keyPointer(p, e, t) {
-				return keyInBody + "a sender does not correct an event it delivered"
+				return unless(keyInBody + "a sender does not correct an event it delivered")
 			}
 			if e.InvalidBody == nil {
 				if _, ok := BreakTypes(e.Body.Fill(idemcheck.Intent{ID: "ic-x-1", Key: "k", Seq: 1})); !ok {
-					return "the request body is not a JSON object with members, so no invalid body can be derived from it (give --invalid-body, or invalid_body in the suite)"
+					return unless("the request body is not a JSON object with members, so no invalid body can be derived from it (%s)",
+						idemcheck.Setting("InvalidBody"))
 				}
 			}
-			return ""
+			return idemcheck.Phrase{}
 		},
 	},
 	{
@@ -361,6 +369,6 @@ var registry = []Check{
 			// and two long keys, which every key store must keep apart.
 			return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
 		},
-		Skip: skipWhen(keyPointer, keyInBody+"the header's syntax does not apply"),
+		Skip: skipWhen(keyPointer, unless(keyInBody+"the header's syntax does not apply")),
 	},
 }

@@ -38,7 +38,7 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 	slices.Sort(known)
 	want := `unknown check "burst" (known: ` + strings.Join(known, ", ") + ")"
 	assert.Equal(t, want, err.Error())
-	_, _, err = Plan([]string{"burst"}, Defaults, idemcheck.IETF(), Endpoint{}, nil)
+	_, _, err = Plan([]string{"burst"}, Defaults, idemcheck.IETF(), Endpoint{}, nil, nil)
 	assert.EqualError(t, err, want)
 }
 
@@ -46,15 +46,15 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 // NotAsked the rest, in run order, so a history holds every rule.
 func TestPlanRecordsRulesAndFaults(t *testing.T) {
 	names := []string{idemcheck.CheckCrashLease, idemcheck.CheckSequentialReplay}
-	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil)
+	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, plan, 2)
 	crash, _ := Lookup(idemcheck.CheckCrashLease)
-	assert.Equal(t, idemcheck.PlannedCheck{Name: crash.Name, Skip: noPowers, Rule: crash.Rule, Faults: true}, plan[0])
+	assert.Equal(t, idemcheck.PlannedCheck{Name: crash.Name, Skip: noPowers.String(), Rule: crash.Rule, Faults: true}, plan[0])
 	replay, _ := Lookup(idemcheck.CheckSequentialReplay)
 	assert.Equal(t, idemcheck.PlannedCheck{Name: replay.Name, Rule: replay.Rule}, plan[1])
 
-	_, plan2, err := Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil)
+	_, plan2, err := Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil, nil)
 	require.NoError(t, err)
 	assert.True(t, plan2[0].FailureReleasesKey, "failed-attempt's plan says an answered failure releases the key")
 	assert.False(t, plan[0].FailureReleasesKey)
@@ -160,7 +160,7 @@ func certifyOne(t *testing.T, name string, racy bool) (idemcheck.Report, *idemch
 	e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
 		Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
 	p := idemcheck.IETF()
-	scs, plan, err := Plan([]string{name}, Defaults, p, e, nil)
+	scs, plan, err := Plan([]string{name}, Defaults, p, e, nil, nil)
 	require.NoError(t, err)
 	h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
 	r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}

@@ -87,6 +87,11 @@ func TestEveryCheckSkippedIsNotAPass(t *testing.T) {
 		"--body", `{"customerId":"{{intent}}"}`, "--checks", "failed-attempt,crash-lease,webhook-redelivery", "--no-color")
 	require.Equal(t, idemcheck.ExitInconclusive, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "ALL SKIPPED")
+	// The reasons name the flags that would make the checks apply, not the
+	// library's Go fields.
+	assert.Contains(t, out, "let idemcheck start it (--cmd or --image)")
+	assert.Contains(t, out, "the event id in the body; --key-pointer, or key_pointer: in the policy")
+	assert.NotContains(t, out, "set Powers")
 }
 
 // `idemcheck check` on a history holding only its run record reports an
