@@ -30,8 +30,10 @@
 // names the Config field it is about (an *idemcheck.FieldError), which the
 // command reports as its flag.
 //
-// The package may import every other package of the module but cmd and
-// examples.
+// It imports the layers below it (scenarios, targets, assert) and the
+// leaves (internal/wire, internal/netguard); never a front end (internal/config, internal/suite, idemchecktest, cmd), a
+// renderer (internal/render) or an example: they build on it
+// (layers_test.go in the root package keeps it so).
 package certify
 
 import (
