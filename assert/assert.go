@@ -55,10 +55,20 @@ func facts(h *idemcheck.History) map[string]idemcheck.PlannedCheck {
 	return m
 }
 
+// Words are a program's words for the settings the checker's hints name
+// (how to declare a lease, a body the target refuses, the key header):
+// the command's flags, a suite's keys. Nil says them as the fields of
+// certify.Config.
+type Words = map[idemcheck.Field]idemcheck.Word
+
 // Report checks h against the policy and plan in its header and returns the
-// full verdict. Stats other than the counts are left for the caller.
-func Report(h *idemcheck.History) idemcheck.Report {
-	anomalies := Check(h)
+// full verdict, its hints naming settings in Go's words (ReportIn). Stats
+// other than the counts are left for the caller.
+func Report(h *idemcheck.History) idemcheck.Report { return ReportIn(h, nil) }
+
+// ReportIn is Report with the settings its hints name said in words.
+func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
+	anomalies := check(h, words)
 	r := idemcheck.Report{
 		Version:   idemcheck.ReportVersion,
 		Verdict:   idemcheck.Pass,
@@ -75,7 +85,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 	byIntent := h.ByIntent()
 	events := eventsByIntent(h)
 	for _, pc := range h.Run.Checks {
-		ev := gatherEvidence(h, pc.Name, byIntent, events)
+		ev := gatherEvidence(h, pc.Name, byIntent, events, words)
 		cr := idemcheck.CheckResult{
 			Name: pc.Name, Status: idemcheck.Pass, Rule: ruleOf(pc), Anomalies: []int{},
 			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
@@ -101,7 +111,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 		// A check that sends bursts states how tightly they were released;
 		// when some round never got a burst tight enough to mean anything,
 		// its pass would rest on nothing.
-		if burst, loose := BurstProof(CheckBursts(h, pc.Name)); burst != "" && pc.Skip == "" {
+		if burst, loose := burstProof(CheckBursts(h, pc.Name), words); burst != "" && pc.Skip == "" {
 			switch {
 			case loose && cr.Status == idemcheck.Pass:
 				cr.Status, cr.Proof, cr.Reason = idemcheck.Inconclusive, "", "its bursts were too loose: "+burst
@@ -118,7 +128,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 			r.TargetExits = append(r.TargetExits, e)
 		}
 	}
-	r.Contract = contract(h, r.Checks)
+	r.Contract = contract(h, r.Checks, words)
 	r.Verdict = runVerdict(h, r.Checks, len(anomalies))
 	return r
 }
@@ -126,7 +136,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 // contract states every rule the history records as held, broken or not
 // checked: the planned checks' in the order they ran, then those the run
 // was not asked for.
-func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck.RuleResult {
+func contract(h *idemcheck.History, results []idemcheck.CheckResult, words Words) []idemcheck.RuleResult {
 	// counted says, per check, where its effect counts came from: the
 	// database ("db") or a read-back through the API (ViaHTTP).
 	counted := map[string]string{}
@@ -151,7 +161,7 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 		c, planned := byName[name]
 		switch {
 		case !planned:
-			rr.Status, rr.Reason = idemcheck.RuleNotChecked, "not asked for (--checks)"
+			rr.Status, rr.Reason = idemcheck.RuleNotChecked, idemcheck.Phrasef("not asked for (%s)", idemcheck.Field("Checks")).In(words)
 		case c.Status == idemcheck.Skip:
 			rr.Status, rr.Reason = idemcheck.RuleNotChecked, c.Reason
 		case c.Status == idemcheck.Fail:
@@ -168,7 +178,8 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 			case idemcheck.ViaHTTP:
 				rr.Basis = "the wire and effect counts read back through the API (HTTP GET), not the database: as true as the API's own list"
 			default:
-				rr.Basis = "the wire alone: no database, so effects were not counted (--db, --effect-sql, or --effect-http)"
+				rr.Basis = idemcheck.Phrasef("the wire alone: no database, so effects were not counted (%s, %s, or %s)",
+					idemcheck.Field("DB"), idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP")).In(words)
 			}
 		}
 		out = append(out, rr)
@@ -178,7 +189,9 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 
 // Check returns every anomaly in h, grouped by intent in the order the
 // intents were made, and within an intent in a fixed order of kinds.
-func Check(h *idemcheck.History) []idemcheck.Anomaly {
+func Check(h *idemcheck.History) []idemcheck.Anomaly { return check(h, nil) }
+
+func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 	p := h.Run.Policy
 	byIntent := h.ByIntent()
 	obs := h.ObservationsByIntent()
@@ -195,7 +208,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		if len(atts) == 0 {
 			continue
 		}
-		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check]}
+		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check], words: words}
 		if b, ok := scheduled[in.ID]; ok {
 			ic.scheduled = &b
 		}
@@ -204,7 +217,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		}
 		out = append(out, ic.run()...)
 	}
-	return hintKeyHeader(h, out)
+	return hintKeyHeader(h, out, words)
 }
 
 // MaxEvidence bounds the attempts shown as evidence in one anomaly; its
@@ -221,6 +234,8 @@ type intentCheck struct {
 	// breaks the target on purpose (Faults), whether an answered failure
 	// releases the key (FailureReleasesKey).
 	facts idemcheck.PlannedCheck
+	// words say the settings the intent's hints name.
+	words Words
 	// scheduled is the intent's burst when its race was scheduled at the
 	// database link.
 	scheduled *idemcheck.Burst
@@ -306,9 +321,9 @@ func (c *intentCheck) stuckWithoutLease() string {
 	if last.Outcome != idemcheck.Replied || !p.InProgress(last.Status) {
 		return ""
 	}
-	return fmt.Sprintf("the key was still in progress (%d) when the retries stopped, %.1fs after the crash, and the policy declares no lease: "+
-		"a key stuck for ever cannot be told from a lease longer than that; give the target's lease (--lease, or lease: in the policy)",
-		last.Status, last.End.Sub(c.attempts[0].End).Seconds())
+	return idemcheck.Phrasef("the key was still in progress (%d) when the retries stopped, %.1fs after the crash, and the policy declares no lease: "+
+		"a key stuck for ever cannot be told from a lease longer than that; give the target's lease (%s)",
+		last.Status, last.End.Sub(c.attempts[0].End).Seconds(), idemcheck.Setting("Policy.Lease")).In(c.words)
 }
 
 // checkAcknowledged judges the events of an ack-only policy (a webhook

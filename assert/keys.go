@@ -227,8 +227,8 @@ func (c *intentCheck) missedCorrection() string {
 	case !replied(rej):
 		return fmt.Sprintf("the invalid body (attempt %d) was not answered: %s", rej.ID, rej.Error)
 	case !rejected(rej):
-		return fmt.Sprintf("the target answered %d to the invalid body (attempt %d) where a 4xx rejection was due, so there was no rejected "+
-			"request to correct; give a body it refuses (--invalid-body, or invalid_body in the suite)", rej.Status, rej.ID)
+		return idemcheck.Phrasef("the target answered %d to the invalid body (attempt %d) where a 4xx rejection was due, so there was no rejected "+
+			"request to correct; give a body it refuses (%s)", rej.Status, rej.ID, idemcheck.Field("InvalidBody")).In(c.words)
 	case !replied(cor):
 		return fmt.Sprintf("the correction (attempt %d) was not answered: %s", cor.ID, cor.Error)
 	}

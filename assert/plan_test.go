@@ -50,7 +50,9 @@ func TestTheCheckerLearnsAChecksFactsFromThePlan(t *testing.T) {
 	assert.Equal(t, idemcheck.RuleResult{Check: c, Rule: rule, Status: idemcheck.RuleBroken,
 		Basis: "the wire and the database's effect counts"}, r.Contract[0])
 	assert.Equal(t, idemcheck.RuleResult{Check: "another", Rule: "Another rule.", Status: idemcheck.RuleNotChecked,
-		Reason: "not asked for (--checks)"}, r.Contract[1])
+		Reason: "not asked for (Checks)"}, r.Contract[1])
+	flags := ReportIn(&b.h, Words{"Checks": {Name: "--checks"}})
+	assert.Equal(t, "not asked for (--checks)", flags.Contract[1].Reason, "in the caller's words")
 
 	b.h.Run.Checks[0].Faults = false
 	assert.Empty(t, Check(&b.h), "a check that does not break the target on purpose leaves no key stuck")

@@ -45,7 +45,7 @@ type checkEvidence struct {
 }
 
 // gatherEvidence reads the check's intents, attempts and events.
-func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event) *checkEvidence {
+func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event, words Words) *checkEvidence {
 	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}}
 	planned := facts(h)
 	for _, e := range h.Events {
@@ -102,7 +102,7 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				ev.landed++
 			}
 		}
-		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name]}
+		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name], words: words}
 		if why := ic.stuckWithoutLease(); why != "" && ev.undecided == "" {
 			ev.undecided = why
 		}

@@ -97,7 +97,8 @@ type Config struct {
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool
 	// Words are the caller's words for the fields of this Config that a
-	// report names, such as why a check was skipped ("set Powers"): the
+	// report names, such as why a check was skipped ("set Powers") or the
+	// checker's hints (assert.ReportIn): the
 	// command's flags, a suite's keys. Nil says them in Go's words.
 	Words map[idemcheck.Field]idemcheck.Word
 	// Rate caps requests per second (scenarios.DefaultRate when 0); a
@@ -259,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.TargetLog != "" && (!cfg.TargetLogOnExit || Exited(h)) {
 		h.Run.Target.Log = cfg.TargetLog
 	}
-	rep := assert.Report(h)
+	rep := assert.ReportIn(h, cfg.Words)
 	rep.Stats.DurationMS = time.Since(start).Milliseconds()
 	return &Result{History: h, Report: rep}, nil
 }

@@ -50,6 +50,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"MaxDuration":            {Name: "--max-duration"},
 		"MaxBody":                {Name: "--max-body"},
 		"Protocol":               {Name: "--protocol"},
+		"Timed":                  {Name: "--timed-bursts"},
 		"RedactFields":           {Name: "--redact-field"},
 		"TLS.Certificates":       {Name: "--cert", Set: "pass --cert FILE and --key FILE"},
 		"TLS.RootCAs":            {Name: "--cacert", Set: "pass --cacert FILE"},
