@@ -51,6 +51,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"MaxBody":                {Name: "--max-body"},
 		"Protocol":               {Name: "--protocol"},
 		"Timed":                  {Name: "--timed-bursts"},
+		"Faults":                 {Name: "--fault"},
 		"RedactFields":           {Name: "--redact-field"},
 		"TLS.Certificates":       {Name: "--cert", Set: "pass --cert FILE and --key FILE"},
 		"TLS.RootCAs":            {Name: "--cacert", Set: "pass --cacert FILE"},
