@@ -10,7 +10,9 @@
 // # Layers
 //
 // The packages are layered. Each may import the root and the layers
-// listed before it, never one listed after it:
+// listed before it, never one listed after it, and its own first comment
+// says what it must never import (layers_test.go checks the rules with
+// go list):
 //
 //   - idemcheck (this package): the vocabulary; the standard library only.
 //   - assert: what must hold; turns a History into Anomalies and a Report.
@@ -20,10 +22,13 @@
 //   - faults (how to break the client's or the database's link) and
 //     targets (where the API and its database live: a URL, a process, a
 //     container, a DSN): never scenarios, assert or certify.
-//   - scenarios: what to send, each check's scenario as a value, and the
-//     runner that sends it with faults applied and records every attempt.
-//   - certify: the public entry point; it joins a target, the scenarios,
-//     the faults and assert into one certification.
+//   - scenarios: the checks as values in one registry, what each sends,
+//     and the runner that sends it with faults applied and records every
+//     attempt into a history. It never imports assert: the checker learns
+//     what it needs of a check from the history's plan.
+//   - certify: the public entry point; it joins a target and its powers,
+//     the scenarios and assert into one certification. It never imports a
+//     front end or a renderer.
 //   - internal/config: the one place a certification's configuration is
 //     checked; it turns a description every front end fills into a
 //     certify.Config, its errors naming the field at fault.
@@ -31,17 +36,21 @@
 //     one's own tests) and cmd/idemcheck, whose commands go from flags to a
 //     configuration, certify, render, and map the verdict to an exit code:
 //     the three front ends, each filling internal/config's description and
-//     saying its errors in its own words (a flag, a file's line and key, a
-//     Go field).
+//     saying its errors, and its reports' skip reasons, in its own words (a
+//     flag, a file's line and key, a Go field).
 //
 // Beside the layers, internal/render turns a Report (or a suite's, or a
-// soak's result) into terminal text, JUnit and Markdown; it imports the
-// root and the standard library only, so any layer above may render.
+// soak's result) into terminal text, JUnit and Markdown, and
+// internal/estimate is the cost arithmetic of idemcheck estimate; both
+// import the root and the standard library only, so any layer above may
+// use them.
+// internal/openapi turns an OpenAPI description into endpoints for the
+// command (it imports internal/netguard only).
 // internal/wire (the harness's own HTTP client), internal/netguard (the
 // loopback rule), internal/tcprelay (the frame of a loopback TCP relay,
 // under faults' reply hold and targets' balancer) and internal/program (a
 // program's process: signals, exit code) are leaves that any layer may
-// use.
+// use. internal/testctx and targets/pgtest are for tests only.
 //
 // examples/ holds the reference APIs, the bug zoo and the demo, a program
 // of its own (go run ./examples/demo). It uses the harness; the harness

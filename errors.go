@@ -109,27 +109,74 @@ type Word struct{ Name, Set string }
 // Text is the message in words: each Field and Setting that words knows is
 // named as words says, any other in Go's words. An element of a list,
 // Headers[2], is named as the list (Headers) where words has no word for
-// the element itself.
+// the element itself. An error the message wraps that is itself about a
+// field (a *FieldError) is said in words too.
 func (e *FieldError) Text(words map[Field]Word) string {
-	args := make([]any, len(e.args))
-	for i, a := range e.args {
-		args[i] = a
+	return fmt.Errorf(e.format, inWords(words, e.args)...).Error()
+}
+
+// Phrase is a text that names settings, such as why a check does not
+// apply: Field and Setting values among its arguments, said in a program's
+// words by In, as a FieldError's message is by Text. The zero Phrase is
+// empty.
+type Phrase struct {
+	format string
+	args   []any
+}
+
+// Phrasef returns the phrase format with args, as fmt.Sprintf formats them.
+func Phrasef(format string, args ...any) Phrase { return Phrase{format: format, args: args} }
+
+// In is the phrase in words (see FieldError.Text); "" for the zero Phrase.
+func (p Phrase) In(words map[Field]Word) string {
+	if p.format == "" {
+		return ""
+	}
+	return fmt.Sprintf(p.format, inWords(words, p.args)...)
+}
+
+// IsZero reports whether p is the zero, empty, Phrase.
+func (p Phrase) IsZero() bool { return p.format == "" }
+
+// String is the phrase in Go's words.
+func (p Phrase) String() string { return p.In(nil) }
+
+// inWords returns args with each Field and Setting said as words says,
+// and each error about a field said in words.
+func inWords(words map[Field]Word, args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
 		switch a := a.(type) {
 		case Field:
 			if w, ok := a.in(words); ok {
-				args[i] = w.Name
+				out[i] = w.Name
 			}
 		case Setting:
 			if w, ok := Field(a).in(words); ok {
-				args[i] = w.Set
+				out[i] = w.Set
 				if w.Set == "" {
-					args[i] = "set " + w.Name
+					out[i] = "set " + w.Name
 				}
+			}
+		case error:
+			var fe *FieldError
+			if words != nil && errors.As(a, &fe) {
+				out[i] = &said{msg: strings.Replace(a.Error(), fe.Error(), fe.Text(words), 1), err: a}
 			}
 		}
 	}
-	return fmt.Errorf(e.format, args...).Error()
+	return out
 }
+
+// said is an error said in other words; it wraps the original.
+type said struct {
+	msg string
+	err error
+}
+
+func (s *said) Error() string { return s.msg }
+func (s *said) Unwrap() error { return s.err }
 
 // List is the list a field is an element of (Headers for Headers[2]), or
 // the field itself.

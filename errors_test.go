@@ -37,3 +37,31 @@ func TestFieldError(t *testing.T) {
 		t.Errorf("a word without Set: %q", got)
 	}
 }
+
+// A Phrase says its settings in a caller's words as a FieldError does, and
+// an error about a field it or a FieldError wraps is said in them too.
+func TestPhraseAndWrappedFieldErrorsInWords(t *testing.T) {
+	words := map[Field]Word{"Powers": {Name: "--cmd", Set: "--cmd"}, "DSN": {Name: "--db", Set: "pass --db DSN"}}
+	p := Phrasef("needs powers (%s), not %s", Setting("Powers"), Field("URL"))
+	if got := p.String(); got != "needs powers (set Powers), not URL" {
+		t.Errorf("Go's words: %q", got)
+	}
+	if got := p.In(words); got != "needs powers (--cmd), not URL" {
+		t.Errorf("the caller's words: %q", got)
+	}
+	if got := (Phrase{}).In(words); got != "" {
+		t.Errorf("the zero phrase: %q", got)
+	}
+	inner := Fieldf(ExitUnavailable, "DSN", "no free port: %s", Setting("DSN"))
+	outer := Fieldf(ExitUnavailable, "DSN", "no database: %s; the local one did not start: %w", Setting("DSN"), inner)
+	var fe *FieldError
+	if !errors.As(outer, &fe) {
+		t.Fatal("no FieldError")
+	}
+	if got, want := fe.Text(words), "no database: pass --db DSN; the local one did not start: no free port: pass --db DSN"; got != want {
+		t.Errorf("wrapped:\n got %q\nwant %q", got, want)
+	}
+	if got, want := outer.Error(), "no database: set DSN; the local one did not start: no free port: set DSN"; got != want {
+		t.Errorf("Go's words:\n got %q\nwant %q", got, want)
+	}
+}

@@ -299,4 +299,10 @@ type PlannedCheck struct {
 	// a kill), so a key still in progress when its retries give up is
 	// stuck, and the in-progress status its retries meet is judged as such.
 	Faults bool `json:"faults,omitempty"`
+	// FailureReleasesKey: the check fails its first attempt inside the
+	// server (a cut database link, a body the target fails on) and retries
+	// once that failure was answered. An attempt answered with an error
+	// holds no claim on its key any more, so a retry then told the key is
+	// in progress meets a stuck key, whatever the lease.
+	FailureReleasesKey bool `json:"failure_releases_key,omitempty"`
 }

@@ -20,10 +20,17 @@ var legacyFaultChecks = map[string]bool{
 	CheckWebhookRedeliver: true, CheckCrashAfterCommit: true,
 }
 
+// legacyFailureReleasesKey are the checks whose answered first failure
+// released the key when plans did not yet say so. Their plans say so now,
+// always: a plan of one of them without the flag comes from an older
+// history.
+var legacyFailureReleasesKey = map[string]bool{CheckFailedAttempt: true}
+
 // UnmarshalJSON reads a planned check. One recorded without a rule comes
 // from a history older than rules in plans: its fault flag is then the one
 // its name had (legacyFaultChecks), and its rule stays empty, which a
-// report shows as not recorded.
+// report shows as not recorded. One recorded without FailureReleasesKey
+// gets the flag its name had (legacyFailureReleasesKey).
 func (pc *PlannedCheck) UnmarshalJSON(b []byte) error {
 	type plain PlannedCheck
 	if err := json.Unmarshal(b, (*plain)(pc)); err != nil {
@@ -32,6 +39,7 @@ func (pc *PlannedCheck) UnmarshalJSON(b []byte) error {
 	if pc.Rule == "" {
 		pc.Faults = pc.Faults || legacyFaultChecks[pc.Name]
 	}
+	pc.FailureReleasesKey = pc.FailureReleasesKey || legacyFailureReleasesKey[pc.Name]
 	return nil
 }
 

@@ -39,23 +39,36 @@ func ruleOf(pc idemcheck.PlannedCheck) string {
 	return pc.Rule
 }
 
-// faultChecks are the planned checks that break the target on purpose,
-// as the plan says: a key still in progress when their retries give up is
-// stuck.
-func faultChecks(h *idemcheck.History) map[string]bool {
-	m := map[string]bool{}
+// facts are what the plan says of each planned check, by name: whether it
+// breaks the target on purpose (a key still in progress when its retries
+// give up is stuck) and whether an answered failure of its first attempt
+// releases the key. A check planned twice has the facts of either.
+func facts(h *idemcheck.History) map[string]idemcheck.PlannedCheck {
+	m := map[string]idemcheck.PlannedCheck{}
 	for _, pc := range h.Run.Checks {
-		if pc.Faults {
-			m[pc.Name] = true
-		}
+		f := m[pc.Name]
+		f.Name = pc.Name
+		f.Faults = f.Faults || pc.Faults
+		f.FailureReleasesKey = f.FailureReleasesKey || pc.FailureReleasesKey
+		m[pc.Name] = f
 	}
 	return m
 }
 
+// Words are a program's words for the settings the checker's hints name
+// (how to declare a lease, a body the target refuses, the key header):
+// the command's flags, a suite's keys. Nil says them as the fields of
+// certify.Config.
+type Words = map[idemcheck.Field]idemcheck.Word
+
 // Report checks h against the policy and plan in its header and returns the
-// full verdict. Stats other than the counts are left for the caller.
-func Report(h *idemcheck.History) idemcheck.Report {
-	anomalies := Check(h)
+// full verdict, its hints naming settings in Go's words (ReportIn). Stats
+// other than the counts are left for the caller.
+func Report(h *idemcheck.History) idemcheck.Report { return ReportIn(h, nil) }
+
+// ReportIn is Report with the settings its hints name said in words.
+func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
+	anomalies := check(h, words)
 	r := idemcheck.Report{
 		Version:   idemcheck.ReportVersion,
 		Verdict:   idemcheck.Pass,
@@ -73,7 +86,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 	events := eventsByIntent(h)
 	calls := callsByIntent(h)
 	for _, pc := range h.Run.Checks {
-		ev := gatherEvidence(h, pc.Name, byIntent, events)
+		ev := gatherEvidence(h, pc.Name, byIntent, events, words)
 		cr := idemcheck.CheckResult{
 			Name: pc.Name, Status: idemcheck.Pass, Rule: ruleOf(pc), Anomalies: []int{},
 			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
@@ -100,7 +113,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 		// A check that sends bursts states how tightly they were released;
 		// when some round never got a burst tight enough to mean anything,
 		// its pass would rest on nothing.
-		if burst, loose := BurstProof(CheckBursts(h, pc.Name)); burst != "" && pc.Skip == "" {
+		if burst, loose := burstProof(CheckBursts(h, pc.Name), words); burst != "" && pc.Skip == "" {
 			switch {
 			case loose && cr.Status == idemcheck.Pass:
 				cr.Status, cr.Proof, cr.Reason = idemcheck.Inconclusive, "", "its bursts were too loose: "+burst
@@ -117,7 +130,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 			r.TargetExits = append(r.TargetExits, e)
 		}
 	}
-	r.Contract = contract(h, r.Checks)
+	r.Contract = contract(h, r.Checks, words)
 	r.Verdict = runVerdict(h, r.Checks, len(anomalies))
 	return r
 }
@@ -125,7 +138,7 @@ func Report(h *idemcheck.History) idemcheck.Report {
 // contract states every rule the history records as held, broken or not
 // checked: the planned checks' in the order they ran, then those the run
 // was not asked for.
-func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck.RuleResult {
+func contract(h *idemcheck.History, results []idemcheck.CheckResult, words Words) []idemcheck.RuleResult {
 	// counted says, per check, where its effect counts came from: the
 	// database ("db") or a read-back through the API (ViaHTTP).
 	counted := map[string]string{}
@@ -150,7 +163,7 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 		c, planned := byName[name]
 		switch {
 		case !planned:
-			rr.Status, rr.Reason = idemcheck.RuleNotChecked, "not asked for (--checks)"
+			rr.Status, rr.Reason = idemcheck.RuleNotChecked, idemcheck.Phrasef("not asked for (%s)", idemcheck.Field("Checks")).In(words)
 		case c.Status == idemcheck.Skip:
 			rr.Status, rr.Reason = idemcheck.RuleNotChecked, c.Reason
 		case c.Status == idemcheck.Fail:
@@ -167,7 +180,8 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 			case idemcheck.ViaHTTP:
 				rr.Basis = "the wire and effect counts read back through the API (HTTP GET), not the database: as true as the API's own list"
 			default:
-				rr.Basis = "the wire alone: no database, so effects were not counted (--db, --effect-sql, or --effect-http)"
+				rr.Basis = idemcheck.Phrasef("the wire alone: no database, so effects were not counted (%s, %s, or %s)",
+					idemcheck.Field("DB"), idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP")).In(words)
 			}
 		}
 		out = append(out, rr)
@@ -177,7 +191,9 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult) []idemcheck
 
 // Check returns every anomaly in h, grouped by intent in the order the
 // intents were made, and within an intent in a fixed order of kinds.
-func Check(h *idemcheck.History) []idemcheck.Anomaly {
+func Check(h *idemcheck.History) []idemcheck.Anomaly { return check(h, nil) }
+
+func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 	p := h.Run.Policy
 	byIntent := h.ByIntent()
 	obs := h.ObservationsByIntent()
@@ -187,7 +203,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 			scheduled[b.Intent] = b
 		}
 	}
-	faults := faultChecks(h)
+	planned := facts(h)
 	calls := callsByIntent(h)
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
@@ -195,7 +211,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		if len(atts) == 0 {
 			continue
 		}
-		ic := intentCheck{policy: p, intent: in, attempts: atts, faults: faults[in.Check]}
+		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check], words: words}
 		if b, ok := scheduled[in.ID]; ok {
 			ic.scheduled = &b
 		}
@@ -206,7 +222,7 @@ func Check(h *idemcheck.History) []idemcheck.Anomaly {
 		ic.checkProvider(calls[in.ID])
 		out = append(out, ic.out...)
 	}
-	return hintKeyHeader(h, out)
+	return hintKeyHeader(h, out, words)
 }
 
 // MaxEvidence bounds the attempts shown as evidence in one anomaly; its
@@ -219,9 +235,12 @@ type intentCheck struct {
 	intent   idemcheck.Intent
 	attempts []idemcheck.Attempt // in start order
 	obs      *idemcheck.Observation
-	// faults: the intent's check breaks the target on purpose (its plan's
-	// fault flag).
-	faults bool
+	// facts are what the plan says of the intent's check: whether it
+	// breaks the target on purpose (Faults), whether an answered failure
+	// releases the key (FailureReleasesKey).
+	facts idemcheck.PlannedCheck
+	// words say the settings the intent's hints name.
+	words Words
 	// scheduled is the intent's burst when its race was scheduled at the
 	// database link.
 	scheduled *idemcheck.Burst
@@ -254,7 +273,7 @@ func (c *intentCheck) run() []idemcheck.Anomaly {
 // fault check gave up: past the lease and its margin.
 func (c *intentCheck) checkStuck() {
 	p := c.policy
-	if !c.faults || len(p.InProgressList()) == 0 || p.AckOnly {
+	if !c.facts.Faults || len(p.InProgressList()) == 0 || p.AckOnly {
 		return // under an ack-only policy checkAcknowledged judges conflicts
 	}
 	var conflicts []idemcheck.Attempt
@@ -268,9 +287,10 @@ func (c *intentCheck) checkStuck() {
 	}
 	last := c.attempts[len(c.attempts)-1]
 	first := c.attempts[0]
-	// The first attempt answered with an error: the server knew its work
-	// had failed, so nothing held the key and a conflict is already a lie.
-	answeredFailure := c.intent.Check == idemcheck.CheckFailedAttempt && first.Outcome == idemcheck.Replied &&
+	// The first attempt answered with an error, in a check whose answered
+	// failure releases the key: the server knew its work had failed, so
+	// nothing held the key and a conflict is already a lie.
+	answeredFailure := c.facts.FailureReleasesKey && first.Outcome == idemcheck.Replied &&
 		!p.Replay(first.Status) && !p.InProgress(first.Status)
 	if answeredFailure {
 		c.add(idemcheck.StuckKey, ids(conflicts),
@@ -299,16 +319,16 @@ func (c *intentCheck) checkStuck() {
 // look the same. "" otherwise.
 func (c *intentCheck) stuckWithoutLease() string {
 	p := c.policy
-	if !c.faults || p.Lease > 0 || p.AckOnly || len(c.attempts) < 2 {
+	if !c.facts.Faults || p.Lease > 0 || p.AckOnly || len(c.attempts) < 2 {
 		return ""
 	}
 	last := c.attempts[len(c.attempts)-1]
 	if last.Outcome != idemcheck.Replied || !p.InProgress(last.Status) {
 		return ""
 	}
-	return fmt.Sprintf("the key was still in progress (%d) when the retries stopped, %.1fs after the crash, and the policy declares no lease: "+
-		"a key stuck for ever cannot be told from a lease longer than that; give the target's lease (--lease, or lease: in the policy)",
-		last.Status, last.End.Sub(c.attempts[0].End).Seconds())
+	return idemcheck.Phrasef("the key was still in progress (%d) when the retries stopped, %.1fs after the crash, and the policy declares no lease: "+
+		"a key stuck for ever cannot be told from a lease longer than that; give the target's lease (%s)",
+		last.Status, last.End.Sub(c.attempts[0].End).Seconds(), idemcheck.Setting("Policy.Lease")).In(c.words)
 }
 
 // checkAcknowledged judges the events of an ack-only policy (a webhook
@@ -568,7 +588,7 @@ func (c *intentCheck) checkStatuses() {
 			}
 			continue
 		}
-		if c.faults && p.InProgress(a.Status) {
+		if c.facts.Faults && p.InProgress(a.Status) {
 			continue // checkStuck judges conflicts after a fault
 		}
 		if p.AckOnly && (a.Status >= 500 || p.InProgress(a.Status)) {

@@ -439,7 +439,8 @@ func TestContractListsEveryRule(t *testing.T) {
 	assert.Contains(t, byCheck[idemcheck.CheckSequentialReplay].Basis, "the wire alone")
 	assert.Equal(t, idemcheck.RuleNotChecked, byCheck[idemcheck.CheckCrossEndpoint].Status)
 	assert.Equal(t, "no second endpoint", byCheck[idemcheck.CheckCrossEndpoint].Reason)
-	assert.Equal(t, "not asked for (--checks)", byCheck[idemcheck.CheckMissingKey].Reason)
+	assert.Equal(t, "not asked for (Checks)", byCheck[idemcheck.CheckMissingKey].Reason)
+	assert.Contains(t, byCheck[idemcheck.CheckSequentialReplay].Basis, "(DB, EffectSQL, or EffectHTTP)", "Go's words")
 }
 
 func TestCrossTenant(t *testing.T) {

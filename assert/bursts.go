@@ -27,7 +27,9 @@ import (
 // over the bursts that counted, one per round (the first one released
 // within the limit); the loose ones that were repeated are named, and
 // their attempts still count for anomalies. "" for no bursts.
-func BurstProof(bursts []idemcheck.Burst) (proof string, loose bool) {
+func BurstProof(bursts []idemcheck.Burst) (proof string, loose bool) { return burstProof(bursts, nil) }
+
+func burstProof(bursts []idemcheck.Burst, words Words) (proof string, loose bool) {
 	if len(bursts) == 0 {
 		return "", false
 	}
@@ -102,7 +104,8 @@ func BurstProof(bursts []idemcheck.Burst) (proof string, loose bool) {
 		case offered > 0:
 			s += " (in those rounds fewer than two writes reached the database link together, so their race was timed, not scheduled)"
 		default:
-			s += " (timed: idemcheck did not schedule the writes at the target's database link, which it holds only for a target it starts, and not with --timed-bursts)"
+			s += idemcheck.Phrasef(" (timed: idemcheck did not schedule the writes at the target's database link, which it holds only for a target it starts, "+
+				"and not with %s)", idemcheck.Field("Timed")).In(words)
 		}
 		parts = append(parts, s)
 	}

@@ -21,7 +21,7 @@ func tightBursts(spreads ...time.Duration) []idemcheck.Burst {
 }
 
 func TestBurstProofStatesTheClientSpread(t *testing.T) {
-	proof, loose := BurstProof(tightBursts(us(45), us(30), us(120), us(50), us(40)))
+	proof, loose := burstProof(tightBursts(us(45), us(30), us(120), us(50), us(40)), Words{"Timed": {Name: "--timed-bursts"}})
 	assert.False(t, loose)
 	assert.Equal(t, "5 bursts of 32 over http1, client release spread median 45 us, max 120 us "+
 		"(as released; when they reached the target is not measured): "+
@@ -30,6 +30,8 @@ func TestBurstProofStatesTheClientSpread(t *testing.T) {
 		"which idemcheck does not see: a check-then-insert window is entered by two attempts at once when it is wider than 4 us and than that intake time; "+
 		"a narrower one may be missed "+
 		"(timed: idemcheck did not schedule the writes at the target's database link, which it holds only for a target it starts, and not with --timed-bursts)", proof)
+	goWords, _ := BurstProof(tightBursts(us(45), us(30), us(120), us(50), us(40)))
+	assert.Contains(t, goWords, "and not with Timed)", "BurstProof says the setting in Go's words")
 }
 
 // Rounds whose race was scheduled at the database link count whatever

@@ -1,8 +1,6 @@
 package assert
 
 import (
-	"fmt"
-
 	"github.com/idemcheck/idemcheck"
 )
 
@@ -15,8 +13,8 @@ const DefaultReplayMarker = "Idempotent-Replayed"
 // ever carried a replay marker. A target that executes every retry anew and
 // never says "replayed" is most often not reading the key at all: the
 // harness sends it under a header the target does not look at. The hint
-// names --key-header; it changes no verdict.
-func hintKeyHeader(h *idemcheck.History, out []idemcheck.Anomaly) []idemcheck.Anomaly {
+// names the policy's key header setting, in words; it changes no verdict.
+func hintKeyHeader(h *idemcheck.History, out []idemcheck.Anomaly, words Words) []idemcheck.Anomaly {
 	p := h.Run.Policy
 	if p.KeyPointer != "" || p.AckOnly {
 		return out // the key travels in the body, or replies are acknowledgements
@@ -50,9 +48,9 @@ func hintKeyHeader(h *idemcheck.History, out []idemcheck.Anomaly) []idemcheck.An
 		return out
 	}
 	a := &out[first]
-	a.Explanation += fmt.Sprintf(" Hint: every one of the %d intents replayed in this run got a new resource, and no reply carried a replay marker (%s): "+
-		"the target may not read the key at all. Check that it expects the key in %q; if it reads another header, pass that with --key-header "+
-		"(key_header in a policy file or suite).", len(replayed), marker, p.KeyHeader)
+	a.Explanation += idemcheck.Phrasef(" Hint: every one of the %d intents replayed in this run got a new resource, and no reply carried a replay marker (%s): "+
+		"the target may not read the key at all. Check that it expects the key in %q; if it reads another header, name that header (%s).",
+		len(replayed), marker, p.KeyHeader, idemcheck.Setting("Policy.KeyHeader")).In(words)
 	obs := make(map[string]any, len(a.Observed)+1)
 	for k, v := range a.Observed {
 		obs[k] = v

@@ -199,41 +199,54 @@ func (c *intentCheck) asSuccess(a idemcheck.Attempt) success {
 	return s
 }
 
-// missedScenario says why the intent's corrected-retry or key-syntax
-// scenario did not happen as meant, so that its check is inconclusive
-// rather than passed: the invalid body was not refused with a 4xx, the
-// target refused the long keys, or an attempt the verdict rests on was not
-// answered. It returns "" when the scenario happened (or the intent
-// belongs to another check).
+// missedScenario says why the intent's scenario did not happen as meant,
+// so that its check is inconclusive rather than passed: a key still in
+// progress with no lease declared (stuckWithoutLease), or a changed
+// request whose rule needs an answer it did not get (missedCorrection,
+// missedKeySyntax). It reads the variants the attempts carry, never the
+// check's name, and returns "" when the scenario happened.
 func (c *intentCheck) missedScenario() string {
-	if why := c.stuckWithoutLease(); why != "" {
-		return why
+	for _, missed := range []func() string{c.stuckWithoutLease, c.missedCorrection, c.missedKeySyntax} {
+		if why := missed(); why != "" {
+			return why
+		}
 	}
-	p := c.policy
-	switch c.intent.Check {
-	case idemcheck.CheckCorrectedRetry:
-		rej, cor := c.firstOf(idemcheck.InvalidBody), c.firstOf(idemcheck.Corrected)
-		switch {
-		case rej == nil || cor == nil:
-			return "the invalid body and its correction were not both sent"
-		case !replied(rej):
-			return fmt.Sprintf("the invalid body (attempt %d) was not answered: %s", rej.ID, rej.Error)
-		case !rejected(rej):
-			return fmt.Sprintf("the target answered %d to the invalid body (attempt %d) where a 4xx rejection was due, so there was no rejected "+
-				"request to correct; give a body it refuses (--invalid-body, or invalid_body in the suite)", rej.Status, rej.ID)
-		case !replied(cor):
-			return fmt.Sprintf("the correction (attempt %d) was not answered: %s", cor.ID, cor.Error)
+	return ""
+}
+
+// missedCorrection: an invalid body and its correction (corrected-retry)
+// say something only when both were sent and answered, the invalid body
+// with a 4xx rejection.
+func (c *intentCheck) missedCorrection() string {
+	rej, cor := c.firstOf(idemcheck.InvalidBody), c.firstOf(idemcheck.Corrected)
+	switch {
+	case rej == nil && cor == nil:
+		return ""
+	case rej == nil || cor == nil:
+		return "the invalid body and its correction were not both sent"
+	case !replied(rej):
+		return fmt.Sprintf("the invalid body (attempt %d) was not answered: %s", rej.ID, rej.Error)
+	case !rejected(rej):
+		return idemcheck.Phrasef("the target answered %d to the invalid body (attempt %d) where a 4xx rejection was due, so there was no rejected "+
+			"request to correct; give a body it refuses (%s)", rej.Status, rej.ID, idemcheck.Field("InvalidBody")).In(c.words)
+	case !replied(cor):
+		return fmt.Sprintf("the correction (attempt %d) was not answered: %s", cor.ID, cor.Error)
+	}
+	return ""
+}
+
+// missedKeySyntax: malformed and long keys (key-syntax) say something only
+// when every one of them was answered, and two long keys can be compared
+// only when the first was executed.
+func (c *intentCheck) missedKeySyntax() string {
+	for _, a := range c.attempts {
+		if (a.Variant.MalformedKey() || a.Variant == idemcheck.LongKey || a.Variant == idemcheck.LongKeyTwin) && a.Outcome != idemcheck.Replied {
+			return fmt.Sprintf("attempt %d (%s) was not answered: %s", a.ID, a.Variant, a.Error)
 		}
-	case idemcheck.CheckKeySyntax:
-		for _, a := range c.attempts {
-			if (a.Variant.MalformedKey() || a.Variant == idemcheck.LongKey || a.Variant == idemcheck.LongKeyTwin) && a.Outcome != idemcheck.Replied {
-				return fmt.Sprintf("attempt %d (%s) was not answered: %s", a.ID, a.Variant, a.Error)
-			}
-		}
-		if one := c.firstOf(idemcheck.LongKey); one != nil && !p.Replay(one.Status) {
-			return fmt.Sprintf("the target did not execute the request under a valid key of %d characters (attempt %d: %d %s), so two long keys "+
-				"could not be compared", len(one.Key), one.ID, one.Status, short(one.RespBody))
-		}
+	}
+	if one := c.firstOf(idemcheck.LongKey); one != nil && !c.policy.Replay(one.Status) {
+		return fmt.Sprintf("the target did not execute the request under a valid key of %d characters (attempt %d: %d %s), so two long keys "+
+			"could not be compared", len(one.Key), one.ID, one.Status, short(one.RespBody))
 	}
 	return ""
 }

@@ -99,6 +99,25 @@ func TestCorrectedRetryStuckClaim(t *testing.T) {
 	assert.Equal(t, []idemcheck.Kind{idemcheck.StuckKey}, kinds(Check(&b.h)))
 }
 
+// Whether a changed request's scenario happened is read from the
+// variants its attempts carry, whatever check sent them: an invalid body
+// that was executed, or a long key that was refused, says so for a check
+// the checker never heard of too.
+func TestAMissedScenarioFollowsTheVariantsNotTheName(t *testing.T) {
+	b := newHist(t, idemcheck.IETF())
+	b.h.Run.Checks = []idemcheck.PlannedCheck{{Name: "made-up", Rule: "A made-up rule."}}
+	b.intent("made-up", 1, `1:invalid-body 0-1 201 {"orderId":"A"}`, `2:corrected 2-3 422 {}`)
+	assert.Contains(t, lastIntent(b).missedScenario(), "answered 201 to the invalid body (attempt 1)")
+	b.intent("made-up", 0, `1:long-key 4-5 400 {}`, `2:long-key-twin 6-7 400 {}`)
+	assert.Contains(t, lastIntent(b).missedScenario(), "did not execute the request under a valid key")
+	b.intent("made-up", 1, `1 8-9 201 {"orderId":"B"}`, `2 10-11 201 {"orderId":"B"} replayed`)
+	assert.Empty(t, lastIntent(b).missedScenario(), "plain requests have no condition of their own")
+	r := Report(&b.h)
+	require.Len(t, r.Checks, 1)
+	assert.Equal(t, idemcheck.Pass, r.Checks[0].Status, "one round of three happened as meant: %s", r.Checks[0].Reason)
+	assert.Contains(t, r.Checks[0].Proof, "1 of 3 rounds happened as meant")
+}
+
 // An invalid body the target executes means the scenario did not happen:
 // nothing is judged, the effects are allowed, and the checker says why.
 func TestCorrectedRetryMissedWhenTheBodyIsAccepted(t *testing.T) {

@@ -50,10 +50,58 @@ func TestTheCheckerLearnsAChecksFactsFromThePlan(t *testing.T) {
 	assert.Equal(t, idemcheck.RuleResult{Check: c, Rule: rule, Status: idemcheck.RuleBroken,
 		Basis: "the wire and the database's effect counts"}, r.Contract[0])
 	assert.Equal(t, idemcheck.RuleResult{Check: "another", Rule: "Another rule.", Status: idemcheck.RuleNotChecked,
-		Reason: "not asked for (--checks)"}, r.Contract[1])
+		Reason: "not asked for (Checks)"}, r.Contract[1])
+	flags := ReportIn(&b.h, Words{"Checks": {Name: "--checks"}})
+	assert.Equal(t, "not asked for (--checks)", flags.Contract[1].Reason, "in the caller's words")
 
 	b.h.Run.Checks[0].Faults = false
 	assert.Empty(t, Check(&b.h), "a check that does not break the target on purpose leaves no key stuck")
+}
+
+// answeredFailureRound adds a round of check whose first attempt failed
+// inside the server (its database link cut) and was answered 500, and
+// whose retries were told the key is in progress before one succeeded.
+func answeredFailureRound(b *histBuilder, check string) {
+	in := b.intent(check, 1, `1 0-5 500 {"error":"connection lost"}`, `2 10-12 409 {}`, `2 200-202 409 {}`, `2 400-402 201 {"orderId":"A"}`)
+	b.fault(in, "db-cut:nth=1")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: check, Landing: idemcheck.LandedCommit})
+}
+
+// Whether an answered failure releases the key is a fact the plan records
+// (FailureReleasesKey), not something the checker knows of a check's
+// name: planned with it, any check whose retries meet the in-progress
+// status after its first attempt was answered with an error has a stuck
+// key; planned without it, the same round is a slow takeover that ended.
+func TestAnAnsweredFailureReleasesTheKeyWhereThePlanSaysSo(t *testing.T) {
+	const c = "made-up-failure"
+	b := newHist(t, idemcheck.IETF())
+	b.h.Run.Checks = []idemcheck.PlannedCheck{{Name: c, Rule: "A made-up rule.", Faults: true, FailureReleasesKey: true}}
+	answeredFailureRound(b, c)
+	as := Check(&b.h)
+	require.Equal(t, []idemcheck.Kind{idemcheck.StuckKey}, kinds(as))
+	assert.Contains(t, as[0].Explanation, "attempt 1 failed inside the server and was answered 500")
+
+	b.h.Run.Checks[0].FailureReleasesKey = false
+	assert.Empty(t, Check(&b.h), "without the fact, retries told in progress until one succeeds are a takeover")
+}
+
+// A failed-attempt history recorded before plans said whether an answered
+// failure releases the key reads the fact from the check's name, and checks
+// as the same history recorded now.
+func TestAnOlderFailedAttemptHistoryStillReleasesTheKey(t *testing.T) {
+	const c = idemcheck.CheckFailedAttempt
+	b := newHist(t, idemcheck.IETF(), c)
+	answeredFailureRound(b, c)
+	now := Check(&b.h)
+	require.Equal(t, []idemcheck.Kind{idemcheck.StuckKey}, kinds(now))
+
+	var buf bytes.Buffer
+	require.NoError(t, history.Write(&buf, &b.h))
+	re := regexp.MustCompile(`,"failure_releases_key":true`)
+	require.Regexp(t, re, buf.String())
+	hs, err := history.ReadAll(strings.NewReader(re.ReplaceAllString(buf.String(), "")), "old.jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, now, Check(hs[0]))
 }
 
 // A history recorded before plans carried their rules and fault flags, and

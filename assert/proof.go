@@ -45,9 +45,9 @@ type checkEvidence struct {
 }
 
 // gatherEvidence reads the check's intents, attempts and events.
-func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event) *checkEvidence {
+func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event, words Words) *checkEvidence {
 	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}}
-	faults := faultChecks(h)
+	planned := facts(h)
 	for _, e := range h.Events {
 		if e.Check == name && e.Kind == idemcheck.TargetExited {
 			ev.exits = append(ev.exits, e)
@@ -102,7 +102,7 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				ev.landed++
 			}
 		}
-		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, faults: faults[name]}
+		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name], words: words}
 		if why := ic.stuckWithoutLease(); why != "" && ev.undecided == "" {
 			ev.undecided = why
 		}

@@ -153,17 +153,20 @@ func TestChangedRequestsAfterCompletionAreNotReplays(t *testing.T) {
 
 func TestKeyHeaderHint(t *testing.T) {
 	// Every sequential replay is a fresh execution and no reply is marked
-	// as a replay: the hint names --key-header, once.
+	// as a replay: the hint names the key header setting, once, in the
+	// caller's words.
 	b := newHist(t, idemcheck.GoFiber(), seqReplay)
 	b.intent(seqReplay, -1, `1 0-5 201 {"orderId":"A"}`, `2 10-15 201 {"orderId":"B"}`)
 	b.intent(seqReplay, -1, `1 20-25 201 {"orderId":"C"}`, `2 30-35 201 {"orderId":"D"}`)
 	got := Check(&b.h)
 	require.Equal(t, []idemcheck.Kind{idemcheck.FreshResultOnReplay, idemcheck.FreshResultOnReplay}, kinds(got))
-	assert.Contains(t, got[0].Explanation, "--key-header")
+	assert.Contains(t, got[0].Explanation, "name that header (set Policy.KeyHeader).")
 	assert.Contains(t, got[0].Explanation, `expects the key in "X-Idempotency-Key"`)
 	assert.Contains(t, got[0].Explanation, "every one of the 2 intents replayed")
 	assert.Equal(t, "key-header", got[0].Observed["hint"])
-	assert.NotContains(t, got[1].Explanation, "--key-header", "one hint is enough")
+	assert.NotContains(t, got[1].Explanation, "Policy.KeyHeader", "one hint is enough")
+	flags := ReportIn(&b.h, Words{"Policy.KeyHeader": {Name: "--key-header", Set: "--key-header, or key_header: in the policy"}})
+	assert.Contains(t, flags.Anomalies[0].Explanation, "name that header (--key-header, or key_header: in the policy).")
 
 	// One replay was a real replay: the key is read, this is a real bug.
 	b = newHist(t, idemcheck.GoFiber(), seqReplay)

@@ -30,8 +30,10 @@
 // names the Config field it is about (an *idemcheck.FieldError), which the
 // command reports as its flag.
 //
-// The package may import every other package of the module but cmd and
-// examples.
+// It imports the layers below it (scenarios, targets, assert) and the
+// leaves (internal/wire, internal/netguard); never a front end (internal/config, internal/suite, idemchecktest, cmd), a
+// renderer (internal/render) or an example: they build on it
+// (layers_test.go in the root package keeps it so).
 package certify
 
 import (
@@ -97,6 +99,11 @@ type Config struct {
 	Powers targets.Powers
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool
+	// Words are the caller's words for the fields of this Config that a
+	// report names, such as why a check was skipped ("set Powers") or the
+	// checker's hints (assert.ReportIn): the
+	// command's flags, a suite's keys. Nil says them in Go's words.
+	Words map[idemcheck.Field]idemcheck.Word
 	// Rate caps requests per second (scenarios.DefaultRate when 0); a
 	// negative rate means no cap.
 	Rate float64
@@ -158,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, idemcheck.Usagef("%v", err)
 	}
-	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint, cfg.Powers)
+	scs, plan, err := scenarios.Plan(cfg.Checks, cfg.Options, cfg.Policy, cfg.Endpoint, cfg.Powers, cfg.Words)
 	if err != nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Checks", "%s: %v", idemcheck.Field("Checks"), err)
 	}
@@ -256,7 +263,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.TargetLog != "" && (!cfg.TargetLogOnExit || Exited(h)) {
 		h.Run.Target.Log = cfg.TargetLog
 	}
-	rep := assert.Report(h)
+	rep := assert.ReportIn(h, cfg.Words)
 	rep.Stats.DurationMS = time.Since(start).Milliseconds()
 	return &Result{History: h, Report: rep}, nil
 }

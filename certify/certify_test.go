@@ -146,7 +146,7 @@ func TestLostReplyCutsAfterCommit(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.Rule, rr.Rule)
 		if rr.Check != idemcheck.CheckLostReply {
-			assert.Equal(t, "not asked for (--checks)", rr.Reason)
+			assert.Equal(t, "not asked for (Checks)", rr.Reason, "Go's words: Config.Words is nil")
 		}
 	}
 }

@@ -66,6 +66,9 @@
 // plaintext database link (sslmode=disable, or prefer against a server
 // without TLS); a connection that starts TLS or GSS encryption through them
 // is closed rather than let through unwatched.
+//
+// It imports the root package and internal/tcprelay only: never targets,
+// scenarios, assert or certify, which use it.
 package faults
 
 import (

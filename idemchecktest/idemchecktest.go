@@ -178,6 +178,7 @@ func Describe(a idemcheck.Anomaly) string {
 var targetWords = map[idemcheck.Field]idemcheck.Word{
 	"Headers": {Name: "Header"}, "Endpoint.Header": {Name: "Header"}, "Endpoint.Base": {Name: "URL"}, "Endpoint.Path": {Name: "Path"},
 	"DB": {Name: "DB", Set: "set DB (or DSN for a Command or Image)"}, "AllowRemote": {Name: "AllowRemote", Set: "set AllowRemote"},
+	"Powers": {Name: "Command", Set: "set Command or Image"}, "Endpoint.Other": {Name: "OtherPath", Set: "set OtherPath"},
 }
 
 // inTargetWords is err with the fields it names said as Target's; it
@@ -209,7 +210,7 @@ func (t Target) config(ctx context.Context) (certify.Config, func(), error) {
 		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, Providers: t.Providers, DSN: t.DSN,
 		Method: t.Method, Path: t.Path, Body: t.Body, OtherPath: t.OtherPath,
 		Policy: idemcheck.IETF(), DB: t.DB, EffectSQL: t.EffectSQL, EffectArgs: t.EffectArgs,
-		Checks: t.Checks, Options: scenarios.Defaults,
+		Checks: t.Checks, Options: scenarios.Defaults, Words: targetWords,
 	}
 	names := slices.Sorted(maps.Keys(t.Header))
 	for _, k := range names {

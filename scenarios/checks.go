@@ -26,17 +26,34 @@ type Check struct {
 	// a kill), so a key still in progress when its retries give up is
 	// stuck, and the in-progress status its retries meet is judged as such.
 	Faults bool
+	// FailureReleasesKey: the check fails its first attempt inside the
+	// server and retries once the failure was answered, so an answered
+	// failure must have released the key: a retry told it is in progress
+	// meets a stuck key (see idemcheck.PlannedCheck).
+	FailureReleasesKey bool
 	// Build returns the check's scenarios for a target it applies to:
 	// some checks have a half for each thing the harness may do to it.
+	// Plan labels each scenario with the check's Name.
 	Build func(o Options, e Endpoint, t target) []Scenario
-	// Skip returns why the check does not apply to this target, or "".
-	Skip func(p idemcheck.Policy, e Endpoint, t target) string
+	// Skip returns why the check does not apply to this target, naming
+	// the settings that would make it apply as idemcheck.Field and
+	// idemcheck.Setting values (Plan says them in its caller's words), or
+	// the zero Phrase; nil for a check that applies to every target.
+	Skip func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase
+}
+
+// skip returns why c does not apply to this target in words, or "".
+func (c Check) skip(p idemcheck.Policy, e Endpoint, t target, words map[idemcheck.Field]idemcheck.Word) string {
+	if c.Skip == nil {
+		return ""
+	}
+	return c.Skip(p, e, t).In(words)
 }
 
 // Planned is the check as a run's plan records it, skipped for skip when
 // that is not "".
 func (c Check) Planned(skip string) idemcheck.PlannedCheck {
-	return idemcheck.PlannedCheck{Name: c.Name, Skip: skip, Rule: c.Rule, Faults: c.Faults}
+	return idemcheck.PlannedCheck{Name: c.Name, Skip: skip, Rule: c.Rule, Faults: c.Faults, FailureReleasesKey: c.FailureReleasesKey}
 }
 
 // Checks returns every check in the order a certification runs them.
@@ -65,12 +82,14 @@ func Lookup(name string) (Check, error) {
 }
 
 // Plan returns the scenarios of the named checks that apply to the policy
-// and endpoint, and every named check with its rule, its fault flag and
-// the reason it was skipped, if it was. An unknown name is an error
+// and endpoint, each labelled with its check's name, and every named check
+// with its rule, its facts and the reason it was skipped, if it was, the
+// settings it names said in words (the caller's words for the fields of
+// certify.Config; nil says them in Go's). An unknown name is an error
 // listing the known ones. Under an ack-only policy (a webhook consumer)
 // every step that delivers a request to be processed redelivers it until
 // acknowledged, whatever the check.
-func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers) ([]Scenario, []idemcheck.PlannedCheck, error) {
+func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers, words map[idemcheck.Field]idemcheck.Word) ([]Scenario, []idemcheck.PlannedCheck, error) {
 	t := target{powers: powers != nil}
 	if d, ok := powers.(targets.Downstream); ok && len(d.ProviderNames()) > 0 {
 		t.downstream = true
@@ -82,9 +101,12 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 		if err != nil {
 			return nil, nil, err
 		}
-		pc := c.Planned(c.Skip(p, e, t))
+		pc := c.Planned(c.skip(p, e, t, words))
 		if pc.Skip == "" {
 			built := c.Build(o, e, t)
+			for i := range built {
+				built[i].Check = c.Name
+			}
 			if p.AckOnly {
 				built = senderRedelivers(built)
 			}
@@ -109,33 +131,57 @@ func NotAsked(plan []idemcheck.PlannedCheck) []idemcheck.PlannedCheck {
 }
 
 // keyInBody is why the checks about the key header do not apply to a
-// policy that carries the key in the body.
+// policy that carries the key in the body (keyPointer).
 const keyInBody = "the key travels in the body (key_pointer, a consumer's event id), not in a header: "
+
+func keyPointer(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.KeyPointer != "" }
+
+// unless is idemcheck.Phrasef: why a check does not apply.
+var unless = idemcheck.Phrasef
 
 // one is the build of a check with one scenario.
 func one(f func(Options) Scenario) func(Options, Endpoint, target) []Scenario {
 	return func(o Options, _ Endpoint, _ target) []Scenario { return []Scenario{f(o)} }
 }
 
-func always(idemcheck.Policy, Endpoint, target) string { return "" }
+// rounds is the build of a check with one scenario of Options.Rounds
+// rounds; faultRounds, of Options.FaultRounds rounds.
+func rounds(f func(rounds int) Scenario) func(Options, Endpoint, target) []Scenario {
+	return one(func(o Options) Scenario { return f(o.Rounds) })
+}
 
-const noPowers = "needs control of the target's process and database link: let idemcheck start it (--cmd; from Go, idemchecktest's Command or certify.Config.Powers)"
+func faultRounds(f func(rounds int) Scenario) func(Options, Endpoint, target) []Scenario {
+	return one(func(o Options) Scenario { return f(o.FaultRounds) })
+}
 
-func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) string {
+// skipWhen is the skip of a check that does not apply where not holds: it
+// returns why there, and the zero Phrase elsewhere.
+func skipWhen(not func(idemcheck.Policy, Endpoint, target) bool, why idemcheck.Phrase) func(idemcheck.Policy, Endpoint, target) idemcheck.Phrase {
+	return func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+		if not(p, e, t) {
+			return why
+		}
+		return idemcheck.Phrase{}
+	}
+}
+
+var noPowers = unless("needs control of the target's process and database link: let idemcheck start it (%s)", idemcheck.Setting("Powers"))
+
+func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) idemcheck.Phrase {
 	if !t.powers {
 		return noPowers
 	}
-	return ""
+	return idemcheck.Phrase{}
 }
 
-func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) string {
-	if r := needsPowers(p, e, t); r != "" {
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+	if r := needsPowers(p, e, t); !r.IsZero() {
 		return r
 	}
 	if p.Lease <= 0 {
-		return "the policy names no lease (--lease, or lease: in the policy), so a slow takeover cannot be told from a stuck key"
+		return unless("the policy names no lease (%s), so a slow takeover cannot be told from a stuck key", idemcheck.Setting("Policy.Lease"))
 	}
-	return ""
+	return idemcheck.Phrase{}
 }
 
 // registry is every check, in the order a certification runs them (and
@@ -147,7 +193,6 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
 			"concurrent duplicates leave exactly one effect and every success describes the same resource.",
 		Build: one(func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }),
-		Skip:  always,
 	},
 	{
 		Name: idemcheck.CheckSequentialReplay,
@@ -159,75 +204,57 @@ var registry = []Check{
 			}
 			return []Scenario{SequentialReplay(o.Rounds)}
 		},
-		Skip: always,
 	},
 	{
 		Name: idemcheck.CheckLostReply,
 		Rule: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
 			"and gets the original result; the effect happens once.",
-		Build: one(func(o Options) Scenario { return LostReply(o.Rounds) }),
-		Skip:  always,
+		Build: rounds(LostReply),
 	},
 	{
 		Name: idemcheck.CheckPayloadMismatch,
 		Rule: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
 			"a key reused with a different payload is rejected, runs nothing, and leaves the original untouched.",
-		Build: one(func(o Options) Scenario { return PayloadMismatch(o.Rounds) }),
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
-			if p.MismatchStatus == 0 {
-				return "the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design"
-			}
-			return ""
-		},
+		Build: rounds(PayloadMismatch),
+		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.MismatchStatus == 0 },
+			unless("the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design")),
 	},
 	{
 		Name: idemcheck.CheckReorderedBody,
 		Rule: "IETF Idempotency-Key draft, section 2.4: the fingerprint is over the request's content, so the same JSON with " +
 			"members reordered or white space changed is the same request and is replayed, not rejected.",
-		Build: one(func(o Options) Scenario { return ReorderedBody(o.Rounds) }),
-		Skip: func(_ idemcheck.Policy, e Endpoint, _ target) string {
-			if !e.JSONBody() {
-				return "the request body is not a JSON object, so it has no members to reorder"
-			}
-			return ""
-		},
+		Build: rounds(ReorderedBody),
+		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return !e.JSONBody() },
+			unless("the request body is not a JSON object, so it has no members to reorder")),
 	},
 	{
 		Name: idemcheck.CheckCrossEndpoint,
 		Rule: "IETF Idempotency-Key draft, sections 2.2 and 2.4: a key belongs to one request; sent to another method or path " +
 			"it is never answered with the first endpoint's saved response.",
-		Build: one(func(o Options) Scenario { return CrossEndpoint(o.Rounds) }),
-		Skip: func(_ idemcheck.Policy, e Endpoint, _ target) string {
-			if e.Other == nil {
-				return "no second endpoint to send the key to (set cross_endpoint in the suite, or --other-path)"
-			}
-			return ""
-		},
+		Build: rounds(CrossEndpoint),
+		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return e.Other == nil },
+			unless("no second endpoint to send the key to (%s)", idemcheck.Setting("Endpoint.Other"))),
 	},
 	{
 		Name: idemcheck.CheckDistinctKeys,
 		Rule: "IETF Idempotency-Key draft, section 2.2: the key, not the payload, identifies an intent: the same body under " +
 			"two keys is two intents with two effects.",
-		Build: one(func(o Options) Scenario { return DistinctKeys(o.Rounds) }),
-		Skip:  always,
+		Build: rounds(DistinctKeys),
 	},
 	{
 		Name: idemcheck.CheckMissingKey,
 		Rule: "IETF Idempotency-Key draft, section 2.7: a request without the key on an endpoint that requires one gets 400 " +
 			"and runs nothing.",
-		Build: one(func(o Options) Scenario { return MissingKey(o.Rounds) }),
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
-			if p.MissingKeyStatus == 0 {
-				return "the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request"
-			}
-			return ""
-		},
+		Build: rounds(MissingKey),
+		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.MissingKeyStatus == 0 },
+			unless("the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request")),
 	},
 	{
 		Name: idemcheck.CheckFailedAttempt,
 		Rule: "IETF Idempotency-Key draft, section 2.6, and Stripe: an attempt that fails inside the server leaves no partial " +
 			"effect; its retry either gets the saved error (where errors are saved) or succeeds exactly once, and never finds the key stuck.",
-		Faults: true,
+		Faults:             true,
+		FailureReleasesKey: true,
 		Build: func(o Options, e Endpoint, t target) []Scenario {
 			// Two halves: a failure the harness causes (needs the database
 			// link) and a failure the target answers (needs a failing body).
@@ -245,9 +272,9 @@ var registry = []Check{
 			}
 			return scs
 		},
-		Skip: func(p idemcheck.Policy, e Endpoint, t target) string {
+		Skip: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
 			if e.FailingBody != nil {
-				return ""
+				return idemcheck.Phrase{}
 			}
 			return needsPowers(p, e, t)
 		},
@@ -261,14 +288,14 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.6: a key claimed by a process that died becomes retakable within its lease; " +
 			"the retry succeeds and the effect happens once.",
 		Faults: true,
-		Build:  one(func(o Options) Scenario { return CrashLease(o.FaultRounds) }),
+		Build:  faultRounds(CrashLease),
 		Skip:   needsPowers,
 	},
 	{
 		Name: idemcheck.CheckRestartReplay,
 		Rule: "IETF Idempotency-Key draft, section 2.6: a retry of a completed request returns the saved result for as long as " +
 			"the key is kept, whatever happened to the server in between: a restart (a deploy, a crash) must not lose the key, and the effect happens once.",
-		Build: one(func(o Options) Scenario { return RestartReplay(o.FaultRounds) }),
+		Build: faultRounds(RestartReplay),
 		Skip:  needsPowers,
 	},
 	{
@@ -276,34 +303,30 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.6: the key and its result are saved with the effect, atomically; a server " +
 			"killed after its effect committed and before its reply reached the client answers the retry with a replay, never a second effect.",
 		Faults: true,
-		Build:  one(func(o Options) Scenario { return CrashAfterCommit(o.FaultRounds) }),
+		Build:  faultRounds(CrashAfterCommit),
 		Skip:   needsPowers,
 	},
 	{
 		Name: idemcheck.CheckInFlightRetry,
 		Rule: "IETF Idempotency-Key draft, section 2.7: a retry that arrives while the first attempt is still running gets " +
 			"409 Conflict (or waits and gets the replay); it never executes a second time.",
-		Build: one(func(o Options) Scenario { return InFlightRetry(o.FaultRounds) }),
+		Build: faultRounds(InFlightRetry),
 		Skip:  needsPowers,
 	},
 	{
 		Name:   idemcheck.CheckLeaseFencing,
 		Rule:   "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
 		Faults: true,
-		Build:  one(func(o Options) Scenario { return LeaseFencing(o.FaultRounds) }),
+		Build:  faultRounds(LeaseFencing),
 		Skip:   needsPowersAndLease,
 	},
 	{
 		Name: idemcheck.CheckCrossTenant,
 		Rule: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
 			"never replays another client's saved response.",
-		Build: one(func(o Options) Scenario { return CrossTenant(o.Rounds) }),
-		Skip: func(_ idemcheck.Policy, e Endpoint, _ target) string {
-			if len(e.Tenants) != 2 {
-				return "needs two clients' credentials (--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B', or tenants: in the suite)"
-			}
-			return ""
-		},
+		Build: rounds(CrossTenant),
+		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return len(e.Tenants) != 2 },
+			unless("needs two clients' credentials (%s)", idemcheck.Setting("Tenants"))),
 	},
 	{
 		Name: idemcheck.CheckWebhookRedeliver,
@@ -321,12 +344,8 @@ var registry = []Check{
 			}
 			return scs
 		},
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
-			if p.KeyPointer == "" {
-				return "for webhook and queue consumers: the policy names no key_pointer (the event id in the body; --policy webhook)"
-			}
-			return ""
-		},
+		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.KeyPointer == "" },
+			unless("for webhook and queue consumers: the policy names no key_pointer (the event id in the body; %s)", idemcheck.Setting("Policy.KeyPointer"))),
 	},
 	{
 		Name: idemcheck.CheckCorrectedRetry,
@@ -334,17 +353,18 @@ var registry = []Check{
 			"under the same key is executed, once (the IETF Idempotency-Key draft, section 2.6, returns the result of a completed request, and a refused " +
 			"request completed nothing); where the policy saves rejections (save_rejected), the correction gets the saved rejection or the mismatch status " +
 			"and runs nothing.",
-		Build: one(func(o Options) Scenario { return CorrectedRetry(o.Rounds) }),
-		Skip: func(p idemcheck.Policy, e Endpoint, _ target) string {
-			if p.KeyPointer != "" {
-				return keyInBody + "a sender does not correct an event it delivered"
+		Build: rounds(CorrectedRetry),
+		Skip: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+			if keyPointer(p, e, t) {
+				return unless(keyInBody + "a sender does not correct an event it delivered")
 			}
 			if e.InvalidBody == nil {
 				if _, ok := BreakTypes(e.Body.Fill(idemcheck.Intent{ID: "ic-x-1", Key: "k", Seq: 1})); !ok {
-					return "the request body is not a JSON object with members, so no invalid body can be derived from it (give --invalid-body, or invalid_body in the suite)"
+					return unless("the request body is not a JSON object with members, so no invalid body can be derived from it (%s)",
+						idemcheck.Setting("InvalidBody"))
 				}
 			}
-			return ""
+			return idemcheck.Phrase{}
 		},
 	},
 	{
@@ -357,11 +377,6 @@ var registry = []Check{
 			// and two long keys, which every key store must keep apart.
 			return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
 		},
-		Skip: func(p idemcheck.Policy, _ Endpoint, _ target) string {
-			if p.KeyPointer != "" {
-				return keyInBody + "the header's syntax does not apply"
-			}
-			return ""
-		},
+		Skip: skipWhen(keyPointer, unless(keyInBody+"the header's syntax does not apply")),
 	},
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/wire"
 )
 
-// Every check is whole: a unique name, its rule, a build and a skip; the
+// Every check is whole: a unique name, its rule and a build; the
 // registry's order is the run order Names gives, and Lookup finds each.
 func TestEveryCheckIsOneWholeValue(t *testing.T) {
 	seen := map[string]bool{}
@@ -27,7 +27,6 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 		seen[c.Name] = true
 		assert.NotEmpty(t, c.Rule, c.Name)
 		assert.NotNil(t, c.Build, c.Name)
-		assert.NotNil(t, c.Skip, c.Name)
 		assert.Equal(t, c.Name, Names()[i])
 		got, err := Lookup(c.Name)
 		require.NoError(t, err)
@@ -39,7 +38,7 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 	slices.Sort(known)
 	want := `unknown check "burst" (known: ` + strings.Join(known, ", ") + ")"
 	assert.Equal(t, want, err.Error())
-	_, _, err = Plan([]string{"burst"}, Defaults, idemcheck.IETF(), Endpoint{}, nil)
+	_, _, err = Plan([]string{"burst"}, Defaults, idemcheck.IETF(), Endpoint{}, nil, nil)
 	assert.EqualError(t, err, want)
 }
 
@@ -47,13 +46,18 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 // NotAsked the rest, in run order, so a history holds every rule.
 func TestPlanRecordsRulesAndFaults(t *testing.T) {
 	names := []string{idemcheck.CheckCrashLease, idemcheck.CheckSequentialReplay}
-	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil)
+	_, plan, err := Plan(names, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, plan, 2)
 	crash, _ := Lookup(idemcheck.CheckCrashLease)
-	assert.Equal(t, idemcheck.PlannedCheck{Name: crash.Name, Skip: noPowers, Rule: crash.Rule, Faults: true}, plan[0])
+	assert.Equal(t, idemcheck.PlannedCheck{Name: crash.Name, Skip: noPowers.String(), Rule: crash.Rule, Faults: true}, plan[0])
 	replay, _ := Lookup(idemcheck.CheckSequentialReplay)
 	assert.Equal(t, idemcheck.PlannedCheck{Name: replay.Name, Rule: replay.Rule}, plan[1])
+
+	_, plan2, err := Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil, nil)
+	require.NoError(t, err)
+	assert.True(t, plan2[0].FailureReleasesKey, "failed-attempt's plan says an answered failure releases the key")
+	assert.False(t, plan[0].FailureReleasesKey)
 
 	rest := NotAsked(plan)
 	require.Len(t, rest, len(Names())-2)
@@ -117,28 +121,19 @@ func TestANewCheckIsOneValue(t *testing.T) {
 	register(t, Check{
 		Name: name,
 		Rule: rule,
-		Build: one(func(o Options) Scenario {
-			return Scenario{Check: name, Rounds: o.Rounds, Steps: []Step{{Attempts: 1}, {Attempts: 1}, {Attempts: 1}}}
+		Build: rounds(func(r int) Scenario {
+			return Scenario{Rounds: r, Steps: []Step{{Attempts: 1}, {Attempts: 1}, {Attempts: 1}}}
 		}),
-		Skip: always,
 	})
 	require.Contains(t, Names(), name)
 
 	for _, racy := range []bool{false, true} {
-		target := newSeenTarget(t)
-		target.racy = racy
-		e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
-			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
-		p := idemcheck.IETF()
-		scs, plan, err := Plan([]string{name}, Defaults, p, e, nil)
-		require.NoError(t, err)
-		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, plan)
-		h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
-		r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
-		require.NoError(t, r.Run(context.Background(), scs, h))
+		rep, h := certifyOne(t, name, racy)
+		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, h.Run.Checks)
 		require.Len(t, h.Attempts, 3*Defaults.Rounds)
-
-		rep := idemassert.Report(h)
+		for _, in := range h.Intents {
+			assert.Equal(t, name, in.Check, "Plan labels a check's scenarios with its name")
+		}
 		require.Len(t, rep.Checks, 1)
 		assert.Equal(t, rule, rep.Checks[0].Rule)
 		require.Len(t, rep.Contract, len(Names()))
@@ -153,6 +148,24 @@ func TestANewCheckIsOneValue(t *testing.T) {
 			assert.Equal(t, idemcheck.RuleHeld, rep.Contract[0].Status)
 		}
 	}
+}
+
+// certifyOne plans the check called name under the IETF policy, runs it
+// against a loopback target that replays (or, racy, executes every request
+// again) and returns the report and the history: a check's own test.
+func certifyOne(t *testing.T, name string, racy bool) (idemcheck.Report, *idemcheck.History) {
+	t.Helper()
+	target := newSeenTarget(t)
+	target.racy = racy
+	e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
+		Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
+	p := idemcheck.IETF()
+	scs, plan, err := Plan([]string{name}, Defaults, p, e, nil, nil)
+	require.NoError(t, err)
+	h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
+	r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
+	require.NoError(t, r.Run(context.Background(), scs, h))
+	return idemassert.Report(h), h
 }
 
 func kindsOf(as []idemcheck.Anomaly) []idemcheck.Kind {

@@ -79,7 +79,7 @@ func TestNewVariantsRequests(t *testing.T) {
 func TestPlanNewChecks(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
 	names := []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}
-	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, nil)
+	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, nil, nil)
 	require.NoError(t, err)
 	for _, pc := range plan {
 		assert.Empty(t, pc.Skip, "they need no powers: %s", pc.Name)
@@ -88,18 +88,18 @@ func TestPlanNewChecks(t *testing.T) {
 	assert.Equal(t, idemcheck.InvalidBody, scs[0].Steps[0].Variant)
 	assert.Equal(t, idemcheck.Corrected, scs[0].Steps[1].Variant)
 
-	_, plan, err = Plan(names, Defaults, idemcheck.Webhook(), e, nil)
+	_, plan, err = Plan(names, Defaults, idemcheck.Webhook(), e, nil, nil)
 	require.NoError(t, err)
 	assert.Contains(t, plan[0].Skip, "key_pointer")
 	assert.Contains(t, plan[1].Skip, "key_pointer")
 
 	plain := Endpoint{Body: idemcheck.MustTemplate(`text`)}
-	_, plan, err = Plan(names, Defaults, idemcheck.IETF(), plain, nil)
+	_, plan, err = Plan(names, Defaults, idemcheck.IETF(), plain, nil, nil)
 	require.NoError(t, err)
-	assert.Contains(t, plan[0].Skip, "--invalid-body")
+	assert.Contains(t, plan[0].Skip, "(set InvalidBody)")
 	given := idemcheck.MustTemplate(`oops`)
 	plain.InvalidBody = &given
-	_, plan, err = Plan(names, Defaults, idemcheck.IETF(), plain, nil)
+	_, plan, err = Plan(names, Defaults, idemcheck.IETF(), plain, nil, nil)
 	require.NoError(t, err)
 	assert.Empty(t, plan[0].Skip)
 }

@@ -132,14 +132,14 @@ func TestBurstRedeliveredWhenNoCopyIsAcknowledged(t *testing.T) {
 func TestPlanRedeliversUnderAckOnly(t *testing.T) {
 	e := scenarios.Endpoint{Body: idemcheck.MustTemplate(`{"eventId":"{{key}}"}`)}
 	names := []string{idemcheck.CheckSequentialReplay, idemcheck.CheckDistinctKeys, idemcheck.CheckMissingKey, idemcheck.CheckWebhookRedeliver}
-	scs, _, err := scenarios.Plan(names, scenarios.Defaults, idemcheck.Webhook(), e, nil)
+	scs, _, err := scenarios.Plan(names, scenarios.Defaults, idemcheck.Webhook(), e, nil, nil)
 	require.NoError(t, err)
 	for _, sc := range scs {
 		for i, st := range sc.Steps {
 			assert.Equal(t, st.Variant != idemcheck.NoKey, st.RedeliverUntilAck, "%s step %d (%s)", sc.Check, i+1, st.Variant)
 		}
 	}
-	scs, _, err = scenarios.Plan(names[:3], scenarios.Defaults, idemcheck.IETF(), e, nil)
+	scs, _, err = scenarios.Plan(names[:3], scenarios.Defaults, idemcheck.IETF(), e, nil, nil)
 	require.NoError(t, err)
 	for _, sc := range scs {
 		for i, st := range sc.Steps {

@@ -915,14 +915,7 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 			_ = ev.Cut()
 			return err
 		}
-		_ = ev.Release()
-		fres := <-firstDone
-		if rres == nil {
-			r := <-retryDone
-			rres = &r
-		}
-		s.record(first, fres)
-		s.record(retry, *rres)
+		s.releaseHeld(ev, firstDone, retryDone, rres, first, retry)
 		return nil
 	case HoldStall:
 		stall := time.NewTimer(s.Policy.Lease + LeaseMargin/4)
@@ -943,17 +936,24 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 			// The retry is waiting, on the held attempt's locks most likely:
 			// let the original resume and see who wins.
 		}
-		_ = ev.Release()
-		fres := <-firstDone
-		if rres == nil {
-			r := <-retryDone
-			rres = &r
-		}
-		s.record(first, fres)
-		s.record(retry, *rres)
+		s.releaseHeld(ev, firstDone, retryDone, rres, first, retry)
 		return nil
 	}
 	return fmt.Errorf("unknown hold action %d", st.OnHold)
+}
+
+// releaseHeld lets the held first attempt go on, waits for it and for the
+// retry sent while it was held (rres, when already answered), and records
+// both.
+func (s *session) releaseHeld(ev faults.HoldEvent, firstDone, retryDone <-chan wire.Result, rres *wire.Result, first, retry idemcheck.Attempt) {
+	_ = ev.Release()
+	fres := <-firstDone
+	if rres == nil {
+		r := <-retryDone
+		rres = &r
+	}
+	s.record(first, fres)
+	s.record(retry, *rres)
 }
 
 // request fills the endpoint's templates for one intent and applies the

@@ -50,7 +50,7 @@ func indexOf(s, sub string) int {
 
 func TestPlanSkipsWithReasons(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
-	scs, plan, err := Plan(Names(), Defaults, idemcheck.GoFiber(), e, nil)
+	scs, plan, err := Plan(Names(), Defaults, idemcheck.GoFiber(), e, nil, nil)
 	require.NoError(t, err)
 	skipped := map[string]string{}
 	for _, p := range plan {
@@ -61,19 +61,19 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	assert.Contains(t, skipped[idemcheck.CheckPayloadMismatch], "no request fingerprint")
 	assert.Contains(t, skipped[idemcheck.CheckMissingKey], "key optional")
 	assert.Contains(t, skipped[idemcheck.CheckCrossEndpoint], "no second endpoint")
-	assert.Contains(t, skipped[idemcheck.CheckCrashLease], "--cmd")
+	assert.Contains(t, skipped[idemcheck.CheckCrashLease], "let idemcheck start it (set Powers)", "in Go's words")
 	assert.Contains(t, skipped[idemcheck.CheckCrossTenant], "two clients")
 	assert.Contains(t, skipped[idemcheck.CheckWebhookRedeliver], "key_pointer")
 	for _, c := range []string{idemcheck.CheckRestartReplay, idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry} {
-		assert.Contains(t, skipped[c], "--cmd", c)
+		assert.Contains(t, skipped[c], "(set Powers)", c)
 	}
 	assert.Len(t, scs, len(Names())-11+1, "key-syntax sends two scenarios")
 
-	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, nil)
+	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, nil, nil)
 	assert.ErrorContains(t, err, `unknown check "nope"`)
 
 	plain := Endpoint{Body: idemcheck.MustTemplate(`text`)}
-	_, plan, err = Plan([]string{idemcheck.CheckReorderedBody}, Defaults, idemcheck.IETF(), plain, nil)
+	_, plan, err = Plan([]string{idemcheck.CheckReorderedBody}, Defaults, idemcheck.IETF(), plain, nil, nil)
 	require.NoError(t, err)
 	assert.Contains(t, plan[0].Skip, "not a JSON object")
 }
@@ -108,7 +108,7 @@ func TestPlanFaultChecksNeedPowersAndOnlyFencingALease(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}
 	names := []string{idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease, idemcheck.CheckRestartReplay,
 		idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry, idemcheck.CheckLeaseFencing}
-	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, stubPowers{})
+	scs, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, stubPowers{}, nil)
 	require.NoError(t, err)
 	for _, pc := range plan[:5] {
 		assert.Empty(t, pc.Skip, pc.Name)
@@ -117,17 +117,22 @@ func TestPlanFaultChecksNeedPowersAndOnlyFencingALease(t *testing.T) {
 	assert.Len(t, scs, 5)
 	p := idemcheck.IETF()
 	p.Lease = time.Second
-	scs, plan, err = Plan(names, Defaults, p, e, stubPowers{})
+	scs, plan, err = Plan(names, Defaults, p, e, stubPowers{}, nil)
 	require.NoError(t, err)
 	for _, pc := range plan {
 		assert.Empty(t, pc.Skip, pc.Name)
 	}
 	assert.Len(t, scs, 6)
-	_, plan, err = Plan(names[1:], Defaults, p, e, nil)
+	words := map[idemcheck.Field]idemcheck.Word{"Powers": {Name: "--cmd", Set: "--cmd or --image"}, "Policy.Lease": {Name: "--lease"}}
+	_, plan, err = Plan(names[1:], Defaults, p, e, nil, words)
 	require.NoError(t, err)
 	for _, pc := range plan {
-		assert.Contains(t, pc.Skip, "--cmd", pc.Name)
+		assert.Contains(t, pc.Skip, "let idemcheck start it (--cmd or --image)", "in the caller's words: %s", pc.Name)
 	}
+	p.Lease = 0
+	_, plan, err = Plan(names[len(names)-1:], Defaults, p, e, stubPowers{}, words)
+	require.NoError(t, err)
+	assert.Contains(t, plan[0].Skip, "the policy names no lease (set --lease)")
 }
 
 // The restart-class scenarios: what each step does to the target, and the

@@ -110,7 +110,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return nil, fmt.Errorf("a soak sends plain http:// only, not %s://", sk.Endpoint.Base.Scheme)
 	}
 	if err := CheckSoakFaults(sk.Faults, sk.Powers != nil); err != nil {
-		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %v", idemcheck.Field("Faults"), err)
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
 	}
 	single, wholeClient, wholeDB := soakPlan(sk.Faults)
 	upstream := sk.Upstream

@@ -102,7 +102,7 @@ func ParseSoakFault(spec string) (SoakFault, error) {
 // soakRefused says why a soak cannot run f, or nil when it can.
 func soakRefused(f faults.Fault) error {
 	if f.IsNone() {
-		return fmt.Errorf("none is clean traffic, not a fault: leave --fault out")
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "none is clean traffic, not a fault: leave %s out", idemcheck.Field("Faults"))
 	}
 	if _, ok := soakUse[f.Name]; ok {
 		return nil
@@ -112,7 +112,8 @@ func soakRefused(f faults.Fault) error {
 		why += ": it acts once, on one chosen statement, which a load of concurrent intents cannot aim at"
 	}
 	if uses := checkFaultUses()[f.Name]; len(uses) > 0 {
-		why += fmt.Sprintf("; the checks %s reach it (idemcheck certify --cmd)", strings.Join(uses, ", "))
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s; the checks %s reach it, on a target idemcheck starts (%s)", why,
+			strings.Join(uses, ", "), idemcheck.Setting("Powers"))
 	}
 	return fmt.Errorf("%s", why)
 }

@@ -70,7 +70,8 @@ func TestParseSoakFault(t *testing.T) {
 		{"db-latency@0.1", `db-latency acts on the whole database link`},
 		{"db-cut", "db-cut is not a soak's fault: it acts once, on one chosen statement"},
 		{"db-hold", "the checks crash-lease, "},
-		{"none", "none is clean traffic, not a fault"},
+		{"none", "none is clean traffic, not a fault: leave Faults out"},
+		{"db-cut", "reach it, on a target idemcheck starts (set Powers)"},
 	} {
 		_, err := ParseSoakFault(c.spec)
 		if assert.Error(t, err, c.spec) {

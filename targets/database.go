@@ -46,9 +46,13 @@ const connectTimeout = 10 * time.Second
 // no local PostgreSQL could be started. Test for it with errors.Is.
 var ErrNoDatabase = errors.New("no database")
 
-// errNoDatabaseHint names both ways out, so the user can fix it without
-// reading documentation.
-const errNoDatabaseHint = "pass --db DSN (or set DATABASE_URL), or install the PostgreSQL server binaries (initdb, postgres) on PATH, e.g. apt-get install postgresql"
+// noDatabase is the error of a run that has no database: the local
+// PostgreSQL could not give one (why, after the message). It names the
+// way out that is the caller's, a DSN, as a Setting, so that each front
+// end says it in its own words ("pass --db DSN"); why names the machine's.
+func noDatabase(format string, args ...any) error {
+	return idemcheck.Fieldf(idemcheck.ExitUnavailable, "DSN", "%w: %s"+format, append([]any{ErrNoDatabase, idemcheck.Setting("DSN")}, args...)...)
+}
 
 // Close closes the pool and, for a local database, stops its cluster and
 // removes its data directory. It is safe to call more than once and on nil.
@@ -240,23 +244,23 @@ func ProvideDatabase(ctx context.Context, dsn string) (*Database, error) {
 		return OpenDatabase(ctx, dsn)
 	}
 	if _, err := FindPostgres(); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrNoDatabase, errNoDatabaseHint)
+		return nil, noDatabase(", or install the PostgreSQL server binaries (initdb, postgres) on PATH, e.g. apt-get install postgresql")
 	}
 	local, err := StartLocalPostgres(ctx)
 	if err != nil {
 		// The binaries exist but did not give a server; installing them is
 		// not the fix, so say what failed instead.
-		return nil, fmt.Errorf("%w: pass --db DSN (or set DATABASE_URL); the local PostgreSQL did not start: %w", ErrNoDatabase, err)
+		return nil, noDatabase("; the local PostgreSQL did not start: %w", err)
 	}
 	localDSN, err := local.CreateDatabase(ctx, "idemcheck")
 	if err != nil {
 		_ = local.Close()
-		return nil, fmt.Errorf("%w: pass --db DSN (or set DATABASE_URL); the local PostgreSQL started but: %w", ErrNoDatabase, err)
+		return nil, noDatabase("; the local PostgreSQL started but: %w", err)
 	}
 	db, err := OpenDatabase(ctx, localDSN)
 	if err != nil {
 		_ = local.Close()
-		return nil, fmt.Errorf("%w: pass --db DSN (or set DATABASE_URL); the local PostgreSQL started but: %w", ErrNoDatabase, err)
+		return nil, noDatabase("; the local PostgreSQL started but: %w", err)
 	}
 	db.Source = SourceLocal
 	db.local = local

@@ -90,7 +90,7 @@ func FindPostgres() (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("PostgreSQL server binaries (initdb, postgres) not found on PATH or in %s: install them, e.g. apt-get install postgresql, or pass --db DSN",
+	return "", fmt.Errorf("PostgreSQL server binaries (initdb, postgres) not found on PATH or in %s: install them, e.g. apt-get install postgresql",
 		strings.Join(postgresSearchGlobs, ", "))
 }
 
@@ -123,7 +123,7 @@ func versionKey(path string) []int {
 // LocalPostgres is a throwaway PostgreSQL cluster started from the local
 // binaries: a fresh data directory in the temp folder, listening only on
 // 127.0.0.1 at a free port, tuned for speed over durability (fsync off), and
-// removed by Close. It is for runs without a --db DSN and for tests.
+// removed by Close. It is for runs given no database (ProvideDatabase) and for tests.
 type LocalPostgres struct {
 	dir  string // data directory; also holds the Unix socket
 	port int
@@ -162,7 +162,7 @@ func StartLocalPostgres(ctx context.Context) (*LocalPostgres, error) {
 	}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-*", dataDirPrefix, os.Getpid()))
 	if err != nil {
-		return nil, fmt.Errorf("cannot create a PostgreSQL data directory: %v: set TMPDIR to a writable folder or pass --db DSN", err)
+		return nil, fmt.Errorf("cannot create a PostgreSQL data directory: %v: set TMPDIR to a writable folder", err)
 	}
 	// Best effort: without the watcher, the next run's sweep still
 	// removes what a killed run left.
@@ -176,7 +176,7 @@ func StartLocalPostgres(ctx context.Context) (*LocalPostgres, error) {
 	}()
 	if acct != nil {
 		if err := os.Chown(dir, int(acct.uid), int(acct.gid)); err != nil {
-			return nil, fmt.Errorf("cannot hand %s to user %s: %v: run idemcheck as a normal user or pass --db DSN", dir, acct.name, err)
+			return nil, fmt.Errorf("cannot hand %s to user %s: %v: run idemcheck as a normal user", dir, acct.name, err)
 		}
 	}
 
@@ -187,7 +187,7 @@ func StartLocalPostgres(ctx context.Context) (*LocalPostgres, error) {
 	for attempt := 0; ; attempt++ {
 		port, err := pickPort()
 		if err != nil {
-			return nil, fmt.Errorf("cannot find a free port on 127.0.0.1: %v: pass --db DSN", err)
+			return nil, fmt.Errorf("cannot find a free port on 127.0.0.1: %v", err)
 		}
 		err = p.startPostmaster(ctx, bin, port, acct)
 		if err == nil {
@@ -205,7 +205,7 @@ func StartLocalPostgres(ctx context.Context) (*LocalPostgres, error) {
 	}
 	if err != nil {
 		p.stop()
-		return nil, fmt.Errorf("local PostgreSQL started but cannot be used: %v: pass --db DSN", err)
+		return nil, fmt.Errorf("local PostgreSQL started but cannot be used: %v", err)
 	}
 	started = true
 	return p, nil
@@ -240,9 +240,9 @@ func runInitdb(ctx context.Context, bin, dir string, acct *account) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("initdb of a local PostgreSQL was cancelled: %w", context.Cause(ctx))
 		}
-		hint := "check the PostgreSQL installation in " + bin + " or pass --db DSN"
+		hint := "check the PostgreSQL installation in " + bin
 		if acct != nil {
-			hint = fmt.Sprintf("check that user %s can enter %s (set TMPDIR to a folder it can reach) or pass --db DSN", acct.name, filepath.Dir(dir))
+			hint = fmt.Sprintf("check that user %s can enter %s (set TMPDIR to a folder it can reach)", acct.name, filepath.Dir(dir))
 		}
 		if log := out.lastLines(4); log != noOutput {
 			hint = log + ": " + hint
@@ -285,7 +285,7 @@ func (p *LocalPostgres) startPostmaster(ctx context.Context, bin string, port in
 	// get this long to exit before Wait stops waiting for the pipe.
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot start %s: %v: check the PostgreSQL installation or pass --db DSN", cmd.Path, err)
+		return fmt.Errorf("cannot start %s: %v: check the PostgreSQL installation", cmd.Path, err)
 	}
 	p.cmd, p.exited = cmd, make(chan struct{})
 	go func(exited chan struct{}) {
@@ -318,17 +318,17 @@ func (p *LocalPostgres) waitReady(ctx context.Context) error {
 		select {
 		case <-p.exited:
 			if p.log.contains("Address already in use") || p.log.contains("could not create any TCP/IP sockets") {
-				return &portTakenError{fmt.Sprintf("local PostgreSQL could not listen on 127.0.0.1:%d (tried %d ports): %s: free some ports or pass --db DSN",
+				return &portTakenError{fmt.Sprintf("local PostgreSQL could not listen on 127.0.0.1:%d (tried %d ports): %s: free some ports",
 					p.port, portRetries+1, p.log.lastLines(4))}
 			}
-			return fmt.Errorf("local PostgreSQL exited during start-up (%v): %s: fix the cause the log names or pass --db DSN",
+			return fmt.Errorf("local PostgreSQL exited during start-up (%v): %s: fix the cause the log names",
 				p.waitErr, p.log.lastLines(4))
 		case <-ctx.Done():
 			return fmt.Errorf("start of local PostgreSQL was cancelled: %w", context.Cause(ctx))
 		case <-time.After(readyPoll):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("local PostgreSQL on 127.0.0.1:%d was not ready after %v (last attempt: %s; log: %s): the machine may be overloaded, retry or pass --db DSN",
+			return fmt.Errorf("local PostgreSQL on 127.0.0.1:%d was not ready after %v (last attempt: %s; log: %s): the machine may be overloaded, retry",
 				p.port, readyTimeout, oneLine(lastErr.Error()), p.log.lastLines(4))
 		}
 	}

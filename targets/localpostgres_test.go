@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // startTestPostgres starts a real cluster and closes it when the test ends.
@@ -142,7 +144,11 @@ func TestProvideDatabaseWithNeitherDSNNorBinaries(t *testing.T) {
 	require.Error(t, err)
 	assert.Nil(t, db)
 	assert.ErrorIs(t, err, ErrNoDatabase)
-	assert.Equal(t, "no database: pass --db DSN (or set DATABASE_URL), or install the PostgreSQL server binaries (initdb, postgres) on PATH, e.g. apt-get install postgresql", err.Error())
+	assert.Equal(t, "no database: set DSN, or install the PostgreSQL server binaries (initdb, postgres) on PATH, e.g. apt-get install postgresql", err.Error())
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe, "the way out that is the caller's is a setting, said in the caller's words")
+	assert.Equal(t, "no database: pass --db DSN (or set DATABASE_URL), or install the PostgreSQL server binaries (initdb, postgres) on PATH, e.g. apt-get install postgresql",
+		fe.Text(map[idemcheck.Field]idemcheck.Word{"DSN": {Name: "--db", Set: "pass --db DSN (or set DATABASE_URL)"}}))
 }
 
 func TestStartAndCloseLeaveNothingBehind(t *testing.T) {
@@ -236,7 +242,8 @@ func TestStartFailsOnOneLineWhenEveryPortIsTaken(t *testing.T) {
 	assert.Equal(t, 1+portRetries, calls)
 	assert.ErrorIs(t, err, errPortTaken)
 	assert.Contains(t, err.Error(), "Address already in use", "the error quotes the server log")
-	assert.Contains(t, err.Error(), "pass --db DSN", "the error says what to do")
+	assert.Contains(t, err.Error(), "free some ports", "the error says what to do")
+	assert.NotContains(t, err.Error(), "--db", "the local PostgreSQL names no flag of a program that may have none")
 	assert.NotContains(t, err.Error(), "\n")
 	assert.Equal(t, before, ourDataDirs(t), "the data directory of a failed start is removed")
 }

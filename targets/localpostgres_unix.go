@@ -30,7 +30,7 @@ func serverAccount() (*account, error) {
 		}
 		return &account{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
 	}
-	return nil, fmt.Errorf("running as root and neither a postgres nor a nobody user exists, and PostgreSQL refuses to run as root: create one (useradd --system postgres), run idemcheck as a normal user, or pass --db DSN")
+	return nil, fmt.Errorf("running as root and neither a postgres nor a nobody user exists, and PostgreSQL refuses to run as root: create one (useradd --system postgres) or run idemcheck as a normal user")
 }
 
 // processAlive reports whether pid exists. EPERM means it exists but

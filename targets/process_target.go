@@ -71,7 +71,7 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 		pt.DB, err = ProvideDatabase(ctx, o.DSN)
 	}
 	if err != nil {
-		return nil, idemcheck.Unavailablef("%v", err)
+		return nil, idemcheck.Unavailablef("%w", err)
 	}
 	var targetDSN string
 	if pt.link, targetDSN, err = proxyDatabase(ctx, pt.DB, o.AllowRemote); err != nil {

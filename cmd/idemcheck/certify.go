@@ -292,7 +292,8 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		db = os.Getenv("DATABASE_URL")
 	}
 	s := config.Spec{
-		Name: f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env, Providers: f.providers,
+		Words: flagWords,
+		Name:  f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env, Providers: f.providers,
 		Method: f.method, Path: f.path, Body: body[0], Headers: splitHeaders(f.headers), Tenants: splitHeaders(f.tenants),
 		FailingBody: f.failingBody, InvalidBody: f.invalidBody, OtherPath: f.otherPath,
 		Policy: pol, DSN: db, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,

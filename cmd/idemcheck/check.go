@@ -53,7 +53,7 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	verdict := idemcheck.Pass
 	for _, in := range inputs {
 		err := in.each(func(h *idemcheck.History) {
-			rep := assert.Report(h)
+			rep := assert.ReportIn(h, flagWords)
 			rep.Stamp(tool, historyStart(h))
 			if len(results) > 0 {
 				fmt.Fprintln(stdout)

@@ -87,6 +87,27 @@ func TestEveryCheckSkippedIsNotAPass(t *testing.T) {
 		"--body", `{"customerId":"{{intent}}"}`, "--checks", "failed-attempt,crash-lease,webhook-redelivery", "--no-color")
 	require.Equal(t, idemcheck.ExitInconclusive, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "ALL SKIPPED")
+	// The reasons name the flags that would make the checks apply, not the
+	// library's Go fields.
+	assert.Contains(t, out, "let idemcheck start it (--cmd or --image)")
+	assert.Contains(t, out, "the event id in the body; --key-pointer, or key_pointer: in the policy")
+	assert.NotContains(t, out, "set Powers")
+}
+
+// `idemcheck check` says the settings the checker's hints name with the
+// command's flags: a rule not asked for names --checks, a count without a
+// database the flags that give one.
+func TestCheckSaysHintsInFlags(t *testing.T) {
+	dir := t.TempDir()
+	f, js := filepath.Join(dir, "h.jsonl"), filepath.Join(dir, "r.json")
+	require.NoError(t, os.WriteFile(f, []byte(`{"run":{"target":{"url":"http://127.0.0.1:1","method":"POST","path":"/"},`+
+		`"policy":{"key_header":"Idempotency-Key","created_statuses":[201],"in_progress_status":409,"mismatch_status":422,"replay_errors":true},`+
+		`"checks":[{"name":"concurrent-burst","rule":"A rule."}],"not_asked":[{"name":"lost-reply","rule":"Another rule."}]}}`+"\n"), 0o644))
+	_, out, errOut := cli(t, "check", "--no-color", "--json", js, f)
+	b, err := os.ReadFile(js)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, string(b), `not asked for (--checks)`)
+	assert.NotContains(t, string(b), `(Checks)`)
 }
 
 // `idemcheck check` on a history holding only its run record reports an

@@ -285,5 +285,5 @@ func rejectedResult(cfg certify.Config, why error) *certify.Result {
 		h.Run.Checks = append(h.Run.Checks, pc)
 	}
 	h.Run.NotAsked = scenarios.NotAsked(h.Run.Checks)
-	return &certify.Result{History: h, Report: assert.Report(h)}
+	return &certify.Result{History: h, Report: assert.ReportIn(h, flagWords)}
 }

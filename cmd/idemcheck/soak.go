@@ -258,7 +258,7 @@ func soakFaultFlags(specs []string, cutShare float64, cutShareSet, started bool)
 	for _, spec := range specs {
 		f, err := scenarios.ParseSoakFault(spec)
 		if err != nil {
-			return nil, idemcheck.Usagef("--fault %s: %v", spec, err)
+			return nil, idemcheck.Usagef("--fault %s: %w", spec, err)
 		}
 		if f.Fault.Name == faults.CutReply.Name {
 			if cutShareSet {
@@ -275,7 +275,7 @@ func soakFaultFlags(specs []string, cutShare float64, cutShareSet, started bool)
 		out = append([]scenarios.SoakFault{{Fault: faults.CutReply, Share: cutShare}}, out...)
 	}
 	if err := scenarios.CheckSoakFaults(out, started); err != nil {
-		return nil, idemcheck.Usagef("--fault: %v", err)
+		return nil, idemcheck.Usagef("--fault: %w", err)
 	}
 	return out, nil
 }

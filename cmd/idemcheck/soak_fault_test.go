@@ -177,7 +177,7 @@ func TestSoakFaultBadInput(t *testing.T) {
 		{[]string{"--fault", "reset@-1%"}, `--fault reset@-1%: share "-1%" is out of range`},
 		{[]string{"--fault", "latency:ms=5@0.1"}, `--fault latency:ms=5@0.1: latency acts on the whole client link, every attempt, not on a share of them: leave out "@0.1"`},
 		{[]string{"--fault", "db-latency:ms=5"}, `--fault db-latency:ms=5 acts on the target's database link, which idemcheck holds only for a target it starts: give --cmd instead of --url`},
-		{[]string{"--fault", "db-cut"}, `--fault db-cut: db-cut is not a soak's fault: it acts once, on one chosen statement, which a load of concurrent intents cannot aim at; the checks failed-attempt, webhook-redelivery reach it (idemcheck certify --cmd)`},
+		{[]string{"--fault", "db-cut"}, `--fault db-cut: db-cut is not a soak's fault: it acts once, on one chosen statement, which a load of concurrent intents cannot aim at; the checks failed-attempt, webhook-redelivery reach it, on a target idemcheck starts (--cmd or --image)`},
 		{[]string{"--fault", "none"}, `--fault none: none is clean traffic, not a fault: leave --fault out`},
 		{[]string{"--fault", "reset@0.6", "--fault", "timeout@0.5"}, `--fault: the shares of first attempts add up to 1.11 (cut-reply@0.01, reset@0.6, timeout@0.5): at most 1, since a first attempt meets one fault at most`},
 		{[]string{"--fault", "reset", "--fault", "reset@0.1"}, `--fault: reset is given twice: give each fault once`},

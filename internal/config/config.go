@@ -158,6 +158,9 @@ type Spec struct {
 	// Preflight sends one plain request before the checks.
 	Preflight   bool
 	AllowRemote bool
+	// Words are the front end's words for the fields a report names (why
+	// a check was skipped): certify.Config.Words. Nil says Go's.
+	Words map[idemcheck.Field]idemcheck.Word
 	// TLS is the client's TLS configuration for an https:// target.
 	TLS *tls.Config
 	// Redact names headers, RedactFields JSON pointers and RedactQuery
@@ -242,7 +245,7 @@ func Build(s Spec) (*Built, error) {
 	c := certify.Config{
 		Name: s.Name, Endpoint: e, Policy: s.Policy, Checks: s.Checks, Options: s.Options,
 		DB: s.DB, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
-		AllowRemote: s.AllowRemote, Timed: s.Timed, TLS: s.TLS, Preflight: s.Preflight,
+		AllowRemote: s.AllowRemote, Timed: s.Timed, TLS: s.TLS, Preflight: s.Preflight, Words: s.Words,
 	}
 	if c.Name == "" && s.Image != "" {
 		// The port is picked anew each run; the image is what a pipeline

@@ -26,12 +26,14 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Body":                   {Name: "--body"},
 		"Headers":                {Name: "--header"},
 		"Endpoint.Header":        {Name: "--header"},
-		"Tenants":                {Name: "--tenant"},
+		"Tenants":                {Name: "--tenant", Set: "--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B'"},
 		"FailingBody":            {Name: "--failing-body"},
-		"InvalidBody":            {Name: "--invalid-body"},
+		"InvalidBody":            {Name: "--invalid-body", Set: "give --invalid-body"},
 		"OtherPath":              {Name: "--other-path"},
+		"Endpoint.Other":         {Name: "--other-path", Set: "pass --other-path"},
+		"Powers":                 {Name: "--cmd", Set: "--cmd or --image"},
 		"Checks":                 {Name: "--checks"},
-		"DSN":                    {Name: "--db"},
+		"DSN":                    {Name: "--db", Set: "pass --db DSN (or set DATABASE_URL)"},
 		"DB":                     {Name: "--db", Set: "pass --db DSN or set DATABASE_URL"},
 		"AllowRemote":            {Name: "--allow-remote", Set: "pass --allow-remote"},
 		"EffectSQL":              {Name: "--effect-sql"},
@@ -49,13 +51,15 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"MaxDuration":            {Name: "--max-duration"},
 		"MaxBody":                {Name: "--max-body"},
 		"Protocol":               {Name: "--protocol"},
+		"Timed":                  {Name: "--timed-bursts"},
+		"Faults":                 {Name: "--fault"},
 		"RedactFields":           {Name: "--redact-field"},
 		"TLS.Certificates":       {Name: "--cert", Set: "pass --cert FILE and --key FILE"},
 		"TLS.RootCAs":            {Name: "--cacert", Set: "pass --cacert FILE"},
 		"TLS.InsecureSkipVerify": {Name: "--insecure"},
 	}
 	// A policy field is said as the flag that overrides it, else as the
-	// field of the --policy file.
+	// field of the --policy file; it is set with either.
 	for key, flag := range map[string]string{
 		"key_header": "--key-header", "replay_header": "--replay-header", "resource_id": "--resource-id",
 		"ignore_fields": "--ignore-field", "key_pointer": "--key-pointer", "lease": "--lease",
@@ -63,10 +67,11 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",
 		"created_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
 	} {
+		set := flag + ", or " + key + ": in the policy"
 		if flag == "" {
-			flag = "the --policy file's " + key
+			flag, set = "the --policy file's "+key, "set "+key+": in the --policy file"
 		}
-		w[PolicyField(key)] = idemcheck.Word{Name: flag}
+		w[PolicyField(key)] = idemcheck.Word{Name: flag, Set: set}
 	}
 	return w
 }()

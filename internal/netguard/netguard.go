@@ -24,6 +24,8 @@
 // file is read directly, so what it says is known without a query; a name
 // it maps to any address off loopback is refused too. With --allow-remote
 // nothing is checked and names resolve as usual.
+//
+// It is a leaf: it imports nothing of idemcheck, so any layer may use it.
 package netguard
 
 import (

@@ -8,6 +8,10 @@
 // It reads OpenAPI 3.0 and 3.1, and Swagger 2.0 through its conversion to
 // 3.0. The generator walks schemas with a visited set and a step budget, so
 // $ref cycles, deep allOf chains and recursive schemas end.
+//
+// It imports internal/netguard (a spec fetched by URL stays on loopback)
+// and nothing else of idemcheck: the command turns what it finds into a
+// suite.
 package openapi
 
 import (

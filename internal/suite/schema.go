@@ -37,7 +37,7 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 		}
 	}
 	s := &Suite{Options: Options{Scenarios: scenarios.Defaults}}
-	d := defaults{spec: config.Spec{Policy: idemcheck.IETF(), Options: scenarios.Defaults}, places: places{}}
+	d := defaults{spec: config.Spec{Policy: idemcheck.IETF(), Options: scenarios.Defaults, Words: Words}, places: places{}}
 	if t, ok := f["target"]; ok {
 		if err := p.target(t, "target", &d); err != nil {
 			return nil, err

@@ -6,6 +6,8 @@
 // is too long to mean anything. The only bound is the test binary's own
 // -timeout: the context ends a little before it, so a hung wait fails with
 // the test's name and error rather than go test's goroutine dump.
+//
+// It is for tests only and imports nothing of idemcheck.
 package testctx
 
 import (

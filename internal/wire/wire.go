@@ -12,6 +12,8 @@
 // An HTTP/2 burst (h2.go) is the one exception to "one connection per
 // attempt": its attempts are the streams of a few fresh connections (one
 // per release lane, lanes.go), each opened once and never resent.
+//
+// It is a leaf: it imports nothing of idemcheck, so any layer may use it.
 package wire
 
 import (

@@ -15,6 +15,9 @@
 // Set IDEMCHECK_TEST_DATABASE_URL to a server's DSN (its user must be
 // allowed to create databases) to create the databases there instead, for
 // example in CI without the PostgreSQL binaries.
+//
+// It is for tests only: it imports targets, and nothing the module ships
+// imports it.
 package pgtest
 
 import (
