@@ -59,6 +59,12 @@ type Soak struct {
 	// Seed chooses which intents meet which fault, so a seed replays the
 	// schedule.
 	Seed int64
+	// Shard, when its Count is above 1, makes this soak one part of a
+	// soak spread over several processes: its intents are numbered
+	// Shard.Seq (no two shards share one), and its faults are drawn from
+	// the seed's stream of its own. Rate and Intents are then this shard's
+	// part (Shard.Part), which the caller computes.
+	Shard idemcheck.Shard
 	// Workers bounds vegeta's concurrent requests (default 64).
 	Workers int
 	Timeout time.Duration
@@ -182,6 +188,10 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	rec := &soakRecorder{enc: sk.History, count: sk.Counter}
 	header := sk.Header
 	header.SoakFaults = nil
+	if sk.Shard.Count > 1 {
+		shard := sk.Shard
+		header.Shard = &shard
+	}
 	for _, fs := range [][]SoakFault{single, wholeClient, wholeDB} {
 		for _, f := range fs {
 			header.SoakFaults = append(header.SoakFaults, f.String())
@@ -192,7 +202,9 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	}
 	res := &idemcheck.SoakResult{}
 	var ids atomic.Int64
-	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed))
+	// Shard 0 (and a whole soak) draws from the seed's first stream, so an
+	// unsharded seed replays as it always did; each other shard from its own.
+	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed+uint64(max(sk.Shard.Index, 0))))
 	var rngMu sync.Mutex
 
 	// The targeter makes a fresh intent for every hit; which fault it
@@ -212,7 +224,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		if sk.Intents > 0 && n > sk.Intents {
 			return vegeta.ErrNoTargets // vegeta stops the attack
 		}
-		seq := int(n)
+		seq := int(sk.Shard.Seq(n))
 		in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-%d", s.run, seq), Key: uuid.NewString(), Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
 		req, _ := s.request(in, idemcheck.Original)
 		addr, fault := direct, faults.None

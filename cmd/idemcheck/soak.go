@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,8 +65,18 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut (and meet each --fault)")
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
 	fs.Int64Var(&maxBody, "max-body", 64<<10, "reply body `bytes` kept per attempt (the rest is read no further)")
+	var shardSpec string
+	var shards int
+	fs.StringVar(&shardSpec, "shard", "", "run shard `i/n` of a soak spread over n processes (i from 0): its own intents and seed stream, 1/n of --rate and --intents; default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it, of --shards")
+	fs.IntVar(&shards, "shards", 0, "the shard `count`, with the index from $JOB_COMPLETION_INDEX (default $IDEMCHECK_SHARDS)")
 	out.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
+		return 0, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	shard, err := soakShard(shardSpec, shards, set["shards"], os.LookupEnv)
+	if err != nil {
 		return 0, err
 	}
 	switch {
@@ -91,8 +102,17 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err := out.check(); err != nil {
 		return 0, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// Each shard sends its part of the rate and of the intents.
+	totalRate := rate
+	if rate = int(shard.Part(int64(rate))); rate < 1 {
+		return 0, idemcheck.Usagef("--rate %d over %d shards leaves shard %d nothing to send: use --rate %d or more", totalRate, shard.Count, shard.Index, shard.Count)
+	}
+	if intents > 0 {
+		total := intents
+		if intents = shard.Part(intents); intents < 1 {
+			return 0, idemcheck.Usagef("--intents %d over %d shards leaves shard %d none: use --intents %d or more", total, shard.Count, shard.Index, shard.Count)
+		}
+	}
 	soakFaults, err := soakFaultFlags(faultSpecs, cutShare, set["cut-share"], command != "")
 	if err != nil {
 		return 0, err
@@ -134,7 +154,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout}
+	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout, Shard: shard}
 	var dbName string
 	if command != "" {
 		started, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})
@@ -200,7 +220,11 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	tally := &assert.SoakTally{Policy: policy}
 	sk.Counter = tally
-	fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s …\n", rate, duration, faultsLine(soakFaults))
+	if shard.Count > 1 {
+		fmt.Fprintf(stderr, "soak: shard %s: %d of %d intents/s for %v, %s …\n", shard, rate, totalRate, duration, faultsLine(soakFaults))
+	} else {
+		fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s …\n", rate, duration, faultsLine(soakFaults))
+	}
 	started := time.Now()
 	load, err := sk.Run(ctx)
 	if err != nil {
@@ -223,6 +247,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: assert.SoakVerdict(res), Tool: tool,
 		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res}
+	if shard.Count > 1 {
+		rep.Shard = &shard
+	}
 	rep.Estimate, rep.EstimateAssumes = estimate.Soak(res, value)
 	render.WriteSoak(stdout, rep, sk.Effects != nil)
 	if out.json != "" {
@@ -231,6 +258,60 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		}
 	}
 	return exitFor(out, rep.Verdict), nil
+}
+
+// soakShard reads which shard of a soak this process runs: --shard i/n;
+// else $JOB_COMPLETION_INDEX (which a Kubernetes Indexed Job sets in each
+// pod) of --shards or $IDEMCHECK_SHARDS; else the whole soak (Count 0).
+func soakShard(spec string, shards int, shardsSet bool, lookup func(string) (string, bool)) (idemcheck.Shard, error) {
+	const how = "such as --shard 2/4 (shard 2 of 4, counted from 0)"
+	if spec != "" {
+		if shardsSet {
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %s and --shards %d both give the shard count: give one", spec, shards)
+		}
+		is, ns, ok := strings.Cut(spec, "/")
+		i, err1 := strconv.Atoi(strings.TrimSpace(is))
+		n, err2 := strconv.Atoi(strings.TrimSpace(ns))
+		switch {
+		case !ok || err1 != nil || err2 != nil:
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %q is not INDEX/COUNT: write it %s", spec, how)
+		case n < 1:
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %s: the count must be 1 or more, %s", spec, how)
+		case i < 0 || i >= n:
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %s: the index must be 0 to %d, %s", spec, n-1, how)
+		}
+		return idemcheck.Shard{Index: i, Count: n}, nil
+	}
+	countFrom := "--shards"
+	if !shardsSet {
+		if v, ok := lookup("IDEMCHECK_SHARDS"); ok && v != "" {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return idemcheck.Shard{}, idemcheck.Usagef("IDEMCHECK_SHARDS=%q is not a number: set it to the shard count, such as 4", v)
+			}
+			shards, shardsSet, countFrom = n, true, "IDEMCHECK_SHARDS"
+		}
+	}
+	if shardsSet && shards < 1 {
+		return idemcheck.Shard{}, idemcheck.Usagef("%s %d is out of range: the shard count is 1 or more", countFrom, shards)
+	}
+	v, ok := lookup("JOB_COMPLETION_INDEX")
+	if !ok || v == "" {
+		if shardsSet {
+			return idemcheck.Shard{}, idemcheck.Usagef("%s %d needs the shard's index: run it in a Kubernetes Indexed Job (which sets JOB_COMPLETION_INDEX), or give --shard i/%d", countFrom, shards, shards)
+		}
+		return idemcheck.Shard{}, nil
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return idemcheck.Shard{}, idemcheck.Usagef("JOB_COMPLETION_INDEX=%q is not a shard index: it must be a number from 0, as a Kubernetes Indexed Job sets it", v)
+	case !shardsSet:
+		return idemcheck.Shard{}, idemcheck.Usagef("JOB_COMPLETION_INDEX=%d is set but not the shard count: give --shards N (the Job's completions) or set IDEMCHECK_SHARDS", i)
+	case i < 0 || i >= shards:
+		return idemcheck.Shard{}, idemcheck.Usagef("JOB_COMPLETION_INDEX=%d is out of range for %s %d: the index must be 0 to %d", i, countFrom, shards, shards-1)
+	}
+	return idemcheck.Shard{Index: i, Count: shards}, nil
 }
 
 func dirOf(p string) string {
