@@ -522,3 +522,37 @@ func (r *soakRecorder) flush() error {
 	r.keep(r.enc.Flush())
 	return r.err
 }
+
+// SoakLoad measures a soak's load again from its history: its first
+// attempts (those vegeta sent) become vegeta's results once more, so a
+// history checked offline, or several shards' merged, give the rate,
+// success share and latencies as vegeta computes them. Its memory is
+// bounded (vegeta's latency quantiles are a digest): no attempt is kept.
+type SoakLoad struct {
+	m vegeta.Metrics
+}
+
+// Attempt adds one attempt; retries are not part of the measured load.
+func (l *SoakLoad) Attempt(a idemcheck.Attempt) {
+	if a.Step > 1 || a.Start.IsZero() {
+		return
+	}
+	r := vegeta.Result{Timestamp: a.Start, Latency: a.End.Sub(a.Start)}
+	if a.Outcome == idemcheck.Replied {
+		r.Code = uint16(a.Status)
+	}
+	l.m.Add(&r)
+}
+
+// Result returns the load's figures: duration, rates, success share and
+// latencies.
+func (l *SoakLoad) Result() idemcheck.SoakResult {
+	l.m.Close()
+	return idemcheck.SoakResult{
+		Duration: l.m.Duration + l.m.Wait, Throughput: l.m.Throughput, Rate: l.m.Rate, Success: l.m.Success,
+		P50: l.m.Latencies.P50, P90: l.m.Latencies.P90, P99: l.m.Latencies.P99, Max: l.m.Latencies.Max,
+	}
+}
+
+// Start is when the first attempt of the load began (zero with none).
+func (l *SoakLoad) Start() time.Time { return l.m.Earliest }

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
@@ -14,6 +15,7 @@ import (
 func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 	r := rep.Soak
 	fmt.Fprintf(w, "soak of %s %s%s, seed %d\n", rep.Target.Method, rep.Target.URL, rep.Target.Path, rep.Seed)
+	writeSoakParts(w, rep)
 	fmt.Fprintf(w, "  %d intents in %.1fs: %.0f requests/s sent, %.0f/s answered with success (%.1f%%)\n",
 		r.Intents, r.Duration.Seconds(), r.Rate, r.Throughput, r.Success*100)
 	fmt.Fprintf(w, "  latency p50 %v, p90 %v, p99 %v, max %v\n", r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond))
@@ -47,7 +49,30 @@ func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share %.2f\n",
 			share, e.Inputs.TimeoutRate*100, timedOut, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
 	}
-	fmt.Fprintf(w, "  verdict %s\n", map[idemcheck.Status]string{idemcheck.Pass: "PASS", idemcheck.Fail: "FAIL"}[rep.Verdict])
+	fmt.Fprintf(w, "  verdict %s\n", strings.ToUpper(string(rep.Verdict)))
+}
+
+// writeSoakParts says which part of a sharded soak a report is of, or
+// which histories it merged, and which shards it lacks.
+func writeSoakParts(w io.Writer, rep idemcheck.SoakReport) {
+	m := rep.Merged
+	switch {
+	case m == nil && rep.Shard != nil:
+		fmt.Fprintf(w, "  shard %s: this shard's intents only; merge every shard's history with idemcheck check\n", rep.Shard)
+	case m == nil:
+	case m.Shards > 0:
+		fmt.Fprintf(w, "  %d histories merged, of %d shards", m.Histories, m.Shards)
+		if len(m.Missing) > 0 {
+			idx := make([]string, len(m.Missing))
+			for i, n := range m.Missing {
+				idx[i] = fmt.Sprint(n)
+			}
+			fmt.Fprintf(w, "; missing shard %s: its intents are not counted", strings.Join(idx, ", "))
+		}
+		fmt.Fprintln(w)
+	case m.Histories > 1:
+		fmt.Fprintf(w, "  %d histories merged\n", m.Histories)
+	}
 }
 
 // writeSoakFaults states each fault the soak ran under and what it hit,
