@@ -38,8 +38,14 @@ import (
 type Soak struct {
 	Endpoint Endpoint
 	Policy   idemcheck.Policy
-	// Effects, when set, counts each intent's effects as it completes.
+	// Effects, when set, counts each intent's effects, in batches
+	// (Effects.CountBatch): after the load, or while it runs with
+	// CountDuring.
 	Effects *Effects
+	// CountDuring counts effects while the load runs, a batch at a time as
+	// intents complete, instead of after it: the soak ends sooner, but the
+	// counting takes database time and cores from the target it measures.
+	CountDuring bool
 	// Rate is intents per second; Duration how long to send them.
 	Rate     int
 	Duration time.Duration
@@ -266,28 +272,36 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	// Completed intents are spooled to a file and counted once the load
 	// is over: counting during the load would take the database and the
 	// cores from the target being measured, and the file keeps memory flat.
+	// With CountDuring they are counted in batches as they complete.
 	var spool *os.File
+	var counter *effectCounter
 	if sk.Effects != nil {
-		if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
-			return nil, err
+		counter = newEffectCounter(ctx, sk.Effects, rec)
+		if !sk.CountDuring {
+			if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
+				return nil, err
+			}
+			defer os.Remove(spool.Name())
+			defer spool.Close()
 		}
-		defer os.Remove(spool.Name())
-		defer spool.Close()
 	}
 	counts := make(chan idemcheck.Intent, 1024)
 	spooled := make(chan error, 1)
 	go func() {
-		if spool == nil {
+		switch {
+		case counter == nil:
 			for range counts {
 			}
 			spooled <- nil
-			return
+		case spool == nil:
+			spooled <- counter.during(counts)
+		default:
+			w := bufio.NewWriter(spool)
+			for d := range counts {
+				fmt.Fprintf(w, "%s\t%s\t%d\n", d.ID, d.Key, d.Seq)
+			}
+			spooled <- w.Flush()
 		}
-		w := bufio.NewWriter(spool)
-		for d := range counts {
-			fmt.Fprintf(w, "%s\t%s\t%d\n", d.ID, d.Key, d.Seq)
-		}
-		spooled <- w.Flush()
 	}()
 	// Retries go to the retriers.
 	retries := make(chan *soakHit, 1024)
@@ -335,12 +349,17 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	wg.Wait()
 	close(counts)
 	if err := <-spooled; err != nil {
+		if counter != nil && spool == nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("spool intents: %w", err)
 	}
 	metrics.Close()
 	res.Duration = time.Since(start)
-	if err := sk.countAll(ctx, spool, rec); err != nil {
-		return nil, err
+	if spool != nil {
+		if err := counter.spooled(spool); err != nil {
+			return nil, err
+		}
 	}
 	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
 	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
@@ -350,45 +369,95 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	return res, ctx.Err()
 }
 
-// countAll counts the effects of every spooled intent, eight at a time.
-func (sk *Soak) countAll(ctx context.Context, spool *os.File, rec *soakRecorder) error {
-	if sk.Effects == nil {
-		return nil
-	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	intents := make(chan idemcheck.Intent, 256)
-	var wg sync.WaitGroup
-	var errOnce sync.Once
-	var countErr error
-	for range 8 {
-		wg.Go(func() {
-			for in := range intents {
-				o, err := sk.Effects.Count(ctx, in)
-				if err != nil {
-					if ctx.Err() == nil {
-						errOnce.Do(func() { countErr = fmt.Errorf("count the effects of intent %s: %w", in.ID, err) })
-					}
-					continue
+// effectCounter counts intents' effects in batches (Effects.CountBatch),
+// four batches at a time, and records each observation.
+type effectCounter struct {
+	ctx     context.Context
+	effects *Effects
+	rec     *soakRecorder
+	batches chan []idemcheck.Intent
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+}
+
+func newEffectCounter(ctx context.Context, e *Effects, rec *soakRecorder) *effectCounter {
+	c := &effectCounter{ctx: ctx, effects: e, rec: rec, batches: make(chan []idemcheck.Intent, 4)}
+	for range 4 {
+		c.wg.Go(func() {
+			for b := range c.batches {
+				obs, err := c.effects.CountBatch(c.ctx, b)
+				for _, o := range obs {
+					c.rec.observation(o)
 				}
-				rec.observation(o)
+				if err != nil && c.ctx.Err() == nil {
+					c.errOnce.Do(func() { c.err = fmt.Errorf("count effects: %w", err) })
+				}
 			}
 		})
 	}
+	return c
+}
+
+// close waits for the batches sent and returns the first error.
+func (c *effectCounter) close() error {
+	close(c.batches)
+	c.wg.Wait()
+	return c.err
+}
+
+// during counts the intents as they come, a batch when EffectBatch have
+// come or a tenth of a second has passed, until in is closed.
+func (c *effectCounter) during(in <-chan idemcheck.Intent) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var b []idemcheck.Intent
+	for {
+		select {
+		case d, ok := <-in:
+			if !ok {
+				if len(b) > 0 {
+					c.batches <- b
+				}
+				return c.close()
+			}
+			if b = append(b, d); len(b) == EffectBatch {
+				c.batches <- b
+				b = nil
+			}
+		case <-tick.C:
+			if len(b) > 0 {
+				c.batches <- b
+				b = nil
+			}
+		}
+	}
+}
+
+// spooled counts every intent of the spool, after the load.
+func (c *effectCounter) spooled(spool *os.File) error {
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		_ = c.close()
+		return err
+	}
 	sc := bufio.NewScanner(spool)
+	var b []idemcheck.Intent
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
 		if len(f) != 3 {
 			continue
 		}
 		seq, _ := strconv.Atoi(f[2])
-		intents <- idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
+		if b = append(b, idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}); len(b) == EffectBatch {
+			c.batches <- b
+			b = nil
+		}
 	}
-	close(intents)
-	wg.Wait()
-	if countErr != nil {
-		return countErr
+	if len(b) > 0 {
+		c.batches <- b
+	}
+	if err := c.close(); err != nil {
+		return err
 	}
 	return sc.Err()
 }

@@ -65,6 +65,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut (and meet each --fault)")
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
 	fs.Int64Var(&maxBody, "max-body", 64<<10, "reply body `bytes` kept per attempt (the rest is read no further)")
+	var countDuring bool
+	fs.BoolVar(&countDuring, "count-during", false, "count effects while the load runs, in batches as intents complete, not after it (the soak ends sooner; the counting takes database time from the target)")
 	var shardSpec string
 	var shards int
 	fs.StringVar(&shardSpec, "shard", "", "run shard `i/n` of a soak spread over n processes (i from 0): its own intents and seed stream, 1/n of --rate and --intents; default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it, of --shards")
@@ -154,7 +156,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout, Shard: shard}
+	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout, Shard: shard, CountDuring: countDuring}
 	var dbName string
 	if command != "" {
 		started, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -107,13 +108,19 @@ func TestSoakCountsDuplicates(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"orderId": id})
 	}))
 	t.Cleanup(srv.Close)
-	jsonPath := filepath.Join(t.TempDir(), "soak.json")
-	code, out, _ := cli(t, soakArgs(srv.URL, dsn, "--json", jsonPath)...)
-	require.Equal(t, idemcheck.ExitAnomalies, code, out)
-	rep := readSoakReport(t, jsonPath)
-	assert.Positive(t, rep.Soak.Cut)
-	assert.Equal(t, rep.Soak.Cut, rep.Soak.Duplicates, "every retried intent was executed twice")
-	assert.Positive(t, rep.Soak.DuplicatesPerMillion)
+	// Effects are counted after the load, or in batches while it runs.
+	for _, during := range []bool{false, true} {
+		t.Run(fmt.Sprint("count-during=", during), func(t *testing.T) {
+			jsonPath := filepath.Join(t.TempDir(), "soak.json")
+			code, out, _ := cli(t, soakArgs(srv.URL, dsn, "--json", jsonPath, fmt.Sprint("--count-during=", during))...)
+			require.Equal(t, idemcheck.ExitAnomalies, code, out)
+			rep := readSoakReport(t, jsonPath)
+			assert.Positive(t, rep.Soak.Cut)
+			assert.Equal(t, rep.Soak.Intents, rep.Soak.Counted, "every intent counted")
+			assert.Equal(t, rep.Soak.Cut, rep.Soak.Duplicates, "every retried intent was executed twice")
+			assert.Positive(t, rep.Soak.DuplicatesPerMillion)
+		})
+	}
 }
 
 func TestSoakBadInput(t *testing.T) {
