@@ -49,6 +49,36 @@ type SoakResult struct {
 	Faults []SoakFault `json:"faults,omitempty"`
 }
 
+// SoakProgress is a soak's running count, taken while it runs, for a
+// person watching a terminal or a log collector: every figure is since the
+// soak started, except Rate, over the last interval.
+type SoakProgress struct {
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Sent are the first attempts whose result came back; Rate is them
+	// per second over the last interval.
+	Sent int64   `json:"sent"`
+	Rate float64 `json:"rate"`
+	// Succeeded are those answered with a 2xx or 3xx (vegeta's success).
+	Succeeded int64 `json:"succeeded"`
+	// Cut are the first attempts left without a reply, retried; Errors
+	// the attempts (first or retry) answered with a 5xx, and retries
+	// left without a reply.
+	Cut    int64 `json:"cut"`
+	Errors int64 `json:"errors"`
+	// Retried are the retries whose result came back.
+	Retried int64 `json:"retried"`
+	// Shard is the shard this process runs, on a sharded soak.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Success is the share of sent first attempts that succeeded.
+func (p SoakProgress) Success() float64 {
+	if p.Sent == 0 {
+		return 0
+	}
+	return float64(p.Succeeded) / float64(p.Sent)
+}
+
 // Shard is one part of a soak spread over several processes (the pods of
 // a Kubernetes Indexed Job): shard Index of Count, counted from 0. Each
 // shard sends its own intents, numbered so that no two shards share one

@@ -91,6 +91,10 @@ type Soak struct {
 	// Header is written as the history's run record, with the soak's
 	// faults (Run.SoakFaults) filled in.
 	Header idemcheck.Run
+	// Progress, when set, is given the soak's running count every
+	// ProgressEvery (default one second) while it runs, and once at the end.
+	Progress      func(idemcheck.SoakProgress)
+	ProgressEvery time.Duration
 	// Counter, when set, is given every attempt (numbered, in the
 	// history's order) and observation as it is recorded, one at a time,
 	// whether or not a history is written: assert.SoakTally counts the
@@ -207,6 +211,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return nil, err
 	}
 	res := &idemcheck.SoakResult{}
+	live := &soakLive{shard: sk.Shard}
 	var ids atomic.Int64
 	// Shard 0 (and a whole soak) draws from the seed's first stream, so an
 	// unsharded seed replays as it always did; each other shard from its own.
@@ -313,6 +318,10 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 				a := s.attempt(h, 2, "", rec.detailed())
 				s.fill(&a, r)
 				rec.attempt(a)
+				live.retried.Add(1)
+				if a.Outcome != idemcheck.Replied || a.Status >= 500 {
+					live.errors.Add(1)
+				}
 				counts <- h.in
 			}
 		})
@@ -322,6 +331,32 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	stopOnCancel := context.AfterFunc(ctx, func() { attacker.Stop() })
 	defer stopOnCancel()
 	start := time.Now()
+	if sk.Progress != nil {
+		every := sk.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		done := make(chan struct{})
+		reported := make(chan struct{})
+		go func() {
+			defer close(reported)
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-tick.C:
+					sk.Progress(live.take(start))
+				case <-done:
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(done)
+			<-reported
+			sk.Progress(live.take(start))
+		}()
+	}
 	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
 		_, frag, _ := strings.Cut(r.URL, "#")
 		v, ok := pending.LoadAndDelete(frag)
@@ -339,7 +374,15 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		s.fillVegeta(&a, r, rec.detailed())
 		rec.intent(h.in)
 		rec.attempt(a)
+		live.sent.Add(1)
+		switch {
+		case r.Code >= 200 && r.Code < 400:
+			live.succeeded.Add(1)
+		case r.Code >= 500:
+			live.errors.Add(1)
+		}
 		if a.Outcome != idemcheck.Replied {
+			live.cut.Add(1)
 			retries <- h
 			continue
 		}
@@ -367,6 +410,34 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	return res, ctx.Err()
+}
+
+// soakLive are the soak's running counts, for its progress.
+type soakLive struct {
+	sent, succeeded, cut, errors, retried atomic.Int64
+	shard                                 idemcheck.Shard
+	// last is the time and sent count of the previous take, for the rate.
+	lastAt   time.Time
+	lastSent int64
+}
+
+// take returns the counts now; it is called from one goroutine at a time.
+func (l *soakLive) take(start time.Time) idemcheck.SoakProgress {
+	now := time.Now()
+	p := idemcheck.SoakProgress{Elapsed: now.Sub(start), Sent: l.sent.Load(), Succeeded: l.succeeded.Load(),
+		Cut: l.cut.Load(), Errors: l.errors.Load(), Retried: l.retried.Load()}
+	if l.lastAt.IsZero() {
+		l.lastAt = start
+	}
+	if d := now.Sub(l.lastAt).Seconds(); d > 0 {
+		p.Rate = float64(p.Sent-l.lastSent) / d
+	}
+	l.lastAt, l.lastSent = now, p.Sent
+	if l.shard.Count > 1 {
+		shard := l.shard
+		p.Shard = &shard
+	}
+	return p
 }
 
 // effectCounter counts intents' effects in batches (Effects.CountBatch),

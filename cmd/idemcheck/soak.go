@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -67,6 +68,10 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.Int64Var(&maxBody, "max-body", 64<<10, "reply body `bytes` kept per attempt (the rest is read no further)")
 	var countDuring bool
 	fs.BoolVar(&countDuring, "count-during", false, "count effects while the load runs, in batches as intents complete, not after it (the soak ends sooner; the counting takes database time from the target)")
+	var progress string
+	var progressEvery time.Duration
+	fs.StringVar(&progress, "progress", "auto", "live progress on standard error while the soak runs: text (a line redrawn on a terminal), json (a JSON line each interval, for log collectors), off; auto is text when standard error is a terminal, else off")
+	fs.DurationVar(&progressEvery, "progress-every", 0, "how often progress is shown (default 1s for text, 10s for json)")
 	var shardSpec string
 	var shards int
 	fs.StringVar(&shardSpec, "shard", "", "run shard `i/n` of a soak spread over n processes (i from 0): its own intents and seed stream, 1/n of --rate and --intents; default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it, of --shards")
@@ -98,6 +103,10 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Usagef("soak: give --url or --cmd, not both")
 	case timeout < MinTimeout:
 		return 0, idemcheck.Usagef("--timeout %v is too short for any reply to arrive: use %v or more, such as 10s", timeout, MinTimeout)
+	case progress != "auto" && progress != "text" && progress != "json" && progress != "off":
+		return 0, idemcheck.Usagef("--progress %q: use text, json, off or auto", progress)
+	case progressEvery < 0:
+		return 0, idemcheck.Usagef("--progress-every %v must be positive, such as 5s", progressEvery)
 	case maxBody < 1 || maxBody > maxMaxBody:
 		return 0, idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", maxBody, maxMaxBody)
 	}
@@ -227,8 +236,26 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	} else {
 		fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s …\n", rate, duration, faultsLine(soakFaults))
 	}
+	terminal := render.IsTerminal(stderr)
+	if progress == "auto" {
+		progress = "off"
+		if terminal {
+			progress = "text"
+		}
+	}
+	switch progress {
+	case "text":
+		sk.Progress = func(p idemcheck.SoakProgress) { render.WriteSoakProgress(stderr, p, terminal) }
+		sk.ProgressEvery = cmp.Or(progressEvery, time.Second)
+	case "json":
+		sk.Progress = func(p idemcheck.SoakProgress) { _ = render.WriteSoakProgressJSON(stderr, p, time.Now()) }
+		sk.ProgressEvery = cmp.Or(progressEvery, 10*time.Second)
+	}
 	started := time.Now()
 	load, err := sk.Run(ctx)
+	if progress == "text" && terminal {
+		render.EndSoakProgress(stderr)
+	}
 	if err != nil {
 		return 0, idemcheck.Unavailablef("soak: %v", err)
 	}

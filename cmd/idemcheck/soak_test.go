@@ -136,6 +136,7 @@ func TestSoakBadInput(t *testing.T) {
 		{[]string{"soak", "--url", "https://127.0.0.1:1"}, "a soak sends plain http:// only"},
 		{[]string{"soak", "--url", "ftp://127.0.0.1:1"}, `--url "ftp://127.0.0.1:1" is not an absolute http:// or https:// URL`},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-arg", "{{intent}}"}, "--effect-arg needs --effect-sql"},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--progress", "loud"}, `--progress "loud": use text, json, off or auto`},
 	} {
 		code, _, errOut := cli(t, c.args...)
 		assert.Equal(t, idemcheck.ExitUsage, code, c.want)
@@ -251,4 +252,39 @@ func TestSoakHistoryToStdout(t *testing.T) {
 	assert.Len(t, hs[0].Intents, 50)
 	assert.Len(t, hs[0].Observations, 50)
 	assert.Equal(t, idemcheck.Pass, rules.SoakVerdict(rules.Soak(hs[0])))
+}
+
+// --progress json writes the soak's running count as JSON lines on
+// standard error while it runs, the last one with every first attempt;
+// --progress text writes it for a person, a line each time when standard
+// error is not a terminal.
+func TestSoakProgress(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	code, out, errOut := cli(t, soakArgs(url, dsn, "--intents", "150", "--rate", "100", "--duration", "1m", "--progress", "json", "--progress-every", "200ms")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	var lines []map[string]any
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.HasPrefix(l, "{") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+			lines = append(lines, m)
+		}
+	}
+	require.GreaterOrEqual(t, len(lines), 2, "a line each interval and one at the end:\n%s", errOut)
+	last := lines[len(lines)-1]
+	assert.Equal(t, "soak-progress", last["event"])
+	assert.EqualValues(t, 150, last["sent"])
+	assert.InDelta(t, (150-last["cut"].(float64))/150, last["success"], 1e-9, "every first attempt not cut was answered 201")
+	for _, k := range []string{"time", "elapsed_s", "rate", "cut", "errors", "retried"} {
+		assert.Contains(t, last, k)
+	}
+
+	code, out, errOut = cli(t, soakArgs(url, dsn, "--intents", "50", "--duration", "1m", "--progress", "text", "--progress-every", "100ms")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Regexp(t, `soak [0-9.]+m?s: 50 sent, [0-9]+/s, [0-9.]+% success, [0-9]+ cut and retried, 0 errors\n`, errOut)
+	assert.NotContains(t, errOut, "\r", "no redrawing where standard error is not a terminal")
+
+	code, _, errOut = cli(t, soakArgs(url, dsn, "--intents", "20", "--duration", "1m")...)
+	require.Equal(t, idemcheck.ExitHeld, code)
+	assert.NotContains(t, errOut, "sent,", "no progress by default where standard error is not a terminal")
 }

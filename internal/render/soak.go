@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -115,4 +116,54 @@ func writeSoakFaults(w io.Writer, r *idemcheck.SoakResult) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// SoakProgressLine is a soak's running count as one line for a person.
+func SoakProgressLine(p idemcheck.SoakProgress) string {
+	shard := ""
+	if p.Shard != nil {
+		shard = " shard " + p.Shard.String()
+	}
+	return fmt.Sprintf("soak%s %s: %d sent, %.0f/s, %.1f%% success, %d cut and retried, %d errors",
+		shard, p.Elapsed.Truncate(100*time.Millisecond), p.Sent, p.Rate, p.Success()*100, p.Cut, p.Errors)
+}
+
+// WriteSoakProgress writes a soak's running count for a person: on a
+// terminal it redraws one line in place (end with EndSoakProgress);
+// elsewhere it writes a line each time.
+func WriteSoakProgress(w io.Writer, p idemcheck.SoakProgress, terminal bool) {
+	if terminal {
+		fmt.Fprintf(w, "\r\033[K%s", SoakProgressLine(p))
+		return
+	}
+	fmt.Fprintln(w, SoakProgressLine(p))
+}
+
+// EndSoakProgress clears the progress line a terminal shows.
+func EndSoakProgress(w io.Writer) { fmt.Fprint(w, "\r\033[K") }
+
+// soakProgressJSON is one progress line for a log collector: flat, with
+// its time, so that each line stands alone.
+type soakProgressJSON struct {
+	Time     time.Time `json:"time"`
+	Event    string    `json:"event"`
+	Shard    string    `json:"shard,omitempty"`
+	ElapsedS float64   `json:"elapsed_s"`
+	Sent     int64     `json:"sent"`
+	Rate     float64   `json:"rate"`
+	Success  float64   `json:"success"`
+	Cut      int64     `json:"cut"`
+	Errors   int64     `json:"errors"`
+	Retried  int64     `json:"retried"`
+}
+
+// WriteSoakProgressJSON writes a soak's running count as one JSON line,
+// {"event":"soak-progress",...}, stamped with now.
+func WriteSoakProgressJSON(w io.Writer, p idemcheck.SoakProgress, now time.Time) error {
+	line := soakProgressJSON{Time: now.UTC().Truncate(time.Millisecond), Event: "soak-progress", ElapsedS: p.Elapsed.Seconds(),
+		Sent: p.Sent, Rate: p.Rate, Success: p.Success(), Cut: p.Cut, Errors: p.Errors, Retried: p.Retried}
+	if p.Shard != nil {
+		line.Shard = p.Shard.String()
+	}
+	return json.NewEncoder(w).Encode(line)
 }
