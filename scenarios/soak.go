@@ -74,7 +74,10 @@ type Soak struct {
 	// Workers bounds vegeta's concurrent requests (default 64).
 	Workers int
 	Timeout time.Duration
+	// Redact names headers whose values never reach the history; Secrets
+	// are values hidden wherever they appear in it (see Runner).
 	Redact  []string
+	Secrets []string
 	// Upstream is the checked address (IP:port) of the target, from
 	// certify.ResolveTarget; empty means Upstream(Endpoint.Base). Both the
 	// fault proxy and vegeta's direct requests go there, never to a name.
@@ -183,7 +186,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	if timeout <= 0 {
 		timeout = wire.DefaultTimeout
 	}
-	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact}, run: newRunID()}
+	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets}, run: newRunID()}
 	maxBody := sk.MaxBody
 	if maxBody <= 0 {
 		maxBody = 64 << 10

@@ -131,6 +131,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
+	if rawURL, _, err = expandFlag("--url", rawURL, os.LookupEnv); err != nil {
+		return 0, err
+	}
 	if rawURL != "" {
 		u, _, err := targetURL(rawURL)
 		if err != nil {
@@ -156,6 +159,23 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err := checkPolicy(policy, policyName, set); err != nil {
 		return 0, err
 	}
+	// ${NAME} in the URL (above), headers and body is read from the environment,
+	// as certify reads it, so that a credential (a Kubernetes Secret's
+	// variable) never needs to be in the arguments; what the headers and
+	// body expand to is redacted in the history.
+	var secrets []string
+	bodies := []string{body}
+	for _, e := range []struct {
+		name string
+		vs   []string
+	}{{"--header", headers}, {"--body", bodies}} {
+		used, err := expandFlags(e.name, e.vs, os.LookupEnv)
+		if err != nil {
+			return 0, err
+		}
+		secrets = append(secrets, used...)
+	}
+	body = bodies[0]
 	for _, h := range headers {
 		if _, err := suite.ParseHeader(h); err != nil {
 			return 0, idemcheck.Usagef("--header %v", err)
@@ -202,7 +222,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if sk.Upstream, err = certify.ResolveTarget(ctx, base, allowRemote); err != nil {
 		return 0, err
 	}
-	sk.AllowRemote, sk.MaxBody = allowRemote, maxBody
+	sk.AllowRemote, sk.MaxBody, sk.Secrets = allowRemote, maxBody, secrets
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
