@@ -94,6 +94,12 @@ type Soak struct {
 	// Header is written as the history's run record, with the soak's
 	// faults (Run.SoakFaults) filled in.
 	Header idemcheck.Run
+	// VegetaResults, when set, receives vegeta's own result of every first
+	// attempt, in vegeta's encoding (gob, as `vegeta attack` writes it), so
+	// that `vegeta report` and `vegeta plot` read a soak. Reply bodies and
+	// headers are left out (they may hold secrets, and neither tool reads
+	// them); the URL is the target's, without the soak's routing.
+	VegetaResults io.Writer
 	// Progress, when set, is given the soak's running count every
 	// ProgressEvery (default one second) while it runs, and once at the end.
 	Progress      func(idemcheck.SoakProgress)
@@ -360,6 +366,11 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 			sk.Progress(live.take(start))
 		}()
 	}
+	var vegetaOut vegeta.Encoder
+	var vegetaErr error
+	if sk.VegetaResults != nil {
+		vegetaOut = vegeta.NewEncoder(sk.VegetaResults)
+	}
 	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
 		_, frag, _ := strings.Cut(r.URL, "#")
 		v, ok := pending.LoadAndDelete(frag)
@@ -368,6 +379,12 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		}
 		h := v.(*soakHit)
 		metrics.Add(r)
+		if vegetaOut != nil && vegetaErr == nil {
+			out := *r
+			out.URL, out.Body, out.Headers = sk.Endpoint.Base.Scheme+"://"+sk.Endpoint.Base.Host+s.scrubRequest(h.req), nil, nil
+			out.Error = s.scrub(out.Error)
+			vegetaErr = vegetaOut.Encode(&out)
+		}
 		fault, links := "", []string(nil)
 		if !h.fault.IsNone() {
 			fault, links = h.fault.String(), faultLinks(h.fault)
@@ -402,6 +419,9 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	}
 	metrics.Close()
 	res.Duration = time.Since(start)
+	if vegetaErr != nil {
+		return nil, fmt.Errorf("vegeta results: %w", vegetaErr)
+	}
 	if spool != nil {
 		if err := counter.spooled(spool); err != nil {
 			return nil, err

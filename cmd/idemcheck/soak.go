@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"flag"
@@ -66,6 +67,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut (and meet each --fault)")
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
 	fs.Int64Var(&maxBody, "max-body", 64<<10, "reply body `bytes` kept per attempt (the rest is read no further)")
+	var vegetaResults string
+	fs.StringVar(&vegetaResults, "vegeta-results", "", "also write vegeta's result of every first attempt to `FILE`, in vegeta's own encoding, for vegeta report and vegeta plot")
 	var countDuring bool
 	fs.BoolVar(&countDuring, "count-during", false, "count effects while the load runs, in batches as intents complete, not after it (the soak ends sooner; the counting takes database time from the target)")
 	var progress string
@@ -112,6 +115,14 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	if err := out.check(); err != nil {
 		return 0, err
+	}
+	if vegetaResults != "" {
+		if fi, err := os.Stat(vegetaResults); err == nil && fi.IsDir() {
+			return 0, idemcheck.Usagef("--vegeta-results %s is a folder: name a file", vegetaResults)
+		}
+		if vegetaResults == out.history || vegetaResults == out.json {
+			return 0, idemcheck.Usagef("--vegeta-results %s is also another output's file: name another", vegetaResults)
+		}
 	}
 	// Each shard sends its part of the rate and of the intents.
 	totalRate := rate
@@ -249,6 +260,17 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		defer histFile.Close()
 		sk.History = history.NewEncoder(histFile)
 	}
+	var vegetaFile *os.File
+	if vegetaResults != "" {
+		if vegetaFile, err = os.CreateTemp(dirOf(vegetaResults), ".soak-vegeta-*"); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
+		}
+		defer os.Remove(vegetaFile.Name())
+		defer vegetaFile.Close()
+		vw := bufio.NewWriter(vegetaFile)
+		defer vw.Flush()
+		sk.VegetaResults = vw
+	}
 	tally := &assert.SoakTally{Policy: policy}
 	sk.Counter = tally
 	if shard.Count > 1 {
@@ -292,6 +314,18 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		_ = os.Chmod(histFile.Name(), 0o644)
 		if err := os.Rename(histFile.Name(), out.history); err != nil {
 			return 0, idemcheck.Usagef("--history: %v", err)
+		}
+	}
+	if vegetaFile != nil {
+		if err := sk.VegetaResults.(*bufio.Writer).Flush(); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
+		}
+		if err := vegetaFile.Close(); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
+		}
+		_ = os.Chmod(vegetaFile.Name(), 0o644)
+		if err := os.Rename(vegetaFile.Name(), vegetaResults); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
 		}
 	}
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: assert.SoakVerdict(res), Tool: tool,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck"
 	rules "github.com/idemcheck/idemcheck/assert"
@@ -287,4 +289,46 @@ func TestSoakProgress(t *testing.T) {
 	code, _, errOut = cli(t, soakArgs(url, dsn, "--intents", "20", "--duration", "1m")...)
 	require.Equal(t, idemcheck.ExitHeld, code)
 	assert.NotContains(t, errOut, "sent,", "no progress by default where standard error is not a terminal")
+}
+
+// --vegeta-results writes vegeta's own result of every first attempt in
+// vegeta's encoding: vegeta's decoder reads it back, and its metrics are
+// the soak's load.
+func TestSoakVegetaResults(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	dir := t.TempDir()
+	results, jsonPath := filepath.Join(dir, "results.bin"), filepath.Join(dir, "soak.json")
+	code, out, errOut := cli(t, soakArgs(url, dsn, "--intents", "120", "--duration", "1m", "--vegeta-results", results, "--json", jsonPath)...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	rep := readSoakReport(t, jsonPath)
+
+	f, err := os.Open(results)
+	require.NoError(t, err)
+	defer f.Close()
+	dec := vegeta.NewDecoder(f)
+	var m vegeta.Metrics
+	n := 0
+	for {
+		var r vegeta.Result
+		if err := dec.Decode(&r); err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		n++
+		m.Add(&r)
+		assert.Equal(t, "POST", r.Method)
+		assert.Equal(t, url+"/orders", r.URL, "the target's URL, not the soak's routing")
+		assert.Nil(t, r.Body, "no reply body")
+		assert.Nil(t, r.Headers, "no reply headers")
+		assert.Positive(t, r.Latency)
+	}
+	m.Close()
+	assert.Equal(t, 120, n, "one result per first attempt")
+	assert.EqualValues(t, 120, m.Requests)
+	assert.Equal(t, rep.Soak.Success, m.Success, "vegeta's success share is the soak's")
+	assert.EqualValues(t, 120-rep.Soak.Cut, m.StatusCodes["201"])
+
+	code, _, errOut = cli(t, soakArgs(url, dsn, "--vegeta-results", dir)...)
+	assert.Equal(t, idemcheck.ExitUsage, code)
+	assert.Contains(t, errOut, "--vegeta-results "+dir+" is a folder")
 }
