@@ -282,6 +282,10 @@ type Run struct {
 	// that attempt on purpose, and they only slow a link down. A name
 	// starting "db-" is on the database link.
 	SoakFaults []string `json:"soak_faults,omitempty"`
+	// Shard, on a sharded soak's history, says which part of the soak it
+	// holds: each shard sends its own intents at its part of the rate, and
+	// `idemcheck check` merges the shards' histories into one verdict.
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // PlannedCheck is a check the run meant to perform, with what the checker

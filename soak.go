@@ -2,6 +2,7 @@ package idemcheck
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 )
@@ -79,6 +80,74 @@ type SoakBucket struct {
 	P99 time.Duration `json:"p99_ns"`
 }
 
+// SoakProgress is a soak's running count, taken while it runs, for a
+// person watching a terminal or a log collector: every figure is since the
+// soak started, except Rate, over the last interval.
+type SoakProgress struct {
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Sent are the first attempts whose result came back; Rate is them
+	// per second over the last interval.
+	Sent int64   `json:"sent"`
+	Rate float64 `json:"rate"`
+	// Succeeded are those answered with a 2xx or 3xx (vegeta's success).
+	Succeeded int64 `json:"succeeded"`
+	// Cut are the first attempts left without a reply, retried; Errors
+	// the attempts (first or retry) answered with a 5xx, and retries
+	// left without a reply.
+	Cut    int64 `json:"cut"`
+	Errors int64 `json:"errors"`
+	// Retried are the retries whose result came back.
+	Retried int64 `json:"retried"`
+	// Shard is the shard this process runs, on a sharded soak.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Success is the share of sent first attempts that succeeded.
+func (p SoakProgress) Success() float64 {
+	if p.Sent == 0 {
+		return 0
+	}
+	return float64(p.Succeeded) / float64(p.Sent)
+}
+
+// Shard is one part of a soak spread over several processes (the pods of
+// a Kubernetes Indexed Job): shard Index of Count, counted from 0. Each
+// shard sends its own intents, numbered so that no two shards share one
+// (Seq), draws its faults from its own stream of the seed, and sends its
+// part of the rate (Part).
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// String writes the shard as the --shard flag reads it: "2/4".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Part is this shard's part of total (a rate, a number of intents): total
+// divided by Count, the remainder going one each to the first shards, so
+// that the parts of all shards add up to total.
+func (s Shard) Part(total int64) int64 {
+	if s.Count <= 1 {
+		return total
+	}
+	p := total / int64(s.Count)
+	if int64(s.Index) < total%int64(s.Count) {
+		p++
+	}
+	return p
+}
+
+// Seq is the sequence number of this shard's nth intent (from 1): the
+// shards' numbers interleave (shard 0 of 4 takes 1, 5, 9 …, shard 1 takes
+// 2, 6, 10 …), so no two shards share one and the soak's intents are
+// numbered 1..N across its shards as in one process.
+func (s Shard) Seq(n int64) int64 {
+	if s.Count <= 1 {
+		return n
+	}
+	return (n-1)*int64(s.Count) + int64(s.Index) + 1
+}
+
 // SoakFault is one fault a soak ran under, and what it hit.
 type SoakFault struct {
 	// Fault is the fault as the faults package writes it: "reset",
@@ -123,18 +192,35 @@ func (r SoakResult) CutsOnly() bool {
 // SoakReport is the report of `idemcheck soak` (its JSON, version 1): the
 // verdict, what was soaked, the figures, and what they would cost.
 type SoakReport struct {
-	Version   int         `json:"version"`
-	Verdict   Status      `json:"verdict"`
-	Tool      Tool        `json:"tool,omitzero"`
-	StartedAt time.Time   `json:"started_at,omitzero"`
-	Seed      int64       `json:"seed"`
-	Target    Target      `json:"target"`
-	Soak      *SoakResult `json:"soak"`
-	Estimate  *Cost       `json:"estimate,omitempty"`
+	Version   int       `json:"version"`
+	Verdict   Status    `json:"verdict"`
+	Tool      Tool      `json:"tool,omitzero"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	Seed      int64     `json:"seed"`
+	Target    Target    `json:"target"`
+	// Shard is the part of a sharded soak this report is of; nil for a
+	// whole soak.
+	Shard *Shard      `json:"shard,omitempty"`
+	Soak  *SoakResult `json:"soak"`
+	// Merged, on a report of `idemcheck check`, says which histories it
+	// merged: their number, and the shards of a sharded soak.
+	Merged   *Merged `json:"merged,omitempty"`
+	Estimate *Cost   `json:"estimate,omitempty"`
 	// EstimateAssumes says what the estimate rests on: the timeout rate
 	// is the share of replies the soak cut, an assumption, not a figure
 	// measured from the API.
 	EstimateAssumes string `json:"estimate_assumes,omitempty"`
+}
+
+// Merged says what a soak report merged from recorded histories.
+type Merged struct {
+	// Histories is the number of soak histories merged.
+	Histories int `json:"histories"`
+	// Shards is the shard count of a sharded soak's histories (0 for
+	// histories of whole soaks), and Missing the indexes of the shards
+	// whose history was not among them: their intents are not counted.
+	Shards  int   `json:"shards,omitempty"`
+	Missing []int `json:"missing_shards,omitempty"`
 }
 
 // WriteJSON writes the soak report as indented JSON.

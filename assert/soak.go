@@ -1,6 +1,8 @@
 package assert
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -232,4 +234,102 @@ func SoakVerdict(r idemcheck.SoakResult) idemcheck.Status {
 		return idemcheck.Fail
 	}
 	return idemcheck.Pass
+}
+
+// IsSoak reports whether a history's header is a soak's: its plan is the
+// soak check alone.
+func IsSoak(r idemcheck.Run) bool {
+	return len(r.Checks) == 1 && r.Checks[0].Name == idemcheck.CheckSoak
+}
+
+// SoakMerge counts several soak histories as one soak: the shards of a
+// soak spread over processes (Run.Shard), or whole soaks of one target
+// checked together. Records are given one at a time, as they are read, so
+// memory follows the failures, as SoakTally's does, not the number of
+// attempts or histories; on the same attempts, the merged counts are those
+// of one process (each intent's records are in one history, in order).
+//
+// Each history's header comes first (Run), and must soak what the first
+// one soaked: the same target, policy and effect query, and, for shards,
+// the same shard count with each shard once.
+type SoakMerge struct {
+	tally     SoakTally
+	first     *idemcheck.Run
+	firstName string
+	histories int
+	count     int            // shard count of the shards merged; 0 for whole soaks
+	shards    map[int]string // shard index -> the input it came from
+}
+
+// Run starts the next history, read from the input called name.
+func (m *SoakMerge) Run(name string, r idemcheck.Run) error {
+	if m.first == nil {
+		m.first, m.firstName = &r, name
+		m.tally.Policy = r.Policy
+		m.shards = map[int]string{}
+	} else {
+		f := m.first
+		switch {
+		case r.Target.URL != f.Target.URL || r.Target.Method != f.Target.Method || r.Target.Path != f.Target.Path:
+			return fmt.Errorf("%s soaked %s %s%s and %s soaked %s %s%s: merge the histories of one soak", m.firstName, f.Target.Method, f.Target.URL, f.Target.Path, name, r.Target.Method, r.Target.URL, r.Target.Path)
+		case r.EffectQuery != f.EffectQuery:
+			return fmt.Errorf("%s and %s counted effects with different queries: merge the histories of one soak", m.firstName, name)
+		case !reflect.DeepEqual(r.Policy, f.Policy):
+			return fmt.Errorf("%s and %s were soaked under different policies: merge the histories of one soak", m.firstName, name)
+		case (r.Shard == nil) != (f.Shard == nil):
+			return fmt.Errorf("%s and %s: one is a shard of a soak, the other a whole soak: merge the shards of one soak", m.firstName, name)
+		}
+	}
+	if r.Shard != nil {
+		s := *r.Shard
+		if m.count == 0 {
+			m.count = s.Count
+		}
+		switch prev, dup := m.shards[s.Index]; {
+		case s.Count != m.count:
+			return fmt.Errorf("%s is shard %s but %s is of %d shards: merge the shards of one soak", name, s, m.firstName, m.count)
+		case dup:
+			return fmt.Errorf("%s and %s are both shard %s: name each shard's history once", prev, name, s)
+		}
+		m.shards[s.Index] = name
+	}
+	m.histories++
+	m.tally.Run(r)
+	return nil
+}
+
+// Attempt counts one attempt of the current history.
+func (m *SoakMerge) Attempt(a idemcheck.Attempt) { m.tally.Attempt(a) }
+
+// Observation counts one observation of the current history.
+func (m *SoakMerge) Observation(o idemcheck.Observation) { m.tally.Observation(o) }
+
+// Histories is the number of histories merged so far.
+func (m *SoakMerge) Histories() int { return m.histories }
+
+// Header is the first history's header, which the others matched.
+func (m *SoakMerge) Header() idemcheck.Run {
+	if m.first == nil {
+		return idemcheck.Run{}
+	}
+	return *m.first
+}
+
+// Result returns the merged counts on load (figures measured elsewhere),
+// what was merged (with the shards missing, if any), and the verdict: a
+// duplicated or lost effect fails; with a shard missing, no anomaly is
+// only inconclusive, since the missing shard's intents were not counted.
+func (m *SoakMerge) Result(load idemcheck.SoakResult) (idemcheck.SoakResult, idemcheck.Merged, idemcheck.Status) {
+	r := m.tally.Result(load)
+	mg := idemcheck.Merged{Histories: m.histories, Shards: m.count}
+	for i := range m.count {
+		if _, ok := m.shards[i]; !ok {
+			mg.Missing = append(mg.Missing, i)
+		}
+	}
+	v := SoakVerdict(r)
+	if v == idemcheck.Pass && len(mg.Missing) > 0 {
+		v = idemcheck.Inconclusive
+	}
+	return r, mg, v
 }

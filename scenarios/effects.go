@@ -56,6 +56,66 @@ func (e *Effects) Count(ctx context.Context, in idemcheck.Intent) (idemcheck.Obs
 	return idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: e.SQL, Args: strs}, nil
 }
 
+// EffectBatch is how many intents CountBatch counts in one round trip
+// when the soak counts them.
+const EffectBatch = 256
+
+// CountBatch counts the effects of several intents at once: the effect
+// query, unchanged, queued once per intent and sent as one pipelined batch
+// in one READ ONLY transaction (as Count's, rolled back), so a batch costs
+// one round trip to the database instead of one per intent, and the query
+// is the very one CheckEffectSQL validated. Through the API (HTTP) each
+// intent is read back in turn.
+func (e *Effects) CountBatch(ctx context.Context, ins []idemcheck.Intent) ([]idemcheck.Observation, error) {
+	out := make([]idemcheck.Observation, 0, len(ins))
+	if e.HTTP != nil {
+		for _, in := range ins {
+			o, err := e.Count(ctx, in)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, o)
+		}
+		return out, nil
+	}
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = EffectTimeout
+	}
+	tx, err := e.Pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", timeout.Milliseconds())); err != nil {
+		return nil, err
+	}
+	args := make([][]string, len(ins))
+	b := &pgx.Batch{}
+	for i, in := range ins {
+		args[i] = make([]string, len(e.Args))
+		vals := make([]any, len(e.Args))
+		for j, t := range e.Args {
+			args[i][j] = t.Fill(in)
+			vals[j] = args[i][j]
+		}
+		b.Queue(e.SQL, vals...)
+	}
+	br := tx.SendBatch(ctx, b)
+	for i, in := range ins {
+		var n int64
+		if err := br.QueryRow().Scan(&n); err != nil {
+			_ = br.Close()
+			return out, fmt.Errorf("effect query %q for intent %s: %w", e.SQL, in.ID, err)
+		}
+		out = append(out, idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: n, Query: e.SQL, Args: args[i]})
+	}
+	if err := br.Close(); err != nil {
+		return out, fmt.Errorf("effect query %q: %w", e.SQL, err)
+	}
+	return out, nil
+}
+
 // Try runs the query once for an intent no run made, so that a query that
 // tries to write, times out or returns no number fails before any traffic
 // is sent. It changes nothing either.

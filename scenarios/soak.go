@@ -38,8 +38,14 @@ import (
 type Soak struct {
 	Endpoint Endpoint
 	Policy   idemcheck.Policy
-	// Effects, when set, counts each intent's effects as it completes.
+	// Effects, when set, counts each intent's effects, in batches
+	// (Effects.CountBatch): after the load, or while it runs with
+	// CountDuring.
 	Effects *Effects
+	// CountDuring counts effects while the load runs, a batch at a time as
+	// intents complete, instead of after it: the soak ends sooner, but the
+	// counting takes database time and cores from the target it measures.
+	CountDuring bool
 	// Rate is intents per second; Duration how long to send them.
 	Rate     int
 	Duration time.Duration
@@ -59,10 +65,19 @@ type Soak struct {
 	// Seed chooses which intents meet which fault, so a seed replays the
 	// schedule.
 	Seed int64
+	// Shard, when its Count is above 1, makes this soak one part of a
+	// soak spread over several processes: its intents are numbered
+	// Shard.Seq (no two shards share one), and its faults are drawn from
+	// the seed's stream of its own. Rate and Intents are then this shard's
+	// part (Shard.Part), which the caller computes.
+	Shard idemcheck.Shard
 	// Workers bounds vegeta's concurrent requests (default 64).
 	Workers int
 	Timeout time.Duration
+	// Redact names headers whose values never reach the history; Secrets
+	// are values hidden wherever they appear in it (see Runner).
 	Redact  []string
+	Secrets []string
 	// Upstream is the checked address (IP:port) of the target, from
 	// certify.ResolveTarget; empty means Upstream(Endpoint.Base). Both the
 	// fault proxy and vegeta's direct requests go there, never to a name.
@@ -79,6 +94,16 @@ type Soak struct {
 	// Header is written as the history's run record, with the soak's
 	// faults (Run.SoakFaults) filled in.
 	Header idemcheck.Run
+	// VegetaResults, when set, receives vegeta's own result of every first
+	// attempt, in vegeta's encoding (gob, as `vegeta attack` writes it), so
+	// that `vegeta report` and `vegeta plot` read a soak. Reply bodies and
+	// headers are left out (they may hold secrets, and neither tool reads
+	// them); the URL is the target's, without the soak's routing.
+	VegetaResults io.Writer
+	// Progress, when set, is given the soak's running count every
+	// ProgressEvery (default one second) while it runs, and once at the end.
+	Progress      func(idemcheck.SoakProgress)
+	ProgressEvery time.Duration
 	// Counter, when set, is given every attempt (numbered, in the
 	// history's order) and observation as it is recorded, one at a time,
 	// whether or not a history is written: assert.SoakTally counts the
@@ -167,7 +192,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	if timeout <= 0 {
 		timeout = wire.DefaultTimeout
 	}
-	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact}, run: newRunID()}
+	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets}, run: newRunID()}
 	maxBody := sk.MaxBody
 	if maxBody <= 0 {
 		maxBody = 64 << 10
@@ -182,6 +207,10 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	rec := &soakRecorder{enc: sk.History, count: sk.Counter}
 	header := sk.Header
 	header.SoakFaults = nil
+	if sk.Shard.Count > 1 {
+		shard := sk.Shard
+		header.Shard = &shard
+	}
 	for _, fs := range [][]SoakFault{single, wholeClient, wholeDB} {
 		for _, f := range fs {
 			header.SoakFaults = append(header.SoakFaults, f.String())
@@ -191,8 +220,11 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return nil, err
 	}
 	res := &idemcheck.SoakResult{}
+	live := &soakLive{shard: sk.Shard}
 	var ids atomic.Int64
-	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed))
+	// Shard 0 (and a whole soak) draws from the seed's first stream, so an
+	// unsharded seed replays as it always did; each other shard from its own.
+	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed+uint64(max(sk.Shard.Index, 0))))
 	var rngMu sync.Mutex
 
 	// The targeter makes a fresh intent for every hit; which fault it
@@ -212,7 +244,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		if sk.Intents > 0 && n > sk.Intents {
 			return vegeta.ErrNoTargets // vegeta stops the attack
 		}
-		seq := int(n)
+		seq := int(sk.Shard.Seq(n))
 		in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-%d", s.run, seq), Key: uuid.NewString(), Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
 		req, _ := s.request(in, idemcheck.Original)
 		addr, fault := direct, faults.None
@@ -254,28 +286,36 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	// Completed intents are spooled to a file and counted once the load
 	// is over: counting during the load would take the database and the
 	// cores from the target being measured, and the file keeps memory flat.
+	// With CountDuring they are counted in batches as they complete.
 	var spool *os.File
+	var counter *effectCounter
 	if sk.Effects != nil {
-		if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
-			return nil, err
+		counter = newEffectCounter(ctx, sk.Effects, rec)
+		if !sk.CountDuring {
+			if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
+				return nil, err
+			}
+			defer os.Remove(spool.Name())
+			defer spool.Close()
 		}
-		defer os.Remove(spool.Name())
-		defer spool.Close()
 	}
 	counts := make(chan idemcheck.Intent, 1024)
 	spooled := make(chan error, 1)
 	go func() {
-		if spool == nil {
+		switch {
+		case counter == nil:
 			for range counts {
 			}
 			spooled <- nil
-			return
+		case spool == nil:
+			spooled <- counter.during(counts)
+		default:
+			w := bufio.NewWriter(spool)
+			for d := range counts {
+				fmt.Fprintf(w, "%s\t%s\t%d\n", d.ID, d.Key, d.Seq)
+			}
+			spooled <- w.Flush()
 		}
-		w := bufio.NewWriter(spool)
-		for d := range counts {
-			fmt.Fprintf(w, "%s\t%s\t%d\n", d.ID, d.Key, d.Seq)
-		}
-		spooled <- w.Flush()
 	}()
 	// Retries go to the retriers.
 	retries := make(chan *soakHit, 1024)
@@ -287,6 +327,10 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 				a := s.attempt(h, 2, "", rec.detailed())
 				s.fill(&a, r)
 				rec.attempt(a)
+				live.retried.Add(1)
+				if a.Outcome != idemcheck.Replied || a.Status >= 500 {
+					live.errors.Add(1)
+				}
 				counts <- h.in
 			}
 		})
@@ -296,6 +340,37 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	stopOnCancel := context.AfterFunc(ctx, func() { attacker.Stop() })
 	defer stopOnCancel()
 	start := time.Now()
+	if sk.Progress != nil {
+		every := sk.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		done := make(chan struct{})
+		reported := make(chan struct{})
+		go func() {
+			defer close(reported)
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-tick.C:
+					sk.Progress(live.take(start))
+				case <-done:
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(done)
+			<-reported
+			sk.Progress(live.take(start))
+		}()
+	}
+	var vegetaOut vegeta.Encoder
+	var vegetaErr error
+	if sk.VegetaResults != nil {
+		vegetaOut = vegeta.NewEncoder(sk.VegetaResults)
+	}
 	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
 		_, frag, _ := strings.Cut(r.URL, "#")
 		v, ok := pending.LoadAndDelete(frag)
@@ -304,6 +379,12 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		}
 		h := v.(*soakHit)
 		metrics.Add(r)
+		if vegetaOut != nil && vegetaErr == nil {
+			out := *r
+			out.URL, out.Body, out.Headers = sk.Endpoint.Base.Scheme+"://"+sk.Endpoint.Base.Host+s.scrubRequest(h.req), nil, nil
+			out.Error = s.scrub(out.Error)
+			vegetaErr = vegetaOut.Encode(&out)
+		}
 		fault, links := "", []string(nil)
 		if !h.fault.IsNone() {
 			fault, links = h.fault.String(), faultLinks(h.fault)
@@ -313,7 +394,15 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		s.fillVegeta(&a, r, rec.detailed())
 		rec.intent(h.in)
 		rec.attempt(a)
+		live.sent.Add(1)
+		switch {
+		case r.Code >= 200 && r.Code < 400:
+			live.succeeded.Add(1)
+		case r.Code >= 500:
+			live.errors.Add(1)
+		}
 		if a.Outcome != idemcheck.Replied {
+			live.cut.Add(1)
 			retries <- h
 			continue
 		}
@@ -323,12 +412,20 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	wg.Wait()
 	close(counts)
 	if err := <-spooled; err != nil {
+		if counter != nil && spool == nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("spool intents: %w", err)
 	}
 	metrics.Close()
 	res.Duration = time.Since(start)
-	if err := sk.countAll(ctx, spool, rec); err != nil {
-		return nil, err
+	if vegetaErr != nil {
+		return nil, fmt.Errorf("vegeta results: %w", vegetaErr)
+	}
+	if spool != nil {
+		if err := counter.spooled(spool); err != nil {
+			return nil, err
+		}
 	}
 	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
 	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
@@ -338,45 +435,123 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	return res, ctx.Err()
 }
 
-// countAll counts the effects of every spooled intent, eight at a time.
-func (sk *Soak) countAll(ctx context.Context, spool *os.File, rec *soakRecorder) error {
-	if sk.Effects == nil {
-		return nil
+// soakLive are the soak's running counts, for its progress.
+type soakLive struct {
+	sent, succeeded, cut, errors, retried atomic.Int64
+	shard                                 idemcheck.Shard
+	// last is the time and sent count of the previous take, for the rate.
+	lastAt   time.Time
+	lastSent int64
+}
+
+// take returns the counts now; it is called from one goroutine at a time.
+func (l *soakLive) take(start time.Time) idemcheck.SoakProgress {
+	now := time.Now()
+	p := idemcheck.SoakProgress{Elapsed: now.Sub(start), Sent: l.sent.Load(), Succeeded: l.succeeded.Load(),
+		Cut: l.cut.Load(), Errors: l.errors.Load(), Retried: l.retried.Load()}
+	if l.lastAt.IsZero() {
+		l.lastAt = start
 	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return err
+	if d := now.Sub(l.lastAt).Seconds(); d > 0 {
+		p.Rate = float64(p.Sent-l.lastSent) / d
 	}
-	intents := make(chan idemcheck.Intent, 256)
-	var wg sync.WaitGroup
-	var errOnce sync.Once
-	var countErr error
-	for range 8 {
-		wg.Go(func() {
-			for in := range intents {
-				o, err := sk.Effects.Count(ctx, in)
-				if err != nil {
-					if ctx.Err() == nil {
-						errOnce.Do(func() { countErr = fmt.Errorf("count the effects of intent %s: %w", in.ID, err) })
-					}
-					continue
+	l.lastAt, l.lastSent = now, p.Sent
+	if l.shard.Count > 1 {
+		shard := l.shard
+		p.Shard = &shard
+	}
+	return p
+}
+
+// effectCounter counts intents' effects in batches (Effects.CountBatch),
+// four batches at a time, and records each observation.
+type effectCounter struct {
+	ctx     context.Context
+	effects *Effects
+	rec     *soakRecorder
+	batches chan []idemcheck.Intent
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+}
+
+func newEffectCounter(ctx context.Context, e *Effects, rec *soakRecorder) *effectCounter {
+	c := &effectCounter{ctx: ctx, effects: e, rec: rec, batches: make(chan []idemcheck.Intent, 4)}
+	for range 4 {
+		c.wg.Go(func() {
+			for b := range c.batches {
+				obs, err := c.effects.CountBatch(c.ctx, b)
+				for _, o := range obs {
+					c.rec.observation(o)
 				}
-				rec.observation(o)
+				if err != nil && c.ctx.Err() == nil {
+					c.errOnce.Do(func() { c.err = fmt.Errorf("count effects: %w", err) })
+				}
 			}
 		})
 	}
+	return c
+}
+
+// close waits for the batches sent and returns the first error.
+func (c *effectCounter) close() error {
+	close(c.batches)
+	c.wg.Wait()
+	return c.err
+}
+
+// during counts the intents as they come, a batch when EffectBatch have
+// come or a tenth of a second has passed, until in is closed.
+func (c *effectCounter) during(in <-chan idemcheck.Intent) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var b []idemcheck.Intent
+	for {
+		select {
+		case d, ok := <-in:
+			if !ok {
+				if len(b) > 0 {
+					c.batches <- b
+				}
+				return c.close()
+			}
+			if b = append(b, d); len(b) == EffectBatch {
+				c.batches <- b
+				b = nil
+			}
+		case <-tick.C:
+			if len(b) > 0 {
+				c.batches <- b
+				b = nil
+			}
+		}
+	}
+}
+
+// spooled counts every intent of the spool, after the load.
+func (c *effectCounter) spooled(spool *os.File) error {
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		_ = c.close()
+		return err
+	}
 	sc := bufio.NewScanner(spool)
+	var b []idemcheck.Intent
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
 		if len(f) != 3 {
 			continue
 		}
 		seq, _ := strconv.Atoi(f[2])
-		intents <- idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
+		if b = append(b, idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}); len(b) == EffectBatch {
+			c.batches <- b
+			b = nil
+		}
 	}
-	close(intents)
-	wg.Wait()
-	if countErr != nil {
-		return countErr
+	if len(b) > 0 {
+		c.batches <- b
+	}
+	if err := c.close(); err != nil {
+		return err
 	}
 	return sc.Err()
 }
@@ -510,3 +685,37 @@ func (r *soakRecorder) flush() error {
 	r.keep(r.enc.Flush())
 	return r.err
 }
+
+// SoakLoad measures a soak's load again from its history: its first
+// attempts (those vegeta sent) become vegeta's results once more, so a
+// history checked offline, or several shards' merged, give the rate,
+// success share and latencies as vegeta computes them. Its memory is
+// bounded (vegeta's latency quantiles are a digest): no attempt is kept.
+type SoakLoad struct {
+	m vegeta.Metrics
+}
+
+// Attempt adds one attempt; retries are not part of the measured load.
+func (l *SoakLoad) Attempt(a idemcheck.Attempt) {
+	if a.Step > 1 || a.Start.IsZero() {
+		return
+	}
+	r := vegeta.Result{Timestamp: a.Start, Latency: a.End.Sub(a.Start)}
+	if a.Outcome == idemcheck.Replied {
+		r.Code = uint16(a.Status)
+	}
+	l.m.Add(&r)
+}
+
+// Result returns the load's figures: duration, rates, success share and
+// latencies.
+func (l *SoakLoad) Result() idemcheck.SoakResult {
+	l.m.Close()
+	return idemcheck.SoakResult{
+		Duration: l.m.Duration + l.m.Wait, Throughput: l.m.Throughput, Rate: l.m.Rate, Success: l.m.Success,
+		P50: l.m.Latencies.P50, P90: l.m.Latencies.P90, P99: l.m.Latencies.P99, Max: l.m.Latencies.Max,
+	}
+}
+
+// Start is when the first attempt of the load began (zero with none).
+func (l *SoakLoad) Start() time.Time { return l.m.Earliest }

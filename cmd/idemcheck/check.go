@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/render"
+	"github.com/idemcheck/idemcheck/scenarios"
 )
 
 // stdin is what `idemcheck check -` reads; a test puts a reader in its
@@ -26,9 +28,14 @@ const checkUsage = "usage: idemcheck check [--json FILE] [--junit FILE] [--html 
 // every file named (globs are expanded here too, for a shell that did
 // not), or of standard input for "-" or when no file is named and standard
 // input is not a terminal (a pipe from `idemcheck certify … --history -`).
-// Histories are read and judged one at a time, so however many there are
-// only one is held in memory; the reports are printed as the suite prints
-// them, and the exit code is the worst verdict's.
+//
+// Every input is read as a stream. A certification's history is judged
+// whole, one at a time, so however many there are only one is held in
+// memory; the reports are printed as the suite prints them. Soak histories
+// are counted record by record as they are read, never held, and merged
+// into one soak: the shards of a sharded soak (soak --shard), or several
+// soaks of one target; their report comes last. The exit code is the worst
+// verdict's.
 func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var out outputs
@@ -51,31 +58,106 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	var results []*certify.Result
 	var pages []*render.HTMLPage
 	verdict := idemcheck.Pass
+	var soak soakMerge
+	judge := func(h *idemcheck.History) error {
+		if soak.merge.Histories() > 0 && (out.json != "" || out.junit != "" || out.html != "") {
+			return mixedOutputs(out)
+		}
+		rep := assert.ReportIn(h, flagWords)
+		rep.Stamp(tool, historyStart(h))
+		if len(results) > 0 {
+			fmt.Fprintln(stdout)
+		}
+		render.WriteText(stdout, rep, colour)
+		verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
+		// The report is kept for --json and --junit, and what --html
+		// draws of the history; the history is not: the next one may be
+		// as large.
+		results = append(results, &certify.Result{Report: rep})
+		if out.html != "" {
+			pages = append(pages, render.NewHTMLPage(rep, h))
+		}
+		return nil
+	}
 	for _, in := range inputs {
-		err := in.each(func(h *idemcheck.History) {
-			rep := assert.ReportIn(h, flagWords)
-			rep.Stamp(tool, historyStart(h))
-			if len(results) > 0 {
-				fmt.Fprintln(stdout)
+		err := in.each(judge, func(name string, r idemcheck.Run) error {
+			switch {
+			case out.junit != "":
+				return fmt.Errorf("%s is a soak's history, and a soak's report has no JUnit form: leave out --junit (--json writes its report)", name)
+			case len(results) > 0 && (out.json != "" || out.html != ""):
+				return mixedOutputs(out)
 			}
-			render.WriteText(stdout, rep, colour)
-			verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
-			// The report is kept for --json and --junit, and what --html
-			// draws of the history; the history is not: the next one may
-			// be as large.
-			results = append(results, &certify.Result{Report: rep})
-			if out.html != "" {
-				pages = append(pages, render.NewHTMLPage(rep, h))
-			}
-		})
+			return soak.merge.Run(name, r)
+		}, &soak)
 		if err != nil {
 			return 0, idemcheck.Usagef("check: %v", err)
 		}
+	}
+	if soak.merge.Histories() > 0 {
+		rep := soak.report()
+		if len(results) > 0 {
+			fmt.Fprintln(stdout)
+		}
+		render.WriteSoak(stdout, rep, rep.Soak.Counted > 0 || soak.merge.Header().EffectQuery != "")
+		verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
+		if out.json != "" {
+			if err := idemcheck.WriteFileAtomic(out.json, rep.WriteJSON); err != nil {
+				return 0, idemcheck.Usagef("--json: %v", err)
+			}
+		}
+		if out.html != "" {
+			counted := rep.Soak.Counted > 0 || soak.merge.Header().EffectQuery != ""
+			if err := idemcheck.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, counted) }); err != nil {
+				return 0, idemcheck.Usagef("--html: %v", err)
+			}
+		}
+		return exitFor(out, verdict), nil
 	}
 	if err := writeOutputs(results, out, len(results) > 1, pages); err != nil {
 		return 0, err
 	}
 	return exitFor(out, verdict), nil
+}
+
+// mixedOutputs is the error of a check given both soak and certification
+// histories with a report file: each has a report of its own.
+func mixedOutputs(out outputs) error {
+	flag := "--json"
+	switch {
+	case out.json != "":
+	case out.junit != "":
+		flag = "--junit"
+	default:
+		flag = "--html"
+	}
+	return fmt.Errorf("%s: soak and certification histories have reports of different forms: check them in two runs", flag)
+}
+
+// soakMerge merges the soak histories that check reads: their counts
+// (assert.SoakMerge) and their load (scenarios.SoakLoad), both from one
+// record at a time.
+type soakMerge struct {
+	merge assert.SoakMerge
+	load  scenarios.SoakLoad
+}
+
+func (m *soakMerge) attempt(a idemcheck.Attempt) {
+	m.merge.Attempt(a)
+	m.load.Attempt(a)
+}
+
+func (m *soakMerge) observation(o idemcheck.Observation) { m.merge.Observation(o) }
+
+// report is the merged soak's report.
+func (m *soakMerge) report() idemcheck.SoakReport {
+	res, merged, verdict := m.merge.Result(m.load.Result())
+	h := m.merge.Header()
+	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: verdict, Tool: tool,
+		StartedAt: m.load.Start().UTC().Truncate(time.Millisecond), Seed: h.Seed, Target: h.Target, Soak: &res, Merged: &merged}
+	if merged.Histories == 1 && h.Shard != nil {
+		rep.Shard = h.Shard
+	}
+	return rep
 }
 
 // checkInput is one source of histories: a file or standard input.
@@ -86,8 +168,10 @@ type checkInput struct {
 	implied bool
 }
 
-// each reads the input's histories one at a time and hands each to judge.
-func (in checkInput) each(judge func(*idemcheck.History)) error {
+// each reads the input's histories as a stream. A certification's history
+// is gathered whole and handed to judge; a soak's header goes to soakRun
+// and its records to soak one at a time, as they are read.
+func (in checkInput) each(judge func(*idemcheck.History) error, soakRun func(string, idemcheck.Run) error, soak *soakMerge) error {
 	r := stdin
 	if in.path != "" {
 		f, err := os.Open(in.path)
@@ -98,10 +182,12 @@ func (in checkInput) each(judge func(*idemcheck.History)) error {
 		r = f
 	}
 	d := history.NewDecoder(r, in.name)
+	var h *idemcheck.History // the certification history being gathered
+	inSoak := false
 	for {
-		h, err := d.Next()
+		rec, err := d.Record()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if errors.Is(err, history.ErrNoRun) && in.implied {
 			return fmt.Errorf("no history on standard input: name one history file or more, or pipe one in (%s)", checkUsage)
@@ -109,8 +195,48 @@ func (in checkInput) each(judge func(*idemcheck.History)) error {
 		if err != nil {
 			return err
 		}
-		judge(h)
+		if rec.Run != nil {
+			if h != nil {
+				if err := judge(h); err != nil {
+					return err
+				}
+				h = nil
+			}
+			if inSoak = assert.IsSoak(*rec.Run); inSoak {
+				if err := soakRun(in.name, *rec.Run); err != nil {
+					return err
+				}
+			} else {
+				h = &idemcheck.History{Run: *rec.Run}
+			}
+			continue
+		}
+		if inSoak {
+			switch {
+			case rec.Attempt != nil:
+				soak.attempt(*rec.Attempt)
+			case rec.Observation != nil:
+				soak.observation(*rec.Observation)
+			}
+			continue
+		}
+		switch {
+		case rec.Intent != nil:
+			h.Intents = append(h.Intents, *rec.Intent)
+		case rec.Attempt != nil:
+			h.Attempts = append(h.Attempts, *rec.Attempt)
+		case rec.Burst != nil:
+			h.Bursts = append(h.Bursts, *rec.Burst)
+		case rec.Observation != nil:
+			h.Observations = append(h.Observations, *rec.Observation)
+		case rec.Event != nil:
+			h.Events = append(h.Events, *rec.Event)
+		}
 	}
+	if h != nil {
+		return judge(h)
+	}
+	return nil
 }
 
 // checkInputs turns check's arguments into its inputs, each file checked
@@ -125,6 +251,7 @@ func checkInputs(args []string) ([]checkInput, error) {
 	}
 	var ins []checkInput
 	seenStdin := false
+	seen := map[string]bool{}
 	for _, a := range args {
 		if a == "-" {
 			if seenStdin {
@@ -154,6 +281,14 @@ func checkInputs(args []string) ([]checkInput, error) {
 			if fi.IsDir() {
 				return nil, idemcheck.Usagef("check: %s is a folder: name the history files in it, such as %s", p, filepath.Join(p, "*.jsonl"))
 			}
+			key := filepath.Clean(p)
+			if abs, err := filepath.Abs(p); err == nil {
+				key = abs
+			}
+			if seen[key] {
+				return nil, idemcheck.Usagef("check: %s is named twice: its attempts would be counted twice", p)
+			}
+			seen[key] = true
 			ins = append(ins, checkInput{name: p, path: p})
 		}
 	}

@@ -102,3 +102,25 @@ func TestPlantedSecretsReachNoArtefact(t *testing.T) {
 		assert.NotContains(t, all, "PLANTED")
 	})
 }
+
+// A soak reads ${NAME} in its --header and --body from the environment, as
+// a Kubernetes pod gets a Secret's value, sends the value, and keeps it out
+// of its history and reports, even where the API echoes it back.
+func TestSoakReadsSecretsFromTheEnvironment(t *testing.T) {
+	url := echoAPI(t)
+	const token = "tok-4f1c9a77e2d0"
+	t.Setenv("IC_SOAK_TOKEN", token)
+	dir := t.TempDir()
+	code, out, errOut := cli(t, "soak", "--url", url, "--path", "/orders", "--no-color",
+		"--header", "X-Tenant-Token: ${IC_SOAK_TOKEN}", "--body", `{"customerId":"{{intent}}","t":"${IC_SOAK_TOKEN}"}`,
+		"--intents", "20", "--rate", "100", "--duration", "1m", "--cut-share", "0",
+		"--history", filepath.Join(dir, "soak.jsonl"), "--json", filepath.Join(dir, "soak.json"))
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	all := artefacts(t, dir, out, errOut)
+	assert.NotContains(t, all, token)
+	assert.NotContains(t, all, "${IC_SOAK_TOKEN}", "the value was sent, not the variable's name")
+
+	code, _, errOut = cli(t, "soak", "--url", url, "--header", "X-Tenant-Token: ${IC_SOAK_UNSET}")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--header: environment variable IC_SOAK_UNSET is not set")
+}

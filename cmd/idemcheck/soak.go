@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,8 +67,26 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.Int64Var(&seed, "seed", 1, "seed choosing which intents are cut (and meet each --fault)")
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
 	fs.Int64Var(&maxBody, "max-body", 64<<10, "reply body `bytes` kept per attempt (the rest is read no further)")
+	var vegetaResults string
+	fs.StringVar(&vegetaResults, "vegeta-results", "", "also write vegeta's result of every first attempt to `FILE`, in vegeta's own encoding, for vegeta report and vegeta plot")
+	var countDuring bool
+	fs.BoolVar(&countDuring, "count-during", false, "count effects while the load runs, in batches as intents complete, not after it (the soak ends sooner; the counting takes database time from the target)")
+	var progress string
+	var progressEvery time.Duration
+	fs.StringVar(&progress, "progress", "auto", "live progress on standard error while the soak runs: text (a line redrawn on a terminal), json (a JSON line each interval, for log collectors), off; auto is text when standard error is a terminal, else off")
+	fs.DurationVar(&progressEvery, "progress-every", 0, "how often progress is shown (default 1s for text, 10s for json)")
+	var shardSpec string
+	var shards int
+	fs.StringVar(&shardSpec, "shard", "", "run shard `i/n` of a soak spread over n processes (i from 0): its own intents and seed stream, 1/n of --rate and --intents; default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it, of --shards")
+	fs.IntVar(&shards, "shards", 0, "the shard `count`, with the index from $JOB_COMPLETION_INDEX (default $IDEMCHECK_SHARDS)")
 	out.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
+		return 0, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	shard, err := soakShard(shardSpec, shards, set["shards"], os.LookupEnv)
+	if err != nil {
 		return 0, err
 	}
 	switch {
@@ -85,20 +106,44 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Usagef("soak: give --url or --cmd, not both")
 	case timeout < MinTimeout:
 		return 0, idemcheck.Usagef("--timeout %v is too short for any reply to arrive: use %v or more, such as 10s", timeout, MinTimeout)
+	case progress != "auto" && progress != "text" && progress != "json" && progress != "off":
+		return 0, idemcheck.Usagef("--progress %q: use text, json, off or auto", progress)
+	case progressEvery < 0:
+		return 0, idemcheck.Usagef("--progress-every %v must be positive, such as 5s", progressEvery)
 	case maxBody < 1 || maxBody > maxMaxBody:
 		return 0, idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", maxBody, maxMaxBody)
 	}
 	if err := out.check(); err != nil {
 		return 0, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if vegetaResults != "" {
+		if fi, err := os.Stat(vegetaResults); err == nil && fi.IsDir() {
+			return 0, idemcheck.Usagef("--vegeta-results %s is a folder: name a file", vegetaResults)
+		}
+		if vegetaResults == out.history || vegetaResults == out.json {
+			return 0, idemcheck.Usagef("--vegeta-results %s is also another output's file: name another", vegetaResults)
+		}
+	}
+	// Each shard sends its part of the rate and of the intents.
+	totalRate := rate
+	if rate = int(shard.Part(int64(rate))); rate < 1 {
+		return 0, idemcheck.Usagef("--rate %d over %d shards leaves shard %d nothing to send: use --rate %d or more", totalRate, shard.Count, shard.Index, shard.Count)
+	}
+	if intents > 0 {
+		total := intents
+		if intents = shard.Part(intents); intents < 1 {
+			return 0, idemcheck.Usagef("--intents %d over %d shards leaves shard %d none: use --intents %d or more", total, shard.Count, shard.Index, shard.Count)
+		}
+	}
 	soakFaults, err := soakFaultFlags(faultSpecs, cutShare, set["cut-share"], command != "")
 	if err != nil {
 		return 0, err
 	}
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
+	}
+	if rawURL, _, err = expandFlag("--url", rawURL, os.LookupEnv); err != nil {
+		return 0, err
 	}
 	if rawURL != "" {
 		u, _, err := targetURL(rawURL)
@@ -125,6 +170,23 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err := checkPolicy(policy, policyName, set); err != nil {
 		return 0, err
 	}
+	// ${NAME} in the URL (above), headers and body is read from the environment,
+	// as certify reads it, so that a credential (a Kubernetes Secret's
+	// variable) never needs to be in the arguments; what the headers and
+	// body expand to is redacted in the history.
+	var secrets []string
+	bodies := []string{body}
+	for _, e := range []struct {
+		name string
+		vs   []string
+	}{{"--header", headers}, {"--body", bodies}} {
+		used, err := expandFlags(e.name, e.vs, os.LookupEnv)
+		if err != nil {
+			return 0, err
+		}
+		secrets = append(secrets, used...)
+	}
+	body = bodies[0]
 	for _, h := range headers {
 		if _, err := suite.ParseHeader(h); err != nil {
 			return 0, idemcheck.Usagef("--header %v", err)
@@ -134,7 +196,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout}
+	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout, Shard: shard, CountDuring: countDuring}
 	var dbName string
 	if command != "" {
 		started, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})
@@ -171,7 +233,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if sk.Upstream, err = certify.ResolveTarget(ctx, base, allowRemote); err != nil {
 		return 0, err
 	}
-	sk.AllowRemote, sk.MaxBody = allowRemote, maxBody
+	sk.AllowRemote, sk.MaxBody, sk.Secrets = allowRemote, maxBody, secrets
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
@@ -198,11 +260,44 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		defer histFile.Close()
 		sk.History = history.NewEncoder(histFile)
 	}
+	var vegetaFile *os.File
+	if vegetaResults != "" {
+		if vegetaFile, err = os.CreateTemp(dirOf(vegetaResults), ".soak-vegeta-*"); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
+		}
+		defer os.Remove(vegetaFile.Name())
+		defer vegetaFile.Close()
+		vw := bufio.NewWriter(vegetaFile)
+		defer vw.Flush()
+		sk.VegetaResults = vw
+	}
 	tally := &assert.SoakTally{Policy: policy}
 	sk.Counter = tally
-	fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s …\n", rate, duration, faultsLine(soakFaults))
+	if shard.Count > 1 {
+		fmt.Fprintf(stderr, "soak: shard %s: %d of %d intents/s for %v, %s …\n", shard, rate, totalRate, duration, faultsLine(soakFaults))
+	} else {
+		fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s …\n", rate, duration, faultsLine(soakFaults))
+	}
+	terminal := render.IsTerminal(stderr)
+	if progress == "auto" {
+		progress = "off"
+		if terminal {
+			progress = "text"
+		}
+	}
+	switch progress {
+	case "text":
+		sk.Progress = func(p idemcheck.SoakProgress) { render.WriteSoakProgress(stderr, p, terminal) }
+		sk.ProgressEvery = cmp.Or(progressEvery, time.Second)
+	case "json":
+		sk.Progress = func(p idemcheck.SoakProgress) { _ = render.WriteSoakProgressJSON(stderr, p, time.Now()) }
+		sk.ProgressEvery = cmp.Or(progressEvery, 10*time.Second)
+	}
 	started := time.Now()
 	load, err := sk.Run(ctx)
+	if progress == "text" && terminal {
+		render.EndSoakProgress(stderr)
+	}
 	if err != nil {
 		return 0, idemcheck.Unavailablef("soak: %v", err)
 	}
@@ -221,8 +316,23 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
 	}
+	if vegetaFile != nil {
+		if err := sk.VegetaResults.(*bufio.Writer).Flush(); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
+		}
+		if err := vegetaFile.Close(); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
+		}
+		_ = os.Chmod(vegetaFile.Name(), 0o644)
+		if err := os.Rename(vegetaFile.Name(), vegetaResults); err != nil {
+			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
+		}
+	}
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: assert.SoakVerdict(res), Tool: tool,
 		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res}
+	if shard.Count > 1 {
+		rep.Shard = &shard
+	}
 	rep.Estimate, rep.EstimateAssumes = estimate.Soak(res, value)
 	render.WriteSoak(stdout, rep, sk.Effects != nil)
 	if out.json != "" {
@@ -237,6 +347,60 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		}
 	}
 	return exitFor(out, rep.Verdict), nil
+}
+
+// soakShard reads which shard of a soak this process runs: --shard i/n;
+// else $JOB_COMPLETION_INDEX (which a Kubernetes Indexed Job sets in each
+// pod) of --shards or $IDEMCHECK_SHARDS; else the whole soak (Count 0).
+func soakShard(spec string, shards int, shardsSet bool, lookup func(string) (string, bool)) (idemcheck.Shard, error) {
+	const how = "such as --shard 2/4 (shard 2 of 4, counted from 0)"
+	if spec != "" {
+		if shardsSet {
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %s and --shards %d both give the shard count: give one", spec, shards)
+		}
+		is, ns, ok := strings.Cut(spec, "/")
+		i, err1 := strconv.Atoi(strings.TrimSpace(is))
+		n, err2 := strconv.Atoi(strings.TrimSpace(ns))
+		switch {
+		case !ok || err1 != nil || err2 != nil:
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %q is not INDEX/COUNT: write it %s", spec, how)
+		case n < 1:
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %s: the count must be 1 or more, %s", spec, how)
+		case i < 0 || i >= n:
+			return idemcheck.Shard{}, idemcheck.Usagef("--shard %s: the index must be 0 to %d, %s", spec, n-1, how)
+		}
+		return idemcheck.Shard{Index: i, Count: n}, nil
+	}
+	countFrom := "--shards"
+	if !shardsSet {
+		if v, ok := lookup("IDEMCHECK_SHARDS"); ok && v != "" {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return idemcheck.Shard{}, idemcheck.Usagef("IDEMCHECK_SHARDS=%q is not a number: set it to the shard count, such as 4", v)
+			}
+			shards, shardsSet, countFrom = n, true, "IDEMCHECK_SHARDS"
+		}
+	}
+	if shardsSet && shards < 1 {
+		return idemcheck.Shard{}, idemcheck.Usagef("%s %d is out of range: the shard count is 1 or more", countFrom, shards)
+	}
+	v, ok := lookup("JOB_COMPLETION_INDEX")
+	if !ok || v == "" {
+		if shardsSet {
+			return idemcheck.Shard{}, idemcheck.Usagef("%s %d needs the shard's index: run it in a Kubernetes Indexed Job (which sets JOB_COMPLETION_INDEX), or give --shard i/%d", countFrom, shards, shards)
+		}
+		return idemcheck.Shard{}, nil
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return idemcheck.Shard{}, idemcheck.Usagef("JOB_COMPLETION_INDEX=%q is not a shard index: it must be a number from 0, as a Kubernetes Indexed Job sets it", v)
+	case !shardsSet:
+		return idemcheck.Shard{}, idemcheck.Usagef("JOB_COMPLETION_INDEX=%d is set but not the shard count: give --shards N (the Job's completions) or set IDEMCHECK_SHARDS", i)
+	case i < 0 || i >= shards:
+		return idemcheck.Shard{}, idemcheck.Usagef("JOB_COMPLETION_INDEX=%d is out of range for %s %d: the index must be 0 to %d", i, countFrom, shards, shards-1)
+	}
+	return idemcheck.Shard{Index: i, Count: shards}, nil
 }
 
 func dirOf(p string) string {

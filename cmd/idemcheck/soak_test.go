@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck"
 	rules "github.com/idemcheck/idemcheck/assert"
@@ -107,13 +110,19 @@ func TestSoakCountsDuplicates(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"orderId": id})
 	}))
 	t.Cleanup(srv.Close)
-	jsonPath := filepath.Join(t.TempDir(), "soak.json")
-	code, out, _ := cli(t, soakArgs(srv.URL, dsn, "--json", jsonPath)...)
-	require.Equal(t, idemcheck.ExitAnomalies, code, out)
-	rep := readSoakReport(t, jsonPath)
-	assert.Positive(t, rep.Soak.Cut)
-	assert.Equal(t, rep.Soak.Cut, rep.Soak.Duplicates, "every retried intent was executed twice")
-	assert.Positive(t, rep.Soak.DuplicatesPerMillion)
+	// Effects are counted after the load, or in batches while it runs.
+	for _, during := range []bool{false, true} {
+		t.Run(fmt.Sprint("count-during=", during), func(t *testing.T) {
+			jsonPath := filepath.Join(t.TempDir(), "soak.json")
+			code, out, _ := cli(t, soakArgs(srv.URL, dsn, "--json", jsonPath, fmt.Sprint("--count-during=", during))...)
+			require.Equal(t, idemcheck.ExitAnomalies, code, out)
+			rep := readSoakReport(t, jsonPath)
+			assert.Positive(t, rep.Soak.Cut)
+			assert.Equal(t, rep.Soak.Intents, rep.Soak.Counted, "every intent counted")
+			assert.Equal(t, rep.Soak.Cut, rep.Soak.Duplicates, "every retried intent was executed twice")
+			assert.Positive(t, rep.Soak.DuplicatesPerMillion)
+		})
+	}
 }
 
 func TestSoakBadInput(t *testing.T) {
@@ -129,6 +138,7 @@ func TestSoakBadInput(t *testing.T) {
 		{[]string{"soak", "--url", "https://127.0.0.1:1"}, "a soak sends plain http:// only"},
 		{[]string{"soak", "--url", "ftp://127.0.0.1:1"}, `--url "ftp://127.0.0.1:1" is not an absolute http:// or https:// URL`},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-arg", "{{intent}}"}, "--effect-arg needs --effect-sql"},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--progress", "loud"}, `--progress "loud": use text, json, off or auto`},
 	} {
 		code, _, errOut := cli(t, c.args...)
 		assert.Equal(t, idemcheck.ExitUsage, code, c.want)
@@ -244,4 +254,81 @@ func TestSoakHistoryToStdout(t *testing.T) {
 	assert.Len(t, hs[0].Intents, 50)
 	assert.Len(t, hs[0].Observations, 50)
 	assert.Equal(t, idemcheck.Pass, rules.SoakVerdict(rules.Soak(hs[0])))
+}
+
+// --progress json writes the soak's running count as JSON lines on
+// standard error while it runs, the last one with every first attempt;
+// --progress text writes it for a person, a line each time when standard
+// error is not a terminal.
+func TestSoakProgress(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	code, out, errOut := cli(t, soakArgs(url, dsn, "--intents", "150", "--rate", "100", "--duration", "1m", "--progress", "json", "--progress-every", "200ms")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	var lines []map[string]any
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.HasPrefix(l, "{") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+			lines = append(lines, m)
+		}
+	}
+	require.GreaterOrEqual(t, len(lines), 2, "a line each interval and one at the end:\n%s", errOut)
+	last := lines[len(lines)-1]
+	assert.Equal(t, "soak-progress", last["event"])
+	assert.EqualValues(t, 150, last["sent"])
+	assert.InDelta(t, (150-last["cut"].(float64))/150, last["success"], 1e-9, "every first attempt not cut was answered 201")
+	for _, k := range []string{"time", "elapsed_s", "rate", "cut", "errors", "retried"} {
+		assert.Contains(t, last, k)
+	}
+
+	code, out, errOut = cli(t, soakArgs(url, dsn, "--intents", "50", "--duration", "1m", "--progress", "text", "--progress-every", "100ms")...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Regexp(t, `soak [0-9.]+m?s: 50 sent, [0-9]+/s, [0-9.]+% success, [0-9]+ cut and retried, 0 errors\n`, errOut)
+	assert.NotContains(t, errOut, "\r", "no redrawing where standard error is not a terminal")
+
+	code, _, errOut = cli(t, soakArgs(url, dsn, "--intents", "20", "--duration", "1m")...)
+	require.Equal(t, idemcheck.ExitHeld, code)
+	assert.NotContains(t, errOut, "sent,", "no progress by default where standard error is not a terminal")
+}
+
+// --vegeta-results writes vegeta's own result of every first attempt in
+// vegeta's encoding: vegeta's decoder reads it back, and its metrics are
+// the soak's load.
+func TestSoakVegetaResults(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	dir := t.TempDir()
+	results, jsonPath := filepath.Join(dir, "results.bin"), filepath.Join(dir, "soak.json")
+	code, out, errOut := cli(t, soakArgs(url, dsn, "--intents", "120", "--duration", "1m", "--vegeta-results", results, "--json", jsonPath)...)
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	rep := readSoakReport(t, jsonPath)
+
+	f, err := os.Open(results)
+	require.NoError(t, err)
+	defer f.Close()
+	dec := vegeta.NewDecoder(f)
+	var m vegeta.Metrics
+	n := 0
+	for {
+		var r vegeta.Result
+		if err := dec.Decode(&r); err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		n++
+		m.Add(&r)
+		assert.Equal(t, "POST", r.Method)
+		assert.Equal(t, url+"/orders", r.URL, "the target's URL, not the soak's routing")
+		assert.Nil(t, r.Body, "no reply body")
+		assert.Nil(t, r.Headers, "no reply headers")
+		assert.Positive(t, r.Latency)
+	}
+	m.Close()
+	assert.Equal(t, 120, n, "one result per first attempt")
+	assert.EqualValues(t, 120, m.Requests)
+	assert.Equal(t, rep.Soak.Success, m.Success, "vegeta's success share is the soak's")
+	assert.EqualValues(t, 120-rep.Soak.Cut, m.StatusCodes["201"])
+
+	code, _, errOut = cli(t, soakArgs(url, dsn, "--vegeta-results", dir)...)
+	assert.Equal(t, idemcheck.ExitUsage, code)
+	assert.Contains(t, errOut, "--vegeta-results "+dir+" is a folder")
 }

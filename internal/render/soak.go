@@ -1,8 +1,10 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
@@ -14,6 +16,7 @@ import (
 func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 	r := rep.Soak
 	fmt.Fprintf(w, "soak of %s %s%s, seed %d\n", rep.Target.Method, rep.Target.URL, rep.Target.Path, rep.Seed)
+	writeSoakParts(w, rep)
 	fmt.Fprintf(w, "  %d intents in %.1fs: %.0f requests/s sent, %.0f/s answered with success (%.1f%%)\n",
 		r.Intents, r.Duration.Seconds(), r.Rate, r.Throughput, r.Success*100)
 	fmt.Fprintf(w, "  latency p50 %v, p90 %v, p99 %v, max %v\n", r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond))
@@ -47,7 +50,30 @@ func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share %.2f\n",
 			share, e.Inputs.TimeoutRate*100, timedOut, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
 	}
-	fmt.Fprintf(w, "  verdict %s\n", map[idemcheck.Status]string{idemcheck.Pass: "PASS", idemcheck.Fail: "FAIL"}[rep.Verdict])
+	fmt.Fprintf(w, "  verdict %s\n", strings.ToUpper(string(rep.Verdict)))
+}
+
+// writeSoakParts says which part of a sharded soak a report is of, or
+// which histories it merged, and which shards it lacks.
+func writeSoakParts(w io.Writer, rep idemcheck.SoakReport) {
+	m := rep.Merged
+	switch {
+	case m == nil && rep.Shard != nil:
+		fmt.Fprintf(w, "  shard %s: this shard's intents only; merge every shard's history with idemcheck check\n", rep.Shard)
+	case m == nil:
+	case m.Shards > 0:
+		fmt.Fprintf(w, "  %d histories merged, of %d shards", m.Histories, m.Shards)
+		if len(m.Missing) > 0 {
+			idx := make([]string, len(m.Missing))
+			for i, n := range m.Missing {
+				idx[i] = fmt.Sprint(n)
+			}
+			fmt.Fprintf(w, "; missing shard %s: its intents are not counted", strings.Join(idx, ", "))
+		}
+		fmt.Fprintln(w)
+	case m.Histories > 1:
+		fmt.Fprintf(w, "  %d histories merged\n", m.Histories)
+	}
 }
 
 // writeSoakFaults states each fault the soak ran under and what it hit,
@@ -90,4 +116,54 @@ func writeSoakFaults(w io.Writer, r *idemcheck.SoakResult) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// SoakProgressLine is a soak's running count as one line for a person.
+func SoakProgressLine(p idemcheck.SoakProgress) string {
+	shard := ""
+	if p.Shard != nil {
+		shard = " shard " + p.Shard.String()
+	}
+	return fmt.Sprintf("soak%s %s: %d sent, %.0f/s, %.1f%% success, %d cut and retried, %d errors",
+		shard, p.Elapsed.Truncate(100*time.Millisecond), p.Sent, p.Rate, p.Success()*100, p.Cut, p.Errors)
+}
+
+// WriteSoakProgress writes a soak's running count for a person: on a
+// terminal it redraws one line in place (end with EndSoakProgress);
+// elsewhere it writes a line each time.
+func WriteSoakProgress(w io.Writer, p idemcheck.SoakProgress, terminal bool) {
+	if terminal {
+		fmt.Fprintf(w, "\r\033[K%s", SoakProgressLine(p))
+		return
+	}
+	fmt.Fprintln(w, SoakProgressLine(p))
+}
+
+// EndSoakProgress clears the progress line a terminal shows.
+func EndSoakProgress(w io.Writer) { fmt.Fprint(w, "\r\033[K") }
+
+// soakProgressJSON is one progress line for a log collector: flat, with
+// its time, so that each line stands alone.
+type soakProgressJSON struct {
+	Time     time.Time `json:"time"`
+	Event    string    `json:"event"`
+	Shard    string    `json:"shard,omitempty"`
+	ElapsedS float64   `json:"elapsed_s"`
+	Sent     int64     `json:"sent"`
+	Rate     float64   `json:"rate"`
+	Success  float64   `json:"success"`
+	Cut      int64     `json:"cut"`
+	Errors   int64     `json:"errors"`
+	Retried  int64     `json:"retried"`
+}
+
+// WriteSoakProgressJSON writes a soak's running count as one JSON line,
+// {"event":"soak-progress",...}, stamped with now.
+func WriteSoakProgressJSON(w io.Writer, p idemcheck.SoakProgress, now time.Time) error {
+	line := soakProgressJSON{Time: now.UTC().Truncate(time.Millisecond), Event: "soak-progress", ElapsedS: p.Elapsed.Seconds(),
+		Sent: p.Sent, Rate: p.Rate, Success: p.Success(), Cut: p.Cut, Errors: p.Errors, Retried: p.Retried}
+	if p.Shard != nil {
+		line.Shard = p.Shard.String()
+	}
+	return json.NewEncoder(w).Encode(line)
 }
