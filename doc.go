@@ -21,7 +21,8 @@
 //     written.
 //   - faults (how to break the client's or the database's link) and
 //     targets (where the API and its database live: a URL, a process, a
-//     container, a DSN): never scenarios, assert or certify.
+//     container, a DSN; with targets/provider, the payment provider double
+//     a started target calls): never scenarios, assert or certify.
 //   - scenarios: the checks as values in one registry, what each sends,
 //     and the runner that sends it with faults applied and records every
 //     attempt into a history. It never imports assert: the checker learns

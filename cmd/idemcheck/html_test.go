@@ -57,12 +57,23 @@ func TestHTMLOutputs(t *testing.T) {
 	page := filepath.Join(dir, "soak.html")
 	code, out, errOut := cli(t, "soak", "--url", url+"/orders", "--body", `{"customerId":"{{intent}}","totalCents":4000}`,
 		"--db", dsn, "--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1", "--effect-arg", "{{intent}}",
-		"--rate", "50", "--duration", "2s", "--html", page)
+		"--rate", "50", "--duration", "2s", "--html", page, "--history", filepath.Join(dir, "soak.jsonl"))
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	b, err := os.ReadFile(page)
 	require.NoError(t, err)
 	assert.Equal(t, 4, strings.Count(string(b), `<svg class="chart"`))
 	assert.Contains(t, string(b), "idemcheck: PASS")
+
+	// The soak's history, checked later, draws the soak's page again: its
+	// charts, not a certification's checks.
+	again := filepath.Join(t.TempDir(), "again.html")
+	code, out, errOut = cli(t, "check", "--html", again, filepath.Join(dir, "soak.jsonl"))
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	b, err = os.ReadFile(again)
+	require.NoError(t, err)
+	assert.Equal(t, 4, strings.Count(string(b), `<svg class="chart"`))
+	assert.NotContains(t, string(b), `id="check-`)
+	require.NoError(t, os.Remove(filepath.Join(dir, "soak.jsonl")))
 
 	suite := filepath.Join(t.TempDir(), "suite.yaml")
 	require.NoError(t, os.WriteFile(suite, []byte("endpoints:\n  - url: "+url+"\n    path: /orders\n"), 0o644))
