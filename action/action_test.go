@@ -296,3 +296,114 @@ func idemcheckDir(t *testing.T) string {
 	require.NoError(t, err, "%s", out)
 	return dir
 }
+
+// releaseTagFilter is the release workflow's tag filter as a regular
+// expression: the tags whose push publishes a release. GitHub's filter
+// patterns: [..] a class, + one or more of what precedes, * any run of
+// characters but /, every other character itself.
+func releaseTagFilter(t *testing.T) *regexp.Regexp {
+	t.Helper()
+	var w workflow
+	decodeStrict(t, filepath.Join(root, ".github", "workflows", "release.yml"), &w)
+	push, _ := w.On["push"].(map[string]any)
+	tags, _ := push["tags"].([]any)
+	require.NotEmpty(t, tags, "the release workflow runs on pushed tags")
+	var alts []string
+	for _, tag := range tags {
+		var re strings.Builder
+		for _, c := range tag.(string) {
+			switch c {
+			case '[', ']', '+', '-':
+				re.WriteRune(c)
+			case '*':
+				re.WriteString(`[^/]*`)
+			default:
+				re.WriteString(regexp.QuoteMeta(string(c)))
+			}
+		}
+		alts = append(alts, re.String())
+	}
+	return regexp.MustCompile(`^(` + strings.Join(alts, "|") + `)$`)
+}
+
+// A version tag publishes a release: goreleaser, not a snapshot, with the
+// right to create it, every action pinned.
+func TestReleaseWorkflow(t *testing.T) {
+	filter := releaseTagFilter(t)
+	assert.Regexp(t, filter, "v0.1.0")
+	assert.Regexp(t, filter, "v12.3.45")
+	for _, no := range []string{"v1", "v1.2", "latest", "main", "1.2.3", "v1.2.3-rc1"} {
+		assert.NotRegexp(t, filter, no)
+	}
+	var w workflow
+	decodeStrict(t, filepath.Join(root, ".github", "workflows", "release.yml"), &w)
+	assert.Equal(t, "write", w.Permissions["contents"])
+	var released bool
+	for name, job := range w.Jobs {
+		assert.NotEmpty(t, job.RunsOn, name)
+		for _, s := range job.Steps {
+			if s.Uses == "" {
+				continue
+			}
+			assert.Regexp(t, `@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$`, s.Uses, "pinned")
+			if strings.HasPrefix(s.Uses, "goreleaser/goreleaser-action@") {
+				released = strings.HasPrefix(s.With["args"], "release ") && !strings.Contains(s.With["args"], "--snapshot")
+				assert.Contains(t, s.Env["GITHUB_TOKEN"], "secrets.GITHUB_TOKEN")
+			}
+		}
+	}
+	assert.True(t, released, "a step runs goreleaser release")
+}
+
+// git runs git in the repository and returns its output, or skips the
+// test where the repository's history is not at hand.
+func git(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: the pin cannot be checked against the history")
+	}
+	out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// The example pins the action honestly: either to a full commit SHA of this
+// repository whose action.yml declares every input the example gives it,
+// or to a tag that exists and that the release workflow publishes. A tag
+// no release made, a branch or a short SHA would not be what was reviewed.
+// docs/ci.md shows the same pin.
+func TestExamplePinIsACommitOrARelease(t *testing.T) {
+	var w workflow
+	decodeStrict(t, filepath.Join(root, "examples", "github-actions", "idemcheck.yml"), &w)
+	var pin string
+	var with map[string]string
+	for _, s := range w.Jobs["certify"].Steps {
+		if ref, ok := strings.CutPrefix(s.Uses, "idemcheck/idemcheck@"); ok {
+			pin, with = ref, s.With
+		}
+	}
+	require.NotEmpty(t, pin, "the example uses the idemcheck action")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ci.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), "uses: idemcheck/idemcheck@"+pin+" ", "docs/ci.md shows the example's pin")
+
+	if regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(pin) {
+		if _, err := git(t, "cat-file", "-e", pin+"^{commit}"); err != nil {
+			if shallow, _ := git(t, "rev-parse", "--is-shallow-repository"); shallow == "true" {
+				t.Skipf("commit %s is not in this shallow clone: fetch the whole history to check the pin", pin)
+			}
+			t.Fatalf("the example pins idemcheck/idemcheck@%s, which is no commit of this repository", pin)
+		}
+		yml, err := git(t, "show", pin+":action.yml")
+		require.NoError(t, err, "the pinned commit %s has an action.yml", pin)
+		var a actionFile
+		require.NoError(t, yaml.Unmarshal([]byte(yml), &a))
+		for input := range with {
+			assert.Contains(t, a.Inputs, input, "the action at %s has the input %q the example gives it", pin, input)
+		}
+		return
+	}
+	assert.Regexp(t, releaseTagFilter(t), pin, "the example pins idemcheck/idemcheck@%s: pin a full commit SHA or a release tag (vX.Y.Z)", pin)
+	tag, err := git(t, "tag", "--list", pin)
+	require.NoError(t, err)
+	assert.Equal(t, pin, tag, "the example pins idemcheck/idemcheck@%s, a tag that does not exist: pin a full commit SHA until that release is tagged", pin)
+}
