@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -85,6 +86,12 @@ type Soak struct {
 	// AllowRemote lets connections leave loopback; without it every dialer
 	// of the soak refuses an address off loopback (netguard.Control).
 	AllowRemote bool
+	// TLS, for an https:// target, is the client's TLS configuration, as
+	// a certification's (Runner.TLS): every connection of the soak uses
+	// it, vegeta's and the retries'. Nil means the system's roots and no
+	// client certificate. Over TLS a soak runs only the faults whose
+	// meaning TLS leaves intact (CheckSoakFaults).
+	TLS *tls.Config
 	// MaxBody is how many bytes of each reply body are kept (0 means 64
 	// KiB, the soak's default: its replies are only compared for status).
 	MaxBody int64
@@ -131,10 +138,11 @@ type soakHit struct {
 // latencies, success share and duration. The counts (intents, cuts,
 // duplicates, lost effects) are the Counter's, from the history records.
 func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
-	if sk.Endpoint.Base.Scheme != "http" {
-		return nil, fmt.Errorf("a soak sends plain http:// only, not %s://", sk.Endpoint.Base.Scheme)
+	overTLS := sk.Endpoint.Base.Scheme == "https"
+	if !overTLS && sk.Endpoint.Base.Scheme != "http" {
+		return nil, fmt.Errorf("a soak sends http:// or https://, not %s://", sk.Endpoint.Base.Scheme)
 	}
-	if err := CheckSoakFaults(sk.Faults, sk.Powers != nil); err != nil {
+	if err := CheckSoakFaults(sk.Faults, sk.Powers != nil, overTLS); err != nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
 	}
 	single, wholeClient, wholeDB := soakPlan(sk.Faults)
@@ -188,20 +196,13 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	if workers <= 0 {
 		workers = 64
 	}
-	timeout := sk.Timeout
-	if timeout <= 0 {
-		timeout = wire.DefaultTimeout
-	}
-	s := &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets}, run: newRunID()}
-	maxBody := sk.MaxBody
-	if maxBody <= 0 {
-		maxBody = 64 << 10
-	}
-	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: timeout, MaxBody: maxBody}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if !sk.AllowRemote {
-		client.Control = netguard.Control
-		dialer.Control = netguard.Control
+	timeout := sk.timeout()
+	s := sk.session()
+	maxBody := sk.maxBody()
+	client, dialer := sk.client()
+	scheme, transportTLS := sk.Endpoint.Base.Scheme, (*tls.Config)(nil)
+	if client.TLS != nil {
+		transportTLS = client.TLS.Clone()
 	}
 
 	rec := &soakRecorder{enc: sk.History, count: sk.Counter}
@@ -258,7 +259,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		frag := in.ID
 		pending.Store(frag, &soakHit{in: in, req: req, fault: fault})
 		t.Method = req.Method
-		t.URL = "http://" + addr + req.Path + "#" + frag
+		t.URL = scheme + "://" + addr + req.Path + "#" + frag
 		t.Body = req.Body
 		t.Header = req.Header.Clone()
 		t.Header.Set("Host", sk.Endpoint.Base.Host)
@@ -275,6 +276,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		Transport: soakTransport{ctx, &http.Transport{
 			MaxIdleConnsPerHost: workers, MaxIdleConns: workers, DisableCompression: true,
 			DialContext: dialer.DialContext, MaxResponseHeaderBytes: wire.DefaultMaxHeaderBytes,
+			TLSClientConfig: transportTLS,
 		}},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
@@ -433,6 +435,60 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	return res, ctx.Err()
+}
+
+// Preflight sends one plain request for a fresh intent, straight to the
+// target, as a certification's pre-flight does (Runner.Preflight), so a
+// soak that could measure nothing stops before it sends its load: a 4xx
+// no client would retry is a *RefusedError, a TLS failure (an untrusted
+// certificate, a client certificate the target wants) a usage error
+// naming the TLS settings. The request is in no history and counts for
+// nothing; any other answer, or none, lets the soak go on.
+func (sk *Soak) Preflight(ctx context.Context) error {
+	s := sk.session()
+	s.client, _ = sk.client()
+	s.direct, s.pace = sk.Upstream, newPacer(0, 1)
+	if s.direct == "" {
+		s.direct = Upstream(sk.Endpoint.Base)
+	}
+	return s.preflight(ctx)
+}
+
+func (sk *Soak) session() *session {
+	return &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets}, run: newRunID()}
+}
+
+func (sk *Soak) timeout() time.Duration {
+	if sk.Timeout <= 0 {
+		return wire.DefaultTimeout
+	}
+	return sk.Timeout
+}
+
+func (sk *Soak) maxBody() int64 {
+	if sk.MaxBody <= 0 {
+		return 64 << 10
+	}
+	return sk.MaxBody
+}
+
+// client is the harness's own client for the soak's retries (and its
+// pre-flight), and the dialer of vegeta's transport: both refuse an
+// address off loopback unless allowed, and, for an https:// target, share
+// one TLS configuration, as a certification's connections do (HTTP/1.1,
+// as the soak's plain traffic is).
+func (sk *Soak) client() (*wire.Client, *net.Dialer) {
+	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: sk.timeout(), MaxBody: sk.maxBody()}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if !sk.AllowRemote {
+		client.Control = netguard.Control
+		dialer.Control = netguard.Control
+	}
+	if sk.Endpoint.Base.Scheme == "https" {
+		client.TLS = ClientTLS(sk.TLS, sk.Endpoint.Base)
+		client.TLS.NextProtos = []string{"http/1.1"}
+	}
+	return client, dialer
 }
 
 // soakLive are the soak's running counts, for its progress.

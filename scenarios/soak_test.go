@@ -102,7 +102,8 @@ func faultedSeqs(h *idemcheck.History) map[string][]int {
 // the order of their numbers: the same seed gives the same schedule, and
 // cut-reply is drawn first, so adding faults leaves the cut intents as
 // they were. A reply slower than the client's timeout is lost to it, and
-// retried with the same key through the clean link.
+// retried with the same key through the clean link. The timeout is 10 s,
+// so that on a starved runner only the 20 s slow reply misses it.
 func TestSoakFaultSchedule(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -112,23 +113,23 @@ func TestSoakFaultSchedule(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	cut := scenarios.SoakFault{Fault: faults.CutReply, Share: 0.2}
-	slow := scenarios.SoakFault{Fault: faults.SlowReply(6 * time.Second), Share: 0.1}
-	alone := faultedSeqs(soakHistory(t, srv, 3*time.Second, cut))
+	slow := scenarios.SoakFault{Fault: faults.SlowReply(20 * time.Second), Share: 0.1}
+	alone := faultedSeqs(soakHistory(t, srv, 10*time.Second, cut))
 	reset := scenarios.SoakFault{Fault: faults.Reset, Share: 0.1}
-	h := soakHistory(t, srv, 3*time.Second, slow, cut, reset)
+	h := soakHistory(t, srv, 10*time.Second, slow, cut, reset)
 	many := faultedSeqs(h)
-	again := faultedSeqs(soakHistory(t, srv, 3*time.Second, slow, cut, reset))
+	again := faultedSeqs(soakHistory(t, srv, 10*time.Second, slow, cut, reset))
 
 	require.NotEmpty(t, alone["cut-reply"])
 	assert.Equal(t, alone["cut-reply"], many["cut-reply"], "the same intents are cut with more faults")
-	require.NotEmpty(t, many["slow-reply:delay=6s"])
+	require.NotEmpty(t, many["slow-reply:delay=20s"])
 	assert.Equal(t, many, again, "the same seed, the same schedule")
 	require.NotEmpty(t, many["reset"])
-	for _, n := range append(many["slow-reply:delay=6s"], many["reset"]...) {
+	for _, n := range append(many["slow-reply:delay=20s"], many["reset"]...) {
 		assert.NotContains(t, many["cut-reply"], n, "a first attempt meets one fault at most")
 	}
 
-	assert.Equal(t, []string{"cut-reply@0.2", "slow-reply:delay=6s@0.1", "reset@0.1"}, h.Run.SoakFaults)
+	assert.Equal(t, []string{"cut-reply@0.2", "slow-reply:delay=20s@0.1", "reset@0.1"}, h.Run.SoakFaults)
 	byIntent := h.ByIntent()
 	for _, in := range h.Intents {
 		atts := byIntent[in.ID]

@@ -45,6 +45,29 @@ var soakUse = map[string]bool{ // name -> on a whole link
 	"db-latency":           true,
 }
 
+// blindOverTLS are the soak's faults that act at a point of the HTTP
+// exchange in the connection's bytes (the reply's first byte, the middle
+// of the request, every reply chunk held): over TLS that point falls in
+// the handshake, before the request reaches the target, so they would not
+// do what they say. timeout (nothing passes), latency and bandwidth (every
+// byte, both ways) and the database link's faults mean the same over TLS.
+var blindOverTLS = map[string]bool{
+	faults.CutReply.Name:   true,
+	faults.CutRequest.Name: true,
+	faults.Reset.Name:      true,
+	"slow-reply":           true,
+}
+
+// OverTLS says why f cannot run in a soak of an https:// target, or nil
+// when it can.
+func (f SoakFault) OverTLS() error {
+	if !blindOverTLS[f.Fault.Name] {
+		return nil
+	}
+	return fmt.Errorf("%s acts on the connection's bytes at a point of the HTTP exchange, which over https:// falls in the TLS handshake, before the request reaches the target: "+
+		"over TLS a soak runs timeout, latency and bandwidth; soak an http:// address of the target for %s", f.Fault.Name, f.Fault.Name)
+}
+
 // WholeLink reports whether f acts on its whole link for the whole soak,
 // rather than on a share of first attempts.
 func (f SoakFault) WholeLink() bool { return soakUse[f.Fault.Name] }
@@ -122,8 +145,9 @@ func soakRefused(f faults.Fault) error {
 // run, each at most once, the shares of the faults on single attempts
 // summing to at most 1 (a first attempt meets one of them at most), and a
 // fault on the database link only with powers over the target (a target
-// idemcheck started: it holds the target's database link).
-func CheckSoakFaults(fs []SoakFault, powers bool) error {
+// idemcheck started: it holds the target's database link), and, over TLS
+// (an https:// target), only the faults TLS leaves their meaning (OverTLS).
+func CheckSoakFaults(fs []SoakFault, powers, overTLS bool) error {
 	seen := map[string]bool{}
 	sum := 0.0
 	var shares []string
@@ -149,6 +173,11 @@ func CheckSoakFaults(fs []SoakFault, powers bool) error {
 		}
 		if f.Fault.Link == faults.LinkDB && !powers {
 			return fmt.Errorf("%s acts on the target's database link, which idemcheck holds only for a target it starts", f.Fault.Name)
+		}
+		if overTLS {
+			if err := f.OverTLS(); err != nil {
+				return err
+			}
 		}
 	}
 	if sum > 1+1e-9 {

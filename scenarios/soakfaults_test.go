@@ -91,9 +91,10 @@ func TestCheckSoakFaults(t *testing.T) {
 		}
 		return out
 	}
-	assert.NoError(t, CheckSoakFaults(parse("cut-reply@0.5", "reset@0.5", "latency", "bandwidth"), false))
-	assert.NoError(t, CheckSoakFaults(parse("db-latency"), true))
-	assert.NoError(t, CheckSoakFaults(nil, false))
+	assert.NoError(t, CheckSoakFaults(parse("cut-reply@0.5", "reset@0.5", "latency", "bandwidth"), false, false))
+	assert.NoError(t, CheckSoakFaults(parse("db-latency"), true, false))
+	assert.NoError(t, CheckSoakFaults(nil, false, false))
+	assert.NoError(t, CheckSoakFaults(parse("timeout@0.1", "latency", "bandwidth"), false, true), "over TLS")
 	for _, c := range []struct {
 		fs     []SoakFault
 		powers bool
@@ -107,9 +108,17 @@ func TestCheckSoakFaults(t *testing.T) {
 		{[]SoakFault{{Fault: faults.DBCut("", 1)}}, true, "db-cut is not a soak's fault"},
 		{[]SoakFault{{Fault: faults.None}}, false, "none is clean traffic"},
 	} {
-		err := CheckSoakFaults(c.fs, c.powers)
+		err := CheckSoakFaults(c.fs, c.powers, false)
 		if assert.Error(t, err, c.want) {
 			assert.Contains(t, err.Error(), c.want)
+		}
+	}
+	// Over TLS, the faults that act at a point of the HTTP exchange would
+	// act in the handshake instead.
+	for _, spec := range []string{"cut-reply@0.1", "cut-request@0.1", "reset@0.1", "slow-reply@0.1"} {
+		err := CheckSoakFaults(parse("latency", spec), false, true)
+		if assert.Error(t, err, spec) {
+			assert.Contains(t, err.Error(), "over https:// falls in the TLS handshake")
 		}
 	}
 }

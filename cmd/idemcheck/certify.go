@@ -258,8 +258,8 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		}
 		secrets = append(secrets, used...)
 	}
-	if g := f.rf.tlsFlags.given(); g != "" && !strings.HasPrefix(strings.ToLower(rawURL), "https://") {
-		return config.Spec{}, idemcheck.Usagef("%s goes with an https:// --url (a target idemcheck starts with --cmd or --image is reached over http://)", g)
+	if err := f.rf.tlsFlags.forURL(rawURL); err != nil {
+		return config.Spec{}, err
 	}
 	pol, err := loadPolicy(f.policyName)
 	if err != nil {
@@ -531,7 +531,7 @@ func refusedHint(status, intents int) string {
 	}
 	if intents == 0 {
 		// The pre-flight: one request, before any check.
-		return fmt.Sprintf("the target answers %d to the request itself (a first request with a fresh key), so the run stopped before the checks: %s", status, look)
+		return fmt.Sprintf("the target answers %d to the request itself (a first request with a fresh key), so the run stopped before sending anything else: %s", status, look)
 	}
 	return fmt.Sprintf("the target answers %d to the request itself, on the first attempt of all %d intents, so no retry was tested: %s", status, intents, look)
 }

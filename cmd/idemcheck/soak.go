@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,8 +43,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		allowRemote                                                                  bool
 		maxBody                                                                      int64
 		out                                                                          outputs
+		tf                                                                           tlsFlags
 	)
-	fs.StringVar(&rawURL, "url", "", "the target's base `URL` (or --cmd)")
+	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, http:// or https:// (or --cmd)")
 	fs.StringVar(&command, "cmd", "", "`command` that starts the target with PORT and DATABASE_URL")
 	fs.StringVar(&method, "method", "POST", "request method")
 	fs.StringVar(&path, "path", "", "request path template (default: the URL's path)")
@@ -59,7 +61,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.IntVar(&rate, "rate", 100, "intents per second (1 to 100000)")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "how long to send")
 	fs.Int64Var(&intents, "intents", 0, "stop after this many intents, even before --duration has passed (0: no limit)")
-	fs.Float64Var(&cutShare, "cut-share", scenarios.DefaultSoakShare, "share of first attempts whose reply is cut after commit, then retried (0 to 1); the same as --fault cut-reply@SHARE")
+	fs.Float64Var(&cutShare, "cut-share", scenarios.DefaultSoakShare, "share of first attempts whose reply is cut after commit, then retried (0 to 1); the same as --fault cut-reply@SHARE; an https:// soak cuts none (TLS would put the cut in its handshake)")
 	fs.Var(&faultSpecs, "fault", "run the soak under a fault (repeatable): `SPEC` is NAME[:key=value,...][@SHARE], such as reset@0.02, timeout@1%, latency:ms=20 or db-latency:ms=5 (with --cmd); see docs/certify.md")
 	fs.IntVar(&workers, "workers", 64, "concurrent requests at most (1 to 4096)")
 	fs.DurationVar(&timeout, "timeout", 10*time.Second, "per-attempt timeout")
@@ -80,6 +82,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&shardSpec, "shard", "", "run shard `i/n` of a soak spread over n processes (i from 0): its own intents and seed stream, 1/n of --rate and --intents; default: $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it, of --shards")
 	fs.IntVar(&shards, "shards", 0, "the shard `count`, with the index from $JOB_COMPLETION_INDEX (default $IDEMCHECK_SHARDS)")
 	out.register(fs)
+	tf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
 	}
@@ -135,7 +138,13 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, idemcheck.Usagef("--intents %d over %d shards leaves shard %d none: use --intents %d or more", total, shard.Count, shard.Index, shard.Count)
 		}
 	}
-	soakFaults, err := soakFaultFlags(faultSpecs, cutShare, set["cut-share"], command != "")
+	if err := tf.forURL(rawURL); err != nil {
+		return 0, err
+	}
+	if err := tf.load(); err != nil {
+		return 0, err
+	}
+	soakFaults, err := soakFaultFlags(faultSpecs, cutShare, set["cut-share"], command != "", isHTTPS(rawURL))
 	if err != nil {
 		return 0, err
 	}
@@ -221,27 +230,32 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
-	if base.Scheme != "http" {
-		return 0, idemcheck.Usagef("soak: --url %q: a soak sends plain http:// only (certify checks https:// targets)", rawURL)
-	}
 	if path == "" {
 		path = urlPath
 	}
 	if sk.Endpoint, err = endpoint(base, method, path, body, headers); err != nil {
 		return 0, err
 	}
-	if sk.Upstream, err = certify.ResolveTarget(ctx, base, allowRemote); err != nil {
+	if sk.Upstream, err = certify.ResolveTargetTLS(ctx, base, allowRemote, tf.config); err != nil {
 		return 0, err
 	}
-	sk.AllowRemote, sk.MaxBody, sk.Secrets = allowRemote, maxBody, secrets
+	sk.AllowRemote, sk.MaxBody, sk.Secrets, sk.TLS = allowRemote, maxBody, secrets, tf.config
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
 		}
 	}
-	target := idemcheck.Target{URL: base.String(), Method: sk.Endpoint.Method, Path: path, Database: dbName}
+	target := idemcheck.Target{URL: base.String(), Method: sk.Endpoint.Method, Path: path, Database: dbName,
+		Insecure: base.Scheme == "https" && tf.insecure}
 	sk.Header = idemcheck.Run{Seed: seed, Target: target, Policy: policy, EffectQuery: effectSQL,
 		Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckSoak}}}
+
+	// One request before the load, as a certification's pre-flight: a
+	// configuration the target refuses (a 4xx, a TLS failure) is a usage
+	// error before anything else is sent or written.
+	if err := preflightErr(ctx, sk.Preflight(ctx)); err != nil {
+		return 0, err
+	}
 
 	// The history streams to a temporary file beside the target file and
 	// is renamed into place only when the soak finishes; with --history -
@@ -403,6 +417,21 @@ func soakShard(spec string, shards int, shardsSet bool, lookup func(string) (str
 	return idemcheck.Shard{Index: i, Count: shards}, nil
 }
 
+// preflightErr is the command's error for a soak's pre-flight: the hint
+// for a request the target refuses, a TLS setting's usage error as it is.
+func preflightErr(ctx context.Context, err error) error {
+	var refused *scenarios.RefusedError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return idemcheck.Unavailablef("soak: %v", err)
+	case errors.As(err, &refused):
+		return idemcheck.Usagef("%s", refusedHint(refused.Status, 0))
+	}
+	return err
+}
+
 func dirOf(p string) string {
 	for i := len(p) - 1; i >= 0; i-- {
 		if p[i] == '/' {
@@ -415,14 +444,26 @@ func dirOf(p string) string {
 // soakFaultFlags reads the --fault flags, with --cut-share as the share of
 // cut-reply (one mechanism: --cut-share X is --fault cut-reply@X), and
 // checks them before anything is started or sent. started says idemcheck
-// starts the target (--cmd), which the faults of its database link need.
-func soakFaultFlags(specs []string, cutShare float64, cutShareSet, started bool) ([]scenarios.SoakFault, error) {
+// starts the target (--cmd), which the faults of its database link need;
+// overTLS that the target is https://, where a reply cut after commit
+// cannot be made (scenarios.SoakFault.OverTLS): --cut-share's default is
+// then no cut, and a cut asked for is a usage error.
+func soakFaultFlags(specs []string, cutShare float64, cutShareSet, started, overTLS bool) ([]scenarios.SoakFault, error) {
 	var out []scenarios.SoakFault
 	cutGiven := false
+	if overTLS && cutShareSet && cutShare > 0 {
+		cut := scenarios.SoakFault{Fault: faults.CutReply, Share: cutShare}
+		return nil, idemcheck.Usagef("--cut-share %v: %v", cutShare, cut.OverTLS())
+	}
 	for _, spec := range specs {
 		f, err := scenarios.ParseSoakFault(spec)
 		if err != nil {
 			return nil, idemcheck.Usagef("--fault %s: %w", spec, err)
+		}
+		if overTLS {
+			if err := f.OverTLS(); err != nil {
+				return nil, idemcheck.Usagef("--fault %s: %v", spec, err)
+			}
 		}
 		if f.Fault.Name == faults.CutReply.Name {
 			if cutShareSet {
@@ -435,10 +476,10 @@ func soakFaultFlags(specs []string, cutShare float64, cutShareSet, started bool)
 		}
 		out = append(out, f)
 	}
-	if !cutGiven && cutShare > 0 {
+	if !cutGiven && cutShare > 0 && !overTLS {
 		out = append([]scenarios.SoakFault{{Fault: faults.CutReply, Share: cutShare}}, out...)
 	}
-	if err := scenarios.CheckSoakFaults(out, started); err != nil {
+	if err := scenarios.CheckSoakFaults(out, started, overTLS); err != nil {
 		return nil, idemcheck.Usagef("--fault: %w", err)
 	}
 	return out, nil

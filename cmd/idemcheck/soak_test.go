@@ -135,7 +135,7 @@ func TestSoakBadInput(t *testing.T) {
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--intents", "-1"}, "--intents -1 is out of range"},
 		{[]string{"soak"}, "--url is required"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--junit", "x.xml"}, "flag provided but not defined: -junit"},
-		{[]string{"soak", "--url", "https://127.0.0.1:1"}, "a soak sends plain http:// only"},
+		{[]string{"soak", "--url", "https://127.0.0.1:1", "--cut-share", "0.1"}, "--cut-share 0.1: cut-reply acts on the connection's bytes"},
 		{[]string{"soak", "--url", "ftp://127.0.0.1:1"}, `--url "ftp://127.0.0.1:1" is not an absolute http:// or https:// URL`},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-arg", "{{intent}}"}, "--effect-arg needs --effect-sql"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--progress", "loud"}, `--progress "loud": use text, json, off or auto`},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"strings"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/userfile"
@@ -43,6 +44,17 @@ func (t *tlsFlags) given() string {
 	}
 	return ""
 }
+
+// forURL refuses a TLS flag with a target that is not https://, before
+// anything is started or sent.
+func (t *tlsFlags) forURL(rawURL string) error {
+	if g := t.given(); g != "" && !isHTTPS(rawURL) {
+		return idemcheck.Usagef("%s goes with an https:// --url (a target idemcheck starts with --cmd or --image is reached over http://)", g)
+	}
+	return nil
+}
+
+func isHTTPS(rawURL string) bool { return strings.HasPrefix(strings.ToLower(rawURL), "https://") }
 
 // load reads the files the flags name, before anything is sent.
 func (t *tlsFlags) load() error {

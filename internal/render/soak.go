@@ -16,6 +16,9 @@ import (
 func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 	r := rep.Soak
 	fmt.Fprintf(w, "soak of %s %s%s, seed %d\n", rep.Target.Method, rep.Target.URL, rep.Target.Path, rep.Seed)
+	if rep.Target.Insecure {
+		fmt.Fprintf(w, "  insecure: the target's TLS certificate was not verified (--insecure)\n")
+	}
 	writeSoakParts(w, rep)
 	fmt.Fprintf(w, "  %d intents in %.1fs: %.0f requests/s sent, %.0f/s answered with success (%.1f%%)\n",
 		r.Intents, r.Duration.Seconds(), r.Rate, r.Throughput, r.Success*100)
