@@ -54,7 +54,8 @@ func TestProductBenchIsCertify(t *testing.T) {
 			fromCLI := hs[0]
 
 			// The configuration the command hands to certify.Run is the
-			// benchmark's, field by field (the progress line aside).
+			// benchmark's, field by field, but for the progress line and the
+			// words its messages name settings in (the command's flags).
 			var built certify.Config
 			certifyRun = func(ctx context.Context, cfg certify.Config) (*certify.Result, error) {
 				built = cfg
@@ -64,7 +65,8 @@ func TestProductBenchIsCertify(t *testing.T) {
 			code, out, errOut = cli(t, bench.ProductArgs(addr, n, rounds, p)...)
 			require.Equal(t, idemcheck.ExitAnomalies, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			require.NotNil(t, built.Progress)
-			built.Progress = nil
+			require.NotEmpty(t, built.Words)
+			built.Progress, built.Words = nil, nil
 			assert.Equal(t, bench.ProductConfig(addr, n, rounds, p), built)
 
 			steps := 0
