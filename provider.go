@@ -63,3 +63,17 @@ func (c ProviderCall) Effective() bool { return c.Created }
 // DefaultProviderEnv is the environment variable that hands a started
 // target the base URL of its provider double, unless told otherwise.
 const DefaultProviderEnv = "PROVIDER_URL"
+
+// Did says what the provider did with the call: "charged ID", "replayed
+// ID", "no answer", or otherwise the given words (how a refusal is said).
+func (c ProviderCall) Did(refused string) string {
+	switch {
+	case c.Created:
+		return "charged " + c.Charge
+	case c.Replayed:
+		return "replayed " + c.Charge
+	case c.Status == 0:
+		return "no answer"
+	}
+	return refused
+}

@@ -108,15 +108,7 @@ func callList(calls []idemcheck.ProviderCall) string {
 		if call.Key != "" {
 			key = "key " + short(call.Key)
 		}
-		what := "refused"
-		switch {
-		case call.Created:
-			what = "charged " + call.Charge
-		case call.Replayed:
-			what = "replayed " + call.Charge
-		case call.Status == 0:
-			what = "no answer"
-		}
+		what := call.Did("refused")
 		if call.Fault != "" {
 			what += " (" + call.Fault + ")"
 		}

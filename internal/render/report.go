@@ -116,15 +116,7 @@ func callLine(c idemcheck.ProviderCall, bodyMax int) string {
 	if c.Key != "" {
 		key = "key " + oneLine(c.Key, 80)
 	}
-	what := fmt.Sprintf("answered %d", c.Status)
-	switch {
-	case c.Created:
-		what = "charged " + c.Charge
-	case c.Replayed:
-		what = "replayed " + c.Charge
-	case c.Status == 0:
-		what = "no answer"
-	}
+	what := c.Did(fmt.Sprintf("answered %d", c.Status))
 	if c.Fault != "" {
 		what += " under " + c.Fault
 	}
