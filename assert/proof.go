@@ -2,6 +2,8 @@ package assert
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +40,11 @@ type checkEvidence struct {
 	landings map[string]int // where faults landed: "commit", "autocommit-write", ...
 	kills    int
 	exits    []idemcheck.Event
+	// links tallies the faulted rounds by the links their faults acted on
+	// (linkKey): a check that arms faults on several links (failed-attempt
+	// cuts the database link in some rounds and breaks the provider link in
+	// others) has happened only when each kind landed at least once.
+	links map[string]*linkTally
 	// undecided says why a round's outcome could not be judged either way
 	// (a key still in progress with no lease declared): the check cannot
 	// pass while one round is undecided.
@@ -46,7 +53,7 @@ type checkEvidence struct {
 
 // gatherEvidence reads the check's intents, attempts and events.
 func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event, words Words) *checkEvidence {
-	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}}
+	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}, links: map[string]*linkTally{}}
 	planned := facts(h)
 	for _, e := range h.Events {
 		if e.Check == name && e.Kind == idemcheck.TargetExited {
@@ -98,8 +105,17 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		}
 		if faulted {
 			ev.faulted++
+			lt := ev.links[linkKey(atts)]
+			if lt == nil {
+				lt = &linkTally{}
+				ev.links[linkKey(atts)] = lt
+			}
+			lt.rounds++
 			if landed {
 				ev.landed++
+				lt.landed++
+			} else if lt.missed == "" {
+				lt.missed = missedWhy
 			}
 		}
 		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name], words: words}
@@ -126,6 +142,64 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		}
 	}
 	return ev
+}
+
+// linkTally is what the faulted rounds on one set of links showed.
+type linkTally struct {
+	rounds, landed int
+	missed         string // why the first round that missed did
+}
+
+// linkKey names the links the first faulted attempt's fault acted on
+// ("db", "client+db", "provider"; "" for a kill alone).
+func linkKey(atts []idemcheck.Attempt) string {
+	for _, a := range atts {
+		if a.Fault != "" {
+			return strings.Join(a.FaultLinks, "+")
+		}
+	}
+	return ""
+}
+
+// linkWords says where the faults of a linkKey act, for a reason.
+func linkWords(key string) string {
+	if key == "" {
+		return "the target process"
+	}
+	var w []string
+	for _, l := range strings.Split(key, "+") {
+		switch l {
+		case idemcheck.LinkClient:
+			w = append(w, "the client link")
+		case idemcheck.LinkDB:
+			w = append(w, "the database link")
+		case idemcheck.LinkProvider:
+			w = append(w, "the provider link")
+		default:
+			w = append(w, "the "+l+" link")
+		}
+	}
+	return strings.Join(w, " and ")
+}
+
+// unlanded returns the reason a check whose rounds counted still did not
+// happen as a whole: one kind of fault it arms (by the links it acts on)
+// landed in none of its rounds, so the part of the contract it tests was
+// never exercised, whatever the other rounds showed.
+func (ev *checkEvidence) unlanded() string {
+	for _, key := range slices.Sorted(maps.Keys(ev.links)) {
+		lt := ev.links[key]
+		if lt.landed > 0 {
+			continue
+		}
+		why := ""
+		if lt.missed != "" {
+			why = " (" + lt.missed + ")"
+		}
+		return fmt.Sprintf("its faults on %s landed in none of their %s%s: that part of its scenario never happened, and its other rounds cannot stand for it",
+			linkWords(key), count(lt.rounds, "round"), why)
+	}
+	return ""
 }
 
 func faultOf(atts []idemcheck.Attempt) string {
@@ -156,6 +230,9 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	}
 	if ev.counted == 0 {
 		return idemcheck.Inconclusive, "", fmt.Sprintf("its scenario happened in none of its %d rounds: %s", ev.rounds, ev.missedSummary())
+	}
+	if why := ev.unlanded(); why != "" {
+		return idemcheck.Inconclusive, "", why
 	}
 	parts := []string{fmt.Sprintf("%d of %d rounds happened as meant", ev.counted, ev.rounds)}
 	if ev.faulted > 0 {

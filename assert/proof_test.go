@@ -181,3 +181,37 @@ func TestStuckKeyWithoutALeaseIsInconclusive(t *testing.T) {
 	r = Report(&b.h)
 	assert.Equal(t, []idemcheck.Kind{idemcheck.StuckKey}, kinds(r.Anomalies))
 }
+
+// failed-attempt cut the database link and landed, but the provider faults
+// armed in its other rounds never acted (the target never called the
+// double handed to it): the downstream half never happened, and the
+// check cannot pass on the database half alone.
+func TestAFaultKindThatNeverLandedIsInconclusive(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed)
+	in := b.intent(failed, 1, `1 0-1 unknown`, `2 2-3 201 {"orderId":"A"}`)
+	b.fault(in, "db-cut")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed, Landing: idemcheck.LandedCommit})
+	for _, f := range []string{"provider-cut-reply", "provider-5xx"} {
+		in := b.intent(failed, 1, `1 4-5 201 {"orderId":"B"}`, `2 6-7 201 {"orderId":"B"}`)
+		for i := range b.h.Attempts {
+			if a := &b.h.Attempts[i]; a.Intent == in && a.Step == 1 {
+				a.Fault, a.FaultLinks = f, []string{idemcheck.LinkProvider}
+			}
+		}
+		b.event(idemcheck.Event{Kind: idemcheck.FaultMissed, Intent: in, Check: failed, Fault: f,
+			Detail: "the target called no provider double while the attempt ran"})
+	}
+	c := status(t, Report(&b.h), failed)
+	assert.Equal(t, idemcheck.Inconclusive, c.Status)
+	assert.Equal(t, "its faults on the provider link landed in none of their 2 rounds (the target called no provider double while the attempt ran): "+
+		"that part of its scenario never happened, and its other rounds cannot stand for it", c.Reason)
+
+	// Once one provider fault lands, each kind has happened: the check
+	// passes, and says which rounds did not count.
+	b.h.Events[len(b.h.Events)-1] = idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: b.h.Intents[2].ID, Check: failed,
+		Fault: "provider-5xx", Landing: idemcheck.LandedProviderCall}
+	c = status(t, Report(&b.h), failed)
+	require.Equal(t, idemcheck.Pass, c.Status, c.Reason)
+	assert.Contains(t, c.Proof, "2 of 3 rounds happened as meant")
+	assert.Contains(t, c.Proof, "the target called no provider double while the attempt ran (1 round)")
+}

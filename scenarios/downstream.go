@@ -48,7 +48,15 @@ func (s *session) providerLanding(a idemcheck.Attempt, f provider.Fault, acted b
 		s.h.Events[len(s.h.Events)-1].Fault = f.Name()
 		return
 	}
-	s.landed(a, faults.Fault{}, "", "", time.Time{}, "the target called no provider double while the attempt ran")
+	missed := "the target called no provider double while the attempt ran"
+	if d, ok := s.Powers.(targets.Downstream); ok {
+		if names := d.ProviderNames(); len(names) == 1 {
+			missed += ", though its URL was in " + names[0]
+		} else {
+			missed += ", though their URLs were in " + strings.Join(names, ", ")
+		}
+	}
+	s.landed(a, faults.Fault{}, "", "", time.Time{}, missed)
 	s.h.Events[len(s.h.Events)-1].Fault = f.Name()
 }
 

@@ -78,7 +78,9 @@ func Example(ctx context.Context, args []string, stderr io.Writer) error {
 		if err := orders.Migrate(ctx, pool); err != nil {
 			return idemcheck.Unavailablef("%v", err)
 		}
-		api := orders.New(pool, orders.Config{Variant: v, Lease: *lease, SweepEvery: time.Minute})
+		// Like the orders command, it charges the provider whose
+		// URL it is handed in PROVIDER_URL, when it is.
+		api := orders.New(pool, orders.Config{Variant: v, Lease: *lease, SweepEvery: time.Minute, Provider: os.Getenv(orders.ProviderEnv)})
 		defer api.Close()
 		handler = api
 	case "webhooks":
