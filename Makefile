@@ -57,14 +57,24 @@ postgres:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
 	fi
 
+# The names the browser goes by, in the order the browser test looks them up
+# (internal/render/browser_test.go's browserNames, which a test there keeps
+# equal to this list); IDEMCHECK_CHROMIUM names one instead, for both.
+CHROMIUM_NAMES := chromium chromium-browser google-chrome google-chrome-stable
+
 ## chromium: make sure headless Chromium exists, for the HTML report's browser test (internal/render); Debian's
-## package when none is there (GitHub's Ubuntu runners carry chromium-browser and Google Chrome already).
+## package when none of $(CHROMIUM_NAMES) is there (GitHub's Ubuntu runners carry chromium-browser and Google Chrome
+## already). IDEMCHECK_CHROMIUM names the browser to use instead, for this target and the test.
 chromium:
-	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-		command -v google-chrome >/dev/null 2>&1 || command -v google-chrome-stable >/dev/null 2>&1; then :; else \
-		echo "make: installing Chromium for the HTML report's browser test (apt-get install chromium)"; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	@if [ -n "$$IDEMCHECK_CHROMIUM" ]; then \
+		command -v "$$IDEMCHECK_CHROMIUM" >/dev/null 2>&1 || { echo "make: IDEMCHECK_CHROMIUM=$$IDEMCHECK_CHROMIUM is no program: name an installed browser, or unset it"; exit 2; }; \
+	else \
+		found=; for name in $(CHROMIUM_NAMES); do command -v $$name >/dev/null 2>&1 && { found=$$name; break; }; done; \
+		if [ -z "$$found" ]; then \
+			echo "make: installing Chromium for the HTML report's browser test (apt-get install chromium)"; \
+			$(SUDO) apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+		fi; \
 	fi
 
 ## demo: certify the example orders API and three classic bugs on a throwaway PostgreSQL (examples/demo).

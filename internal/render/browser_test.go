@@ -25,21 +25,38 @@ import (
 // drives Chromium over its debugging protocol (chromedp) would give the same
 // for a page without script, at the cost of a dependency.
 
-// chromium finds the browser: $IDEMCHECK_CHROMIUM, else chromium or
-// chromium-browser on the PATH (Debian's package, and the name GitHub's
-// Ubuntu runners give theirs), else Google Chrome, which those runners also
-// carry. Without one the test skips, and in CI
-// (CI=true, or IDEMCHECK_REQUIRE_BROWSER=1 as make test sets there) fails:
-// a skip there would only hide a broken setup.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("IDEMCHECK_CHROMIUM"); p != "" {
+// browserNames are the names the browser goes by on the PATH, in the order
+// they are looked up: Debian's package, the name GitHub's Ubuntu runners
+// give theirs, then Google Chrome, which those runners also carry. The
+// Makefile's CHROMIUM_NAMES is the same list (TestBrowserNamesMatchMakefile):
+// make chromium installs a browser only where none of them is found.
+var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+
+// browserEnv names the browser to use instead of looking one up, for this
+// test and make chromium alike.
+const browserEnv = "IDEMCHECK_CHROMIUM"
+
+// findBrowser returns $IDEMCHECK_CHROMIUM, else the first of browserNames
+// on the PATH, else "".
+func findBrowser() string {
+	if p := os.Getenv(browserEnv); p != "" {
 		return p
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+	for _, name := range browserNames {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
+	}
+	return ""
+}
+
+// chromium finds the browser (findBrowser). Without one the test skips,
+// and in CI (CI=true, or IDEMCHECK_REQUIRE_BROWSER=1 as make test sets
+// there) fails: a skip there would only hide a broken setup.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := findBrowser(); p != "" {
+		return p
 	}
 	msg := "the HTML report's browser test needs headless Chromium: make chromium installs it (apt-get install chromium)"
 	if os.Getenv("CI") == "true" || os.Getenv("IDEMCHECK_REQUIRE_BROWSER") == "1" {
@@ -56,7 +73,12 @@ func chromium(t *testing.T) string {
 // until it is done: a loaded machine starts it slowly.
 func headless(t *testing.T, file string, args ...string) (string, []string) {
 	t.Helper()
-	bin := chromium(t)
+	return headlessWith(t, chromium(t), file, args...)
+}
+
+// headlessWith is headless with the browser bin.
+func headlessWith(t *testing.T, bin, file string, args ...string) (string, []string) {
+	t.Helper()
 	abs, err := filepath.Abs(file)
 	require.NoError(t, err)
 	base := []string{"--headless", "--disable-gpu", "--user-data-dir=" + t.TempDir(),
@@ -151,4 +173,67 @@ func TestHTMLInChromiumCanFail(t *testing.T) {
 func rgb(img image.Image, x, y int) (int, int, int) {
 	r, g, b, _ := img.At(x, y).RGBA()
 	return int(r >> 8), int(g >> 8), int(b >> 8)
+}
+
+// The browser is looked up under each of its names, in browserNames'
+// order, and $IDEMCHECK_CHROMIUM goes before them all. The programs here
+// only carry the names: the lookup never runs them.
+func TestBrowserLookupOrder(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range browserNames {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	}
+	t.Setenv("PATH", dir)
+	t.Setenv(browserEnv, "")
+	for _, name := range browserNames {
+		testify.Equal(t, filepath.Join(dir, name), findBrowser(), "with %s and the names after it on the PATH", name)
+		require.NoError(t, os.Remove(filepath.Join(dir, name)))
+	}
+	testify.Empty(t, findBrowser(), "no browser on the PATH")
+	t.Setenv(browserEnv, "/opt/browser/chrome")
+	testify.Equal(t, "/opt/browser/chrome", findBrowser())
+}
+
+// make chromium looks for the same names, in the same order, as the test
+// that uses what it installs: where only a name it accepts is present,
+// the test finds it too.
+func TestBrowserNamesMatchMakefile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^CHROMIUM_NAMES\s*:?=(.*)$`).FindSubmatch(b)
+	require.NotNil(t, m, "the Makefile defines CHROMIUM_NAMES")
+	testify.Equal(t, browserNames, strings.Fields(string(m[1])))
+	testify.Contains(t, string(b), "$(CHROMIUM_NAMES)", "make chromium looks the names up")
+}
+
+// Where the browser goes by google-chrome or chromium-browser alone (as
+// on GitHub's Ubuntu runners), the lookup takes that name and the page
+// renders through it: a link by that name to this machine's browser is
+// the only program on the PATH.
+func TestBrowserUnderOtherNames(t *testing.T) {
+	real, err := exec.LookPath(chromium(t))
+	require.NoError(t, err)
+	real, err = filepath.Abs(real)
+	require.NoError(t, err)
+	page := browserPage(t, nil)
+	for _, name := range []string{"google-chrome", "chromium-browser"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			link := filepath.Join(dir, name)
+			require.NoError(t, os.Symlink(real, link))
+			path := os.Getenv("PATH")
+			t.Setenv(browserEnv, "")
+			t.Setenv("PATH", dir)
+			bin := findBrowser()
+			require.Equal(t, link, bin)
+			// The browser itself runs with the machine's PATH: a
+			// launcher script (Debian's, Google's) calls tools of its own.
+			t.Setenv("PATH", path)
+			dom, console := headlessWith(t, bin, page, "--dump-dom")
+			testify.Empty(t, console, "console messages")
+			for _, want := range []string{`id="verdict"`, "idemcheck: FAIL", `<svg class="timeline"`} {
+				testify.True(t, strings.Contains(dom, want), "the page as %s built it lacks %q", name, want)
+			}
+		})
+	}
 }
