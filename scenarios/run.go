@@ -1030,8 +1030,10 @@ func (s *session) record(a idemcheck.Attempt, res wire.Result) {
 	s.h.Attempts = append(s.h.Attempts, a)
 }
 
-// fill records a harness send on a: its times, its outcome and, when it
-// was answered, the reply (headers redacted).
+// fill records a send on a: its times, its outcome and, when it was
+// answered, the reply (headers redacted, secrets hidden). It is the one
+// way a result becomes an attempt, in a certification and in a soak
+// (whose vegeta sends come as wire.Results too: vegetaResult).
 func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 	a.Start, a.FirstByte, a.End = res.Start, res.FirstByte, res.End
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -393,7 +394,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		}
 		a := s.attempt(h, 1, fault, rec.detailed())
 		a.FaultLinks = links
-		s.fillVegeta(&a, r, rec.detailed())
+		s.fill(&a, vegetaResult(r, rec.detailed()))
 		rec.intent(h.in)
 		rec.attempt(a)
 		live.sent.Add(1)
@@ -634,20 +635,27 @@ func (h *soakHit) fingerprint() string {
 	return h.fp
 }
 
-// fillVegeta records one of vegeta's results on a: a status code means a
-// reply came back; none means the attempt's outcome is unknown. The reply's
-// body is kept only in a detailed record (one for a history).
-func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result, detailed bool) {
-	a.Start, a.End = r.Timestamp, r.Timestamp.Add(r.Latency)
+// vegetaResult is one of vegeta's results as the harness's own client
+// reports an attempt (wire.Result), so that one fill (session.fill) turns
+// both into an Attempt. A status code means a reply came back: vegeta's
+// Error then only restates a status outside 2xx and 3xx, and is no
+// transport error. No status is a failure vegeta says nothing more of:
+// whether the request was written whole is not known, so it counts as
+// written and the attempt's outcome is unknown, as for any attempt that
+// may have reached the target. vegeta times no first byte. The reply's body
+// is kept only with keepBody (a record for a history): the counter needs
+// none of it.
+func vegetaResult(r *vegeta.Result, keepBody bool) wire.Result {
+	res := wire.Result{Start: r.Timestamp, End: r.Timestamp.Add(r.Latency), Written: true}
 	if r.Code == 0 {
-		a.Outcome, a.Error = idemcheck.Unknown, s.scrub(r.Error)
-		return
+		res.Err = errors.New(r.Error)
+		return res
 	}
-	a.Outcome, a.Status, a.RespHeader = idemcheck.Replied, int(r.Code), s.redact(r.Headers)
-	if detailed {
-		s.secret().learnBody(r.Body)
-		a.RespBody = s.scrub(string(r.Body))
+	res.Status, res.Header = int(r.Code), r.Headers
+	if keepBody {
+		res.Body = r.Body
 	}
+	return res
 }
 
 // soakTransport sends vegeta's requests on the run's context, so that a
