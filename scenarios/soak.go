@@ -36,7 +36,8 @@ import (
 // vegeta paces and sends the first attempts; retries go through the
 // harness's own client. Nothing of the run is kept in memory beyond what
 // is in flight: each attempt and observation is a history record as soon
-// as it is made, handed to Counter and streamed to History.
+// as it is made, handed to Counter and streamed to History (the runner's
+// streaming recorder), filled as a certification's attempts are.
 type Soak struct {
 	Endpoint Endpoint
 	Policy   idemcheck.Policy
@@ -206,7 +207,11 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		transportTLS = client.TLS.Clone()
 	}
 
-	rec := &soakRecorder{enc: sk.History, count: sk.Counter}
+	// The soak records as a certification does, through its session's
+	// recorder: one that streams, since a soak's history is kept nowhere
+	// but in the file.
+	rec := &streamRecorder{enc: sk.History, count: sk.Counter}
+	s.rec = rec
 	header := sk.Header
 	header.SoakFaults = nil
 	if sk.Shard.Count > 1 {
@@ -218,7 +223,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 			header.SoakFaults = append(header.SoakFaults, f.String())
 		}
 	}
-	if err := rec.run(header); err != nil {
+	if err := s.rec.run(header); err != nil {
 		return nil, err
 	}
 	res := &idemcheck.SoakResult{}
@@ -293,7 +298,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	var spool *os.File
 	var counter *effectCounter
 	if sk.Effects != nil {
-		counter = newEffectCounter(ctx, sk.Effects, rec)
+		counter = newEffectCounter(ctx, sk.Effects, s.rec)
 		if !sk.CountDuring {
 			if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
 				return nil, err
@@ -326,10 +331,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	for range 4 {
 		wg.Go(func() {
 			for h := range retries {
-				r := client.Do(ctx, clean, h.req)
-				a := s.attempt(h, 2, "", rec.detailed())
-				s.fill(&a, r)
-				rec.attempt(a)
+				a := s.put(s.attempt(h, 2, "", rec.detailed()), client.Do(ctx, clean, h.req))
 				live.retried.Add(1)
 				if a.Outcome != idemcheck.Replied || a.Status >= 500 {
 					live.errors.Add(1)
@@ -394,9 +396,8 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		}
 		a := s.attempt(h, 1, fault, rec.detailed())
 		a.FaultLinks = links
-		s.fill(&a, vegetaResult(r, rec.detailed()))
-		rec.intent(h.in)
-		rec.attempt(a)
+		s.rec.intent(h.in)
+		a = s.put(a, vegetaResult(r, rec.detailed()))
 		live.sent.Add(1)
 		switch {
 		case r.Code >= 200 && r.Code < 400:
@@ -432,7 +433,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	}
 	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
 	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
-	if err := rec.flush(); err != nil {
+	if err := s.rec.flush(); err != nil {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	return res, ctx.Err()
@@ -525,14 +526,14 @@ func (l *soakLive) take(start time.Time) idemcheck.SoakProgress {
 type effectCounter struct {
 	ctx     context.Context
 	effects *Effects
-	rec     *soakRecorder
+	rec     recorder
 	batches chan []idemcheck.Intent
 	wg      sync.WaitGroup
 	errOnce sync.Once
 	err     error
 }
 
-func newEffectCounter(ctx context.Context, e *Effects, rec *soakRecorder) *effectCounter {
+func newEffectCounter(ctx context.Context, e *Effects, rec recorder) *effectCounter {
 	c := &effectCounter{ctx: ctx, effects: e, rec: rec, batches: make(chan []idemcheck.Intent, 4)}
 	for range 4 {
 		c.wg.Go(func() {
@@ -671,83 +672,6 @@ func (t soakTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2 := r.Clone(t.ctx)
 	r2.GetBody = nil
 	return t.rt.RoundTrip(r2)
-}
-
-// soakRecorder records the soak's history as it happens, from many
-// goroutines: it numbers attempts and hands each record to the counter and
-// to the history, under one lock, so that IDs appear in the file in order
-// and the counter sees the records in the file's order.
-type soakRecorder struct {
-	mu    sync.Mutex
-	enc   *history.Encoder // nil without a history
-	count SoakCounter      // nil without a counter
-	next  int
-	err   error // the history's first error
-}
-
-// detailed reports whether records are written to a history, so must
-// carry the requests and replies in full.
-func (r *soakRecorder) detailed() bool { return r.enc != nil }
-
-func (r *soakRecorder) run(h idemcheck.Run) error {
-	if r.count != nil {
-		r.count.Run(h)
-	}
-	if r.enc == nil {
-		return nil
-	}
-	return r.enc.Run(h)
-}
-
-func (r *soakRecorder) intent(in idemcheck.Intent) {
-	if r.enc == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keep(r.enc.Intent(in))
-}
-
-func (r *soakRecorder) attempt(a idemcheck.Attempt) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.next++
-	a.ID = r.next
-	if r.count != nil {
-		r.count.Attempt(a)
-	}
-	if r.enc != nil {
-		r.keep(r.enc.Attempt(a))
-	}
-}
-
-func (r *soakRecorder) observation(o idemcheck.Observation) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.count != nil {
-		r.count.Observation(o)
-	}
-	if r.enc != nil {
-		r.keep(r.enc.Observation(o))
-	}
-}
-
-// keep remembers the history's first error.
-func (r *soakRecorder) keep(err error) {
-	if r.err == nil {
-		r.err = err
-	}
-}
-
-// flush writes out what the history buffered and returns its first error.
-func (r *soakRecorder) flush() error {
-	if r.enc == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keep(r.enc.Flush())
-	return r.err
 }
 
 // SoakLoad measures a soak's load again from its history: its first
