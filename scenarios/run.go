@@ -178,6 +178,24 @@ func Upstream(base *url.URL) string {
 	return net.JoinHostPort(base.Hostname(), port)
 }
 
+// newClient is the harness's own client for a target at base, as a
+// certification and a soak both make it: each attempt bounded by timeout,
+// maxBody bytes of each reply kept (zero: wire's defaults), every
+// connection refusing an address off loopback unless allowRemote, and, for
+// an https:// target, the TLS configuration tlsCfg (ClientTLS) offering
+// HTTP/1.1; a burst engine that speaks HTTP/2 sets its own.
+func newClient(base *url.URL, timeout time.Duration, maxBody int64, allowRemote bool, tlsCfg *tls.Config) *wire.Client {
+	client := &wire.Client{Host: base.Host, Timeout: timeout, MaxBody: maxBody}
+	if !allowRemote {
+		client.Control = netguard.Control
+	}
+	if base.Scheme == "https" {
+		client.TLS = ClientTLS(tlsCfg, base)
+		client.TLS.NextProtos = []string{"http/1.1"}
+	}
+	return client
+}
+
 // upstream is where the fault proxy forwards: the checked address when
 // there is one.
 func (r *Runner) upstream() string {
@@ -198,16 +216,10 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	}
 	defer link.Close()
 
-	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout, Protocol: r.Protocol, MaxBody: r.MaxBody, Dial: r.dial}
-	if !r.AllowRemote {
-		client.Control = netguard.Control
-	}
+	client := newClient(r.Endpoint.Base, r.Timeout, r.MaxBody, r.AllowRemote, r.TLS)
+	client.Protocol, client.Dial = r.Protocol, r.dial
 	if client.Protocol == "" {
 		client.Protocol = wire.ProtocolAuto
-	}
-	if r.Endpoint.Base.Scheme == "https" {
-		client.TLS = ClientTLS(r.TLS, r.Endpoint.Base)
-		client.TLS.NextProtos = []string{"http/1.1"}
 	}
 	s := &session{Runner: r, link: link, direct: link.Upstream(), client: client, rec: historyRecorder{h}, run: newRunID(), shifts: map[string]int{}}
 	if client.Protocol == wire.ProtocolAuto {

@@ -23,7 +23,6 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -148,10 +147,8 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
 	}
 	single, wholeClient, wholeDB := soakPlan(sk.Faults)
-	upstream := sk.Upstream
-	if upstream == "" {
-		upstream = Upstream(sk.Endpoint.Base)
-	}
+	s := sk.session()
+	upstream := s.upstream()
 	// Each fault on the whole client link is a proxy in front of the
 	// target (or of the one before it): every attempt goes through the
 	// chain, the faulted ones through their own fault's proxy first.
@@ -199,7 +196,6 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		workers = 64
 	}
 	timeout := sk.timeout()
-	s := sk.session()
 	maxBody := sk.maxBody()
 	client, dialer := sk.client()
 	scheme, transportTLS := sk.Endpoint.Base.Scheme, (*tls.Config)(nil)
@@ -449,15 +445,15 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 func (sk *Soak) Preflight(ctx context.Context) error {
 	s := sk.session()
 	s.client, _ = sk.client()
-	s.direct, s.pace = sk.Upstream, newPacer(0, 1)
-	if s.direct == "" {
-		s.direct = Upstream(sk.Endpoint.Base)
-	}
+	s.direct, s.pace = s.upstream(), newPacer(0, 1)
 	return s.preflight(ctx)
 }
 
+// session is the soak's session of the runner: the settings the two
+// modes share, read from the soak's.
 func (sk *Soak) session() *session {
-	return &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets}, run: newRunID()}
+	r := &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets, Upstream: sk.Upstream}
+	return &session{Runner: r, run: newRunID()}
 }
 
 func (sk *Soak) timeout() time.Duration {
@@ -480,16 +476,8 @@ func (sk *Soak) maxBody() int64 {
 // one TLS configuration, as a certification's connections do (HTTP/1.1,
 // as the soak's plain traffic is).
 func (sk *Soak) client() (*wire.Client, *net.Dialer) {
-	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: sk.timeout(), MaxBody: sk.maxBody()}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if !sk.AllowRemote {
-		client.Control = netguard.Control
-		dialer.Control = netguard.Control
-	}
-	if sk.Endpoint.Base.Scheme == "https" {
-		client.TLS = ClientTLS(sk.TLS, sk.Endpoint.Base)
-		client.TLS.NextProtos = []string{"http/1.1"}
-	}
+	client := newClient(sk.Endpoint.Base, sk.timeout(), sk.maxBody(), sk.AllowRemote, sk.TLS)
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: client.Control}
 	return client, dialer
 }
 
