@@ -363,9 +363,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		}
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
-			Method: req.Method, Header: s.redact(req.Header), Path: s.scrubRequest(req), Body: s.scrub(string(req.Body)),
-			Fingerprint: Fingerprint(req), Fault: stepFault(st), FaultLinks: stepLinks(st),
+			Fault: stepFault(st), FaultLinks: stepLinks(st),
 		}
+		s.describe(&base, req, Fingerprint(req))
 		if st.DelayBefore > 0 {
 			t := time.NewTimer(st.DelayBefore)
 			select {
@@ -1054,6 +1054,15 @@ func (s *session) record(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt
 	s.step = append(s.step, a)
 	s.last = a
 	return a
+}
+
+// describe records on a the request it sends, as a history keeps it, in
+// both modes: the headers redacted, the path and body with every secret
+// hidden (those the request itself carries learnt first), and fp, its
+// fingerprint.
+func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
+	a.Method, a.Header, a.Path, a.Body = req.Method, s.redact(req.Header), s.scrubRequest(req), s.scrub(string(req.Body))
+	a.Fingerprint = fp
 }
 
 // put fills a from res (fill) and hands it to the recorder, which numbers

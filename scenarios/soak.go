@@ -609,8 +609,7 @@ func (c *effectCounter) spooled(spool *os.File) error {
 func (s *session) attempt(h *soakHit, step int, fault string, detailed bool) idemcheck.Attempt {
 	a := idemcheck.Attempt{Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step, Fault: fault}
 	if detailed {
-		a.Method, a.Header, a.Path, a.Body = h.req.Method, s.redact(h.req.Header), s.scrubRequest(h.req), s.scrub(string(h.req.Body))
-		a.Fingerprint = h.fingerprint()
+		s.describe(&a, h.req, h.fingerprint())
 	}
 	return a
 }
