@@ -25,8 +25,10 @@
 //     a started target calls): never scenarios, assert or certify.
 //   - scenarios: the checks as values in one registry, what each sends,
 //     and the runner that sends it with faults applied and records every
-//     attempt into a history. It never imports assert: the checker learns
-//     what it needs of a check from the history's plan.
+//     attempt into a history; a soak is the runner's other mode, recording
+//     through the same fill and recorder, streamed. It never imports
+//     assert: the checker learns what it needs of a check from the
+//     history's plan, and counts a soak from its records.
 //   - certify: the public entry point; it joins a target and its powers,
 //     the scenarios and assert into one certification. It never imports a
 //     front end or a renderer.

@@ -4,9 +4,10 @@
 // may hold several histories one after another: each run record starts a
 // new one (a suite writes one per endpoint).
 //
-// The format is what `--history` writes and `idemcheck check` reads, and
-// what recorded bug histories are kept in as test fixtures, so it only ever
-// grows: every history written before still reads.
+// The format is what an Encoder writes (the command's --history) and
+// `idemcheck check` reads, and what recorded bug histories are kept in as
+// test fixtures, so it only ever grows: every history written before still
+// reads.
 //
 // It speaks the root package's types and imports nothing else of
 // idemcheck: never assert, scenarios or a renderer.
@@ -158,9 +159,16 @@ func Write(w io.Writer, hs ...*idemcheck.History) error {
 	return e.Flush()
 }
 
+// Writer is what writes a history, as the errors of a Decoder name it for
+// an input that is not one: an idemcheck.Field, so that each caller says
+// it in its own words (a Go program's history.Encoder, the command's
+// --history flag; see idemcheck.FieldError.Text).
+const Writer idemcheck.Field = "history.Encoder"
+
 // ErrNoRun is the error of an input that ends without a run record (an
-// empty file, say): it holds no history.
-var ErrNoRun = errors.New("no run record: is this a history written by --history?")
+// empty file, say): it holds no history. It is a usage *idemcheck.Error
+// around a *idemcheck.FieldError about Writer.
+var ErrNoRun = idemcheck.Fieldf(idemcheck.ExitUsage, Writer, "no run record: is this a history written by %s?", Writer)
 
 // MaxLine is the longest record a Decoder reads: 64 MiB, far above any
 // reply body the harness keeps.
@@ -216,7 +224,8 @@ func (d *Decoder) record() (Record, error) {
 		case r.Run != nil:
 			d.started = true
 		case !d.started:
-			return Record{}, fmt.Errorf("%s:%d: a record before the first run record: is this a history written by --history?", d.name, d.line)
+			return Record{}, fmt.Errorf("%s:%d: %w", d.name, d.line,
+				idemcheck.Fieldf(idemcheck.ExitUsage, Writer, "a record before the first run record: is this a history written by %s?", Writer))
 		}
 		return r, nil
 	}

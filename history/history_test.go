@@ -102,6 +102,30 @@ func TestDecodeErrorsNameTheLine(t *testing.T) {
 	}
 }
 
+// An input that is not a history names what writes one as a setting
+// (history.Writer), so that a Go program reads history.Encoder and a
+// program with words of its own (the command's --history flag) says it in
+// those; ErrNoRun is still what an empty input is.
+func TestDecodeErrorsNameTheWriterInTheCallersWords(t *testing.T) {
+	words := map[idemcheck.Field]idemcheck.Word{history.Writer: {Name: "--history"}}
+	for _, c := range []struct{ in, goWords, flagWords string }{
+		{"", "h.jsonl: no run record: is this a history written by history.Encoder?", "no run record: is this a history written by --history?"},
+		{`{"attempt":{"id":1}}` + "\n", "h.jsonl:1: a record before the first run record: is this a history written by history.Encoder?",
+			"a record before the first run record: is this a history written by --history?"},
+	} {
+		_, err := history.ReadAll(strings.NewReader(c.in), "h.jsonl")
+		require.Error(t, err, "%q", c.in)
+		assert.Equal(t, c.goWords, err.Error())
+		var fe *idemcheck.FieldError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, history.Writer, fe.Field)
+		assert.Equal(t, c.flagWords, fe.Text(words))
+		assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+	}
+	_, err := history.ReadAll(strings.NewReader(""), "h.jsonl")
+	assert.ErrorIs(t, err, history.ErrNoRun)
+}
+
 // Record reads one line at a time: a reader that needs no whole history
 // (a tally, a filter) never holds one.
 func TestRecordByRecord(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/provider"
 )
@@ -21,7 +20,7 @@ func (s *session) takeCalls(cur idemcheck.Intent) {
 	}
 	for _, c := range d.ProviderCalls() {
 		c.Body = s.scrub(c.Body)
-		s.h.Events = append(s.h.Events, MapCall(c, s.h.Intents, cur))
+		s.rec.event(MapCall(c, s.intents, cur))
 	}
 }
 
@@ -44,8 +43,7 @@ func (s *session) providerLanding(a idemcheck.Attempt, f provider.Fault, acted b
 		return
 	}
 	if acted {
-		s.landed(a, faults.Fault{}, idemcheck.LandedProviderCall, "", time.Now(), "")
-		s.h.Events[len(s.h.Events)-1].Fault = f.Name()
+		s.landed(a, f.Name(), idemcheck.LandedProviderCall, "", time.Now(), "")
 		return
 	}
 	missed := "the target called no provider double while the attempt ran"
@@ -56,8 +54,7 @@ func (s *session) providerLanding(a idemcheck.Attempt, f provider.Fault, acted b
 			missed += ", though their URLs were in " + strings.Join(names, ", ")
 		}
 	}
-	s.landed(a, faults.Fault{}, "", "", time.Time{}, missed)
-	s.h.Events[len(s.h.Events)-1].Fault = f.Name()
+	s.landed(a, f.Name(), "", "", time.Time{}, missed)
 }
 
 // dropCalls forgets the calls made since the last take: the pre-flight's,

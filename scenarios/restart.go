@@ -52,7 +52,7 @@ func stepLinks(st Step) []string {
 // event records something that happened to the target during attempt a's
 // step.
 func (s *session) event(kind idemcheck.EventKind, a idemcheck.Attempt, fault, landing, sql, detail string) {
-	s.h.Events = append(s.h.Events, idemcheck.Event{
+	s.rec.event(idemcheck.Event{
 		Kind: kind, Time: time.Now(), Check: a.Check, Intent: a.Intent, Round: a.Round, Step: a.Step,
 		Fault: fault, Landing: landing, SQL: sql, Detail: detail,
 	})
@@ -82,7 +82,7 @@ func (s *session) killAndRestart(ctx context.Context, a idemcheck.Attempt) error
 	if s.Powers == nil {
 		return fmt.Errorf("%s needs control of the target's process", a.Check)
 	}
-	last := s.h.Attempts[len(s.h.Attempts)-1]
+	last := s.last
 	what := "ended without a reply (" + string(last.Outcome) + ")"
 	if last.Outcome == idemcheck.Replied {
 		what = fmt.Sprintf("was answered %d", last.Status)

@@ -178,6 +178,24 @@ func Upstream(base *url.URL) string {
 	return net.JoinHostPort(base.Hostname(), port)
 }
 
+// newClient is the harness's own client for a target at base, as a
+// certification and a soak both make it: each attempt bounded by timeout,
+// maxBody bytes of each reply kept (zero: wire's defaults), every
+// connection refusing an address off loopback unless allowRemote, and, for
+// an https:// target, the TLS configuration tlsCfg (ClientTLS) offering
+// HTTP/1.1; a burst engine that speaks HTTP/2 sets its own.
+func newClient(base *url.URL, timeout time.Duration, maxBody int64, allowRemote bool, tlsCfg *tls.Config) *wire.Client {
+	client := &wire.Client{Host: base.Host, Timeout: timeout, MaxBody: maxBody}
+	if !allowRemote {
+		client.Control = netguard.Control
+	}
+	if base.Scheme == "https" {
+		client.TLS = ClientTLS(tlsCfg, base)
+		client.TLS.NextProtos = []string{"http/1.1"}
+	}
+	return client
+}
+
 // upstream is where the fault proxy forwards: the checked address when
 // there is one.
 func (r *Runner) upstream() string {
@@ -198,18 +216,12 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	}
 	defer link.Close()
 
-	client := &wire.Client{Host: r.Endpoint.Base.Host, Timeout: r.Timeout, Protocol: r.Protocol, MaxBody: r.MaxBody, Dial: r.dial}
-	if !r.AllowRemote {
-		client.Control = netguard.Control
-	}
+	client := newClient(r.Endpoint.Base, r.Timeout, r.MaxBody, r.AllowRemote, r.TLS)
+	client.Protocol, client.Dial = r.Protocol, r.dial
 	if client.Protocol == "" {
 		client.Protocol = wire.ProtocolAuto
 	}
-	if r.Endpoint.Base.Scheme == "https" {
-		client.TLS = ClientTLS(r.TLS, r.Endpoint.Base)
-		client.TLS.NextProtos = []string{"http/1.1"}
-	}
-	s := &session{Runner: r, link: link, direct: link.Upstream(), client: client, h: h, run: newRunID(), shifts: map[string]int{}}
+	s := &session{Runner: r, link: link, direct: link.Upstream(), client: client, rec: historyRecorder{h}, run: newRunID(), shifts: map[string]int{}}
 	if client.Protocol == wire.ProtocolAuto {
 		// Asked once, so that every burst uses the engine the target
 		// speaks without probing again.
@@ -224,8 +236,12 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	}()
 	// The run's header names the target's path as the user wrote it: its
 	// secrets are hidden there too.
-	h.Run.Target.Path = s.scrubRequest(wire.Request{Path: h.Run.Target.Path})
-	h.Run.Target.URL = s.scrub(h.Run.Target.URL)
+	hdr := h.Run
+	hdr.Target.Path = s.scrubRequest(wire.Request{Path: hdr.Target.Path})
+	hdr.Target.URL = s.scrub(hdr.Target.URL)
+	if err := s.rec.run(hdr); err != nil {
+		return err
+	}
 	largest := 1
 	for _, sc := range scs {
 		s.total += sc.Attempts()
@@ -258,8 +274,8 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		}
 	}
 	// Calls that arrived after the last round still belong in the history.
-	if n := len(h.Intents); n > 0 {
-		s.takeCalls(h.Intents[n-1])
+	if n := len(s.intents); n > 0 {
+		s.takeCalls(s.intents[n-1])
 	}
 	// An exit after the last step still belongs in the history; nothing is
 	// left to restart the target for.
@@ -270,7 +286,7 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		}
 		s.recordExits(s.lastStep, evs, "after")
 	}
-	return nil
+	return s.rec.flush()
 }
 
 // LooseRepeats is how many times at most a round whose burst was loose
@@ -289,11 +305,18 @@ type session struct {
 	// fault go.
 	direct string
 	client *wire.Client
-	h      *idemcheck.History
-	run    string
-	sent   int
-	total  int
-	pace   *pacer
+	// rec is where the run's records go; intents, step and last are
+	// what the run looks back at of them: every intent (a provider call
+	// is tied to the one it names), the attempts of the step running,
+	// and the last attempt recorded.
+	rec     recorder
+	intents []idemcheck.Intent
+	step    []idemcheck.Attempt
+	last    idemcheck.Attempt
+	run     string
+	sent    int
+	total   int
+	pace    *pacer
 	// replies holds replies at their first byte (crash-after-commit),
 	// started on first use.
 	replies *faults.ReplyHold
@@ -315,16 +338,17 @@ type session struct {
 // of its bursts was loose.
 func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool, err error) {
 	in := idemcheck.Intent{
-		ID:    fmt.Sprintf("ic-%s-%d", s.run, len(s.h.Intents)+1),
+		ID:    fmt.Sprintf("ic-%s-%d", s.run, len(s.intents)+1),
 		Key:   uuid.NewString(),
-		Seq:   len(s.h.Intents) + 1,
+		Seq:   len(s.intents) + 1,
 		Check: sc.Check,
 		Round: round,
 	}
-	s.h.Intents = append(s.h.Intents, in)
+	s.intents = append(s.intents, in)
+	s.rec.intent(in)
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
-		before := len(s.h.Attempts)
+		s.step = nil
 		if st.NthByRound {
 			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round)
 		}
@@ -339,10 +363,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		}
 		base := idemcheck.Attempt{
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
-			Method: req.Method, Header: s.redact(req.Header), Path: s.scrubRequest(req), Body: s.scrub(string(req.Body)),
-			Fingerprint: Fingerprint(req), Fault: stepFault(st), FaultLinks: stepLinks(st),
+			Fault: stepFault(st), FaultLinks: stepLinks(st),
 		}
-		from := len(s.h.Attempts)
+		s.describe(&base, req, Fingerprint(req))
 		if st.DelayBefore > 0 {
 			t := time.NewTimer(st.DelayBefore)
 			select {
@@ -373,7 +396,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			// A webhook sender redelivers what the retry left
 			// unacknowledged, as after any other step.
 			if next.RedeliverUntilAck {
-				if err := s.redeliver(ctx, req, retry, s.h.Attempts[from:]); err != nil {
+				if err := s.redeliver(ctx, req, retry, s.step); err != nil {
 					return false, err
 				}
 			}
@@ -400,7 +423,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			br := s.client.SendBurst(ctx, addr, reqs)
 			results := br.Results
 			s.dbLanding(base, st.DBFault, disarm())
-			burst := idemcheck.Burst{ID: len(s.h.Bursts) + 1, Attempts: len(results), Spread: br.Spread,
+			burst := idemcheck.Burst{Attempts: len(results), Spread: br.Spread,
 				Protocol: string(br.Protocol), Fallback: br.Fallback, Intent: in.ID, Check: sc.Check, Round: round,
 				Loose: br.Spread > s.looseAbove(len(results))}
 			if unbar != nil {
@@ -411,7 +434,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			// A scheduled race does not rest on the spread: its round is
 			// not repeated when the spread was loose.
 			loose = loose || burst.Loose && !burst.RaceScheduled()
-			s.h.Bursts = append(s.h.Bursts, burst)
+			burst = s.rec.burst(burst)
 			base.Burst = burst.ID
 			for _, res := range results {
 				s.record(base, res)
@@ -446,7 +469,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			}
 		}
 		if st.RedeliverUntilAck && st.OnHold == HoldNone {
-			if err := s.redeliver(ctx, req, base, s.h.Attempts[from:]); err != nil {
+			if err := s.redeliver(ctx, req, base, s.step); err != nil {
 				return false, err
 			}
 		}
@@ -456,7 +479,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			}
 		}
 		answered := true
-		for _, a := range s.h.Attempts[before:] {
+		for _, a := range s.step {
 			answered = answered && a.Outcome == idemcheck.Replied
 		}
 		if err := s.watch(ctx, idemcheck.Event{Check: sc.Check, Intent: in.ID, Round: round, Step: i + 1}, answered); err != nil {
@@ -544,7 +567,7 @@ func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bo
 			r := placed
 			r.Kind, r.Time, r.Instance = idemcheck.TargetRestarted, time.Now(), ev.Instance
 			r.Detail = fmt.Sprintf("the harness restarted instance %d after it exited on its own (%s), so the steps after it meet a live target", ev.Instance, ev.ExitStatus)
-			s.h.Events = append(s.h.Events, r)
+			s.rec.event(r)
 		}
 	}
 	return nil
@@ -566,7 +589,7 @@ func (s *session) recordExits(placed idemcheck.Event, evs []idemcheck.Event, whe
 		} else {
 			ev.Detail += " " + where
 		}
-		s.h.Events = append(s.h.Events, ev)
+		s.rec.event(ev)
 	}
 }
 
@@ -681,27 +704,27 @@ func (s *session) nthByRound(check string, f faults.Fault, round int) faults.Fau
 // then their release.
 func (s *session) scheduled(a idemcheck.Attempt, sched faults.Schedule) {
 	for _, w := range sched.Held {
-		s.h.Events = append(s.h.Events, idemcheck.Event{Kind: idemcheck.WriteHeld, Time: w.Held, Check: a.Check, Intent: a.Intent,
+		s.rec.event(idemcheck.Event{Kind: idemcheck.WriteHeld, Time: w.Held, Check: a.Check, Intent: a.Intent,
 			Round: a.Round, Step: a.Step, Landing: w.Kind, SQL: clip(s.scrub(w.SQL), eventSQL), Conn: w.Conn, Order: w.Order})
 	}
-	s.h.Events = append(s.h.Events, idemcheck.Event{Kind: idemcheck.WritesReleased, Time: sched.Released, Check: a.Check, Intent: a.Intent,
+	s.rec.event(idemcheck.Event{Kind: idemcheck.WritesReleased, Time: sched.Released, Check: a.Check, Intent: a.Intent,
 		Round: a.Round, Step: a.Step, Order: sched.ReleasedTogether(), Reason: sched.Reason, Detail: sched.Detail()})
 }
 
 // eventSQL bounds the statement text a fault's event keeps.
 const eventSQL = 200
 
-// landed records in the history what a step's fault did: FaultLanded with
-// where it acted (landing, sql, at), or, when landing is "", FaultMissed
-// with missed, a sentence saying what the fault waited for in vain. a
-// places it in its check, intent, round and step.
-func (s *session) landed(a idemcheck.Attempt, f faults.Fault, landing, sql string, at time.Time, missed string) {
+// landed records in the history what a step's fault (named fault) did:
+// FaultLanded with where it acted (landing, sql, at), or, when landing is
+// "", FaultMissed with missed, a sentence saying what the fault waited for
+// in vain. a places it in its check, intent, round and step.
+func (s *session) landed(a idemcheck.Attempt, fault, landing, sql string, at time.Time, missed string) {
 	ev := idemcheck.Event{Kind: idemcheck.FaultLanded, Time: at, Check: a.Check, Intent: a.Intent,
-		Round: a.Round, Step: a.Step, Fault: f.String(), Landing: landing, SQL: clip(sql, eventSQL)}
+		Round: a.Round, Step: a.Step, Fault: fault, Landing: landing, SQL: clip(sql, eventSQL)}
 	if landing == "" {
 		ev.Kind, ev.Time, ev.Detail = idemcheck.FaultMissed, time.Now(), missed
 	}
-	s.h.Events = append(s.h.Events, ev)
+	s.rec.event(ev)
 }
 
 // dbLanding records where a database-link fault armed for a step landed,
@@ -711,7 +734,7 @@ func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landin
 	if f.Name != "db-cut" && f.Name != "db-hold" {
 		return
 	}
-	s.landed(a, f, l.Kind, l.SQL, l.Time, dbMissed(f))
+	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, dbMissed(f))
 }
 
 // dbMissed says what a db-cut or db-hold that did not act waited for.
@@ -749,10 +772,10 @@ func (s *session) replyLanding(a idemcheck.Attempt, f faults.Fault, res wire.Res
 		// proxy accepted the connection, then could not reach the target.
 		missed = "no reply byte arrived before the connection ended (the target did not answer, or was not listening): " + errText(res)
 	default:
-		s.landed(a, f, idemcheck.LandedReply, "", res.FirstByte, "")
+		s.landed(a, f.String(), idemcheck.LandedReply, "", res.FirstByte, "")
 		return
 	}
-	s.landed(a, f, "", "", time.Time{}, missed)
+	s.landed(a, f.String(), "", "", time.Time{}, missed)
 }
 
 func errText(res wire.Result) string {
@@ -834,8 +857,7 @@ func (s *session) redeliver(ctx context.Context, req wire.Request, base idemchec
 		}
 		a := base
 		a.Redelivery = n
-		s.record(a, s.client.Do(ctx, addr, req))
-		if acked(s.h.Attempts[len(s.h.Attempts)-1]) {
+		if acked(s.record(a, s.client.Do(ctx, addr, req))) {
 			return nil
 		}
 	}
@@ -886,7 +908,7 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 			case <-time.After(time.Second):
 			}
 		}
-		s.landed(first, st.DBFault, "", "", time.Time{}, missed)
+		s.landed(first, st.DBFault.String(), "", "", time.Time{}, missed)
 		s.record(first, res)
 		return s.retryWhileInProgress(ctx, addr, req, retry, true)
 	case <-time.After(holdTimeout):
@@ -894,7 +916,7 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.landed(first, st.DBFault, ev.Landing, ev.SQL, time.Now(), "")
+	s.landed(first, st.DBFault.String(), ev.Landing, ev.SQL, time.Now(), "")
 	switch st.OnHold {
 	case HoldCrash:
 		if err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database"); err != nil {
@@ -1023,15 +1045,39 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body)}, in.Key
 }
 
-func (s *session) record(a idemcheck.Attempt, res wire.Result) {
+// record records one of a certification's sends (put) and keeps what the
+// run looks back at: the count sent, the step's attempts, the last one.
+// It returns the attempt as recorded, numbered.
+func (s *session) record(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 	s.sent++
-	a.ID = len(s.h.Attempts) + 1
-	s.fill(&a, res)
-	s.h.Attempts = append(s.h.Attempts, a)
+	a = s.put(a, res)
+	s.step = append(s.step, a)
+	s.last = a
+	return a
 }
 
-// fill records a harness send on a: its times, its outcome and, when it
-// was answered, the reply (headers redacted).
+// describe records on a the request it sends, as a history keeps it, in
+// both modes: the headers redacted, the path and body with every secret
+// hidden (those the request itself carries learnt first), and fp, its
+// fingerprint.
+func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
+	a.Method, a.Header, a.Path, a.Body = req.Method, s.redact(req.Header), s.scrubRequest(req), s.scrub(string(req.Body))
+	a.Fingerprint = fp
+}
+
+// put fills a from res (fill) and hands it to the recorder, which numbers
+// it: the one way a send becomes a recorded attempt, in a certification
+// and in a soak. A soak's many goroutines call it at once: fill and a
+// soak's recorder are safe for that.
+func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
+	s.fill(&a, res)
+	return s.rec.attempt(a)
+}
+
+// fill records a send on a: its times, its outcome and, when it was
+// answered, the reply (headers redacted, secrets hidden). It is the one
+// way a result becomes an attempt, in a certification and in a soak
+// (whose vegeta sends come as wire.Results too: vegetaResult).
 func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 	a.Start, a.FirstByte, a.End = res.Start, res.FirstByte, res.End
 	switch {
@@ -1064,7 +1110,7 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	}
 	// A read-back's path may carry a secret of the suite.
 	o.Query = s.scrub(o.Query)
-	s.h.Observations = append(s.h.Observations, o)
+	s.rec.observation(o)
 	return nil
 }
 

@@ -8,6 +8,13 @@
 // one after another, through which fault), and Run sends them, recording
 // every attempt, with the links its fault acted on, in a History.
 //
+// A soak (Soak) is the same runner in another mode: vegeta paces its first
+// attempts instead of rounds of steps, but its sends become attempts
+// through the same fill, and every record of both modes goes through one
+// recorder interface: in memory for a certification, streamed to a
+// history encoder and a counter for a soak. Counting a soak's duplicates
+// and lost effects is the checker's (assert.SoakTally), from those records.
+//
 // It speaks the root package's vocabulary and drives the faults and wire
 // packages; it never imports the checker (assert), the reports or the
 // commands: they use it, and the checker learns what it needs of a check

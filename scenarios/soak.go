@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,7 +23,6 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
-	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -35,7 +35,8 @@ import (
 // vegeta paces and sends the first attempts; retries go through the
 // harness's own client. Nothing of the run is kept in memory beyond what
 // is in flight: each attempt and observation is a history record as soon
-// as it is made, handed to Counter and streamed to History.
+// as it is made, handed to Counter and streamed to History (the runner's
+// streaming recorder), filled as a certification's attempts are.
 type Soak struct {
 	Endpoint Endpoint
 	Policy   idemcheck.Policy
@@ -146,10 +147,8 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
 	}
 	single, wholeClient, wholeDB := soakPlan(sk.Faults)
-	upstream := sk.Upstream
-	if upstream == "" {
-		upstream = Upstream(sk.Endpoint.Base)
-	}
+	s := sk.session()
+	upstream := s.upstream()
 	// Each fault on the whole client link is a proxy in front of the
 	// target (or of the one before it): every attempt goes through the
 	// chain, the faulted ones through their own fault's proxy first.
@@ -197,7 +196,6 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		workers = 64
 	}
 	timeout := sk.timeout()
-	s := sk.session()
 	maxBody := sk.maxBody()
 	client, dialer := sk.client()
 	scheme, transportTLS := sk.Endpoint.Base.Scheme, (*tls.Config)(nil)
@@ -205,7 +203,11 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		transportTLS = client.TLS.Clone()
 	}
 
-	rec := &soakRecorder{enc: sk.History, count: sk.Counter}
+	// The soak records as a certification does, through its session's
+	// recorder: one that streams, since a soak's history is kept nowhere
+	// but in the file.
+	rec := &streamRecorder{enc: sk.History, count: sk.Counter}
+	s.rec = rec
 	header := sk.Header
 	header.SoakFaults = nil
 	if sk.Shard.Count > 1 {
@@ -217,7 +219,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 			header.SoakFaults = append(header.SoakFaults, f.String())
 		}
 	}
-	if err := rec.run(header); err != nil {
+	if err := s.rec.run(header); err != nil {
 		return nil, err
 	}
 	res := &idemcheck.SoakResult{}
@@ -292,7 +294,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	var spool *os.File
 	var counter *effectCounter
 	if sk.Effects != nil {
-		counter = newEffectCounter(ctx, sk.Effects, rec)
+		counter = newEffectCounter(ctx, sk.Effects, s.rec)
 		if !sk.CountDuring {
 			if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
 				return nil, err
@@ -325,10 +327,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	for range 4 {
 		wg.Go(func() {
 			for h := range retries {
-				r := client.Do(ctx, clean, h.req)
-				a := s.attempt(h, 2, "", rec.detailed())
-				s.fill(&a, r)
-				rec.attempt(a)
+				a := s.put(s.attempt(h, 2, "", rec.detailed()), client.Do(ctx, clean, h.req))
 				live.retried.Add(1)
 				if a.Outcome != idemcheck.Replied || a.Status >= 500 {
 					live.errors.Add(1)
@@ -393,9 +392,8 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		}
 		a := s.attempt(h, 1, fault, rec.detailed())
 		a.FaultLinks = links
-		s.fillVegeta(&a, r, rec.detailed())
-		rec.intent(h.in)
-		rec.attempt(a)
+		s.rec.intent(h.in)
+		a = s.put(a, vegetaResult(r, rec.detailed()))
 		live.sent.Add(1)
 		switch {
 		case r.Code >= 200 && r.Code < 400:
@@ -431,7 +429,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	}
 	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
 	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
-	if err := rec.flush(); err != nil {
+	if err := s.rec.flush(); err != nil {
 		return res, fmt.Errorf("history: %w", err)
 	}
 	return res, ctx.Err()
@@ -447,15 +445,15 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 func (sk *Soak) Preflight(ctx context.Context) error {
 	s := sk.session()
 	s.client, _ = sk.client()
-	s.direct, s.pace = sk.Upstream, newPacer(0, 1)
-	if s.direct == "" {
-		s.direct = Upstream(sk.Endpoint.Base)
-	}
+	s.direct, s.pace = s.upstream(), newPacer(0, 1)
 	return s.preflight(ctx)
 }
 
+// session is the soak's session of the runner: the settings the two
+// modes share, read from the soak's.
 func (sk *Soak) session() *session {
-	return &session{Runner: &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets}, run: newRunID()}
+	r := &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets, Upstream: sk.Upstream}
+	return &session{Runner: r, run: newRunID()}
 }
 
 func (sk *Soak) timeout() time.Duration {
@@ -478,16 +476,8 @@ func (sk *Soak) maxBody() int64 {
 // one TLS configuration, as a certification's connections do (HTTP/1.1,
 // as the soak's plain traffic is).
 func (sk *Soak) client() (*wire.Client, *net.Dialer) {
-	client := &wire.Client{Host: sk.Endpoint.Base.Host, Timeout: sk.timeout(), MaxBody: sk.maxBody()}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if !sk.AllowRemote {
-		client.Control = netguard.Control
-		dialer.Control = netguard.Control
-	}
-	if sk.Endpoint.Base.Scheme == "https" {
-		client.TLS = ClientTLS(sk.TLS, sk.Endpoint.Base)
-		client.TLS.NextProtos = []string{"http/1.1"}
-	}
+	client := newClient(sk.Endpoint.Base, sk.timeout(), sk.maxBody(), sk.AllowRemote, sk.TLS)
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: client.Control}
 	return client, dialer
 }
 
@@ -524,14 +514,14 @@ func (l *soakLive) take(start time.Time) idemcheck.SoakProgress {
 type effectCounter struct {
 	ctx     context.Context
 	effects *Effects
-	rec     *soakRecorder
+	rec     recorder
 	batches chan []idemcheck.Intent
 	wg      sync.WaitGroup
 	errOnce sync.Once
 	err     error
 }
 
-func newEffectCounter(ctx context.Context, e *Effects, rec *soakRecorder) *effectCounter {
+func newEffectCounter(ctx context.Context, e *Effects, rec recorder) *effectCounter {
 	c := &effectCounter{ctx: ctx, effects: e, rec: rec, batches: make(chan []idemcheck.Intent, 4)}
 	for range 4 {
 		c.wg.Go(func() {
@@ -619,8 +609,7 @@ func (c *effectCounter) spooled(spool *os.File) error {
 func (s *session) attempt(h *soakHit, step int, fault string, detailed bool) idemcheck.Attempt {
 	a := idemcheck.Attempt{Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step, Fault: fault}
 	if detailed {
-		a.Method, a.Header, a.Path, a.Body = h.req.Method, s.redact(h.req.Header), s.scrubRequest(h.req), s.scrub(string(h.req.Body))
-		a.Fingerprint = h.fingerprint()
+		s.describe(&a, h.req, h.fingerprint())
 	}
 	return a
 }
@@ -634,20 +623,27 @@ func (h *soakHit) fingerprint() string {
 	return h.fp
 }
 
-// fillVegeta records one of vegeta's results on a: a status code means a
-// reply came back; none means the attempt's outcome is unknown. The reply's
-// body is kept only in a detailed record (one for a history).
-func (s *session) fillVegeta(a *idemcheck.Attempt, r *vegeta.Result, detailed bool) {
-	a.Start, a.End = r.Timestamp, r.Timestamp.Add(r.Latency)
+// vegetaResult is one of vegeta's results as the harness's own client
+// reports an attempt (wire.Result), so that one fill (session.fill) turns
+// both into an Attempt. A status code means a reply came back: vegeta's
+// Error then only restates a status outside 2xx and 3xx, and is no
+// transport error. No status is a failure vegeta says nothing more of:
+// whether the request was written whole is not known, so it counts as
+// written and the attempt's outcome is unknown, as for any attempt that
+// may have reached the target. vegeta times no first byte. The reply's body
+// is kept only with keepBody (a record for a history): the counter needs
+// none of it.
+func vegetaResult(r *vegeta.Result, keepBody bool) wire.Result {
+	res := wire.Result{Start: r.Timestamp, End: r.Timestamp.Add(r.Latency), Written: true}
 	if r.Code == 0 {
-		a.Outcome, a.Error = idemcheck.Unknown, s.scrub(r.Error)
-		return
+		res.Err = errors.New(r.Error)
+		return res
 	}
-	a.Outcome, a.Status, a.RespHeader = idemcheck.Replied, int(r.Code), s.redact(r.Headers)
-	if detailed {
-		s.secret().learnBody(r.Body)
-		a.RespBody = s.scrub(string(r.Body))
+	res.Status, res.Header = int(r.Code), r.Headers
+	if keepBody {
+		res.Body = r.Body
 	}
+	return res
 }
 
 // soakTransport sends vegeta's requests on the run's context, so that a
@@ -663,83 +659,6 @@ func (t soakTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2 := r.Clone(t.ctx)
 	r2.GetBody = nil
 	return t.rt.RoundTrip(r2)
-}
-
-// soakRecorder records the soak's history as it happens, from many
-// goroutines: it numbers attempts and hands each record to the counter and
-// to the history, under one lock, so that IDs appear in the file in order
-// and the counter sees the records in the file's order.
-type soakRecorder struct {
-	mu    sync.Mutex
-	enc   *history.Encoder // nil without a history
-	count SoakCounter      // nil without a counter
-	next  int
-	err   error // the history's first error
-}
-
-// detailed reports whether records are written to a history, so must
-// carry the requests and replies in full.
-func (r *soakRecorder) detailed() bool { return r.enc != nil }
-
-func (r *soakRecorder) run(h idemcheck.Run) error {
-	if r.count != nil {
-		r.count.Run(h)
-	}
-	if r.enc == nil {
-		return nil
-	}
-	return r.enc.Run(h)
-}
-
-func (r *soakRecorder) intent(in idemcheck.Intent) {
-	if r.enc == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keep(r.enc.Intent(in))
-}
-
-func (r *soakRecorder) attempt(a idemcheck.Attempt) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.next++
-	a.ID = r.next
-	if r.count != nil {
-		r.count.Attempt(a)
-	}
-	if r.enc != nil {
-		r.keep(r.enc.Attempt(a))
-	}
-}
-
-func (r *soakRecorder) observation(o idemcheck.Observation) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.count != nil {
-		r.count.Observation(o)
-	}
-	if r.enc != nil {
-		r.keep(r.enc.Observation(o))
-	}
-}
-
-// keep remembers the history's first error.
-func (r *soakRecorder) keep(err error) {
-	if r.err == nil {
-		r.err = err
-	}
-}
-
-// flush writes out what the history buffered and returns its first error.
-func (r *soakRecorder) flush() error {
-	if r.enc == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keep(r.enc.Flush())
-	return r.err
 }
 
 // SoakLoad measures a soak's load again from its history: its first

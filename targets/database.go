@@ -83,13 +83,15 @@ func (d *Database) Close() {
 // included) must pass the loopback rule (netguard), names are resolved from
 // the hosts file and never by DNS, and every connection refuses an address
 // off loopback when it is made. An error for a host off loopback wraps
-// netguard.ErrNotLoopback. OpenRemoteDatabase lifts that rule.
+// netguard.ErrNotLoopback and is a usage *idemcheck.FieldError about
+// AllowRemote. OpenRemoteDatabase lifts that rule.
 func OpenDatabase(ctx context.Context, dsn string) (*Database, error) {
 	return openDatabase(ctx, dsn, false)
 }
 
-// OpenRemoteDatabase is OpenDatabase for a run with --allow-remote: the
-// DSN's hosts may be anywhere and are resolved as usual.
+// OpenRemoteDatabase is OpenDatabase for a run allowed off this machine
+// (AllowRemote): the DSN's hosts may be anywhere and are resolved as
+// usual.
 func OpenRemoteDatabase(ctx context.Context, dsn string) (*Database, error) {
 	return openDatabase(ctx, dsn, true)
 }
@@ -153,7 +155,11 @@ func openDatabase(ctx context.Context, dsn string, allowRemote bool) (*Database,
 				continue
 			}
 			if err := netguard.Check(h); err != nil {
-				return nil, newConnectError(dsn, cc.Password, fmt.Sprintf("host %s: %v (pass --allow-remote to use a database off this machine)", h, err), err)
+				// The fix is named as a setting (AllowRemote), so that each
+				// caller says it in its own words: a Go program's field,
+				// the command's flag.
+				return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "AllowRemote", "cannot connect to database %s: host %s: %w (%s to use a database off this machine)",
+					RedactDSN(dsn), h, err, idemcheck.Setting("AllowRemote"))
 			}
 		}
 		// pgx resolves hosts itself and then dials: both are replaced, so

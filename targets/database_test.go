@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/netguard"
 )
 
 func TestRedactDSN(t *testing.T) {
@@ -165,4 +166,23 @@ func TestCheckDSN(t *testing.T) {
 	for _, dsn := range []string{"postgres://u@127.0.0.1:5432/db", "postgres://u@localhost/db", "host=/tmp user=u", "postgres://u@[::1]/db"} {
 		assert.NoError(t, CheckDSN(dsn, "--db", false), dsn)
 	}
+}
+
+// A database off loopback is refused before anything is sent, with the fix
+// named as the setting it is (AllowRemote): a Go program reads the field,
+// and a program with words of its own (the command's flag) says it in
+// those.
+func TestOpenDatabaseOffLoopbackNamesTheSetting(t *testing.T) {
+	_, err := OpenDatabase(context.Background(), "postgres://u:secret@192.0.2.1:5432/x")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, netguard.ErrNotLoopback)
+	assert.NotContains(t, err.Error(), "secret")
+	assert.NotContains(t, err.Error(), "--allow-remote", "a library error names no flag")
+	assert.Contains(t, err.Error(), "host 192.0.2.1: 192.0.2.1 is not loopback (set AllowRemote to use a database off this machine)")
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, idemcheck.Field("AllowRemote"), fe.Field)
+	words := map[idemcheck.Field]idemcheck.Word{"AllowRemote": {Name: "--allow-remote", Set: "pass --allow-remote"}}
+	assert.Contains(t, fe.Text(words), "(pass --allow-remote to use a database off this machine)")
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
 }

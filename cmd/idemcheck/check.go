@@ -90,7 +90,8 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 			return soak.merge.Run(name, r)
 		}, &soak)
 		if err != nil {
-			return 0, idemcheck.Usagef("check: %v", err)
+			// Wrapped, so that what it names is said as the flags.
+			return 0, idemcheck.Usagef("check: %w", err)
 		}
 	}
 	if soak.merge.Histories() > 0 {

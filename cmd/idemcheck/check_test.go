@@ -134,6 +134,20 @@ func TestCheckManyFilesGlobsAndStdin(t *testing.T) {
 	code, _, errOut = cli(t, "check", "-")
 	assert.Equal(t, idemcheck.ExitUsage, code)
 	assert.Contains(t, errOut, "standard input:2:")
+	// An input that is not a history asks whether it came from --history:
+	// the library names the setting, the command says it as its flag.
+	empty := filepath.Join(dir, "empty.jsonl")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	headless := filepath.Join(dir, "headless.jsonl")
+	require.NoError(t, os.WriteFile(headless, []byte(`{"attempt":{"id":1}}`+"\n"), 0o644))
+	for file, want := range map[string]string{
+		empty:    "idemcheck: check: " + empty + ": no run record: is this a history written by --history?\n",
+		headless: "idemcheck: check: " + headless + ":1: a record before the first run record: is this a history written by --history?\n",
+	} {
+		code, _, errOut = cli(t, "check", file)
+		assert.Equal(t, idemcheck.ExitUsage, code)
+		assert.Equal(t, want, errOut)
+	}
 }
 
 // Several histories in one stream (a suite's, or certify's piped one

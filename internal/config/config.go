@@ -750,7 +750,9 @@ func OpenDB(ctx context.Context, dsn string, allowRemote bool) (*targets.Databas
 	}
 	d, err := open(ctx, dsn)
 	if err != nil {
-		return nil, idemcheck.Unavailablef("%v", err)
+		// Wrapped, not flattened: a refusal names its setting (a
+		// FieldError) for the caller to say in its words.
+		return nil, idemcheck.Unavailablef("%w", err)
 	}
 	return d, nil
 }

@@ -57,6 +57,9 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"TLS.Certificates":       {Name: "--cert", Set: "pass --cert FILE and --key FILE"},
 		"TLS.RootCAs":            {Name: "--cacert", Set: "pass --cacert FILE"},
 		"TLS.InsecureSkipVerify": {Name: "--insecure"},
+		// What writes a history (history.Writer), which a history
+		// reader's errors name.
+		"history.Encoder": {Name: "--history"},
 	}
 	// A policy field is said as the flag that overrides it, else as the
 	// field of the --policy file; it is set with either.
