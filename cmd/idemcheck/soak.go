@@ -299,9 +299,11 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			progress = "text"
 		}
 	}
+	var text *render.SoakProgress
 	switch progress {
 	case "text":
-		sk.Progress = func(p idemcheck.SoakProgress) { render.WriteSoakProgress(stderr, p, terminal) }
+		text = &render.SoakProgress{W: stderr, Terminal: terminal}
+		sk.Progress = text.Update
 		sk.ProgressEvery = cmp.Or(progressEvery, time.Second)
 	case "json":
 		sk.Progress = func(p idemcheck.SoakProgress) { _ = render.WriteSoakProgressJSON(stderr, p, time.Now()) }
@@ -309,8 +311,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	started := time.Now()
 	load, err := sk.Run(ctx)
-	if progress == "text" && terminal {
-		render.EndSoakProgress(stderr)
+	if text != nil {
+		// The last count stays on screen, the report below it.
+		text.Done()
 	}
 	if err != nil {
 		return 0, idemcheck.Unavailablef("soak: %v", err)

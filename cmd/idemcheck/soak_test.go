@@ -257,7 +257,8 @@ func TestSoakHistoryToStdout(t *testing.T) {
 }
 
 // --progress json writes the soak's running count as JSON lines on
-// standard error while it runs, the last one with every first attempt;
+// standard error while it runs, the last one with every first attempt and
+// the rate over the whole soak;
 // --progress text writes it for a person, a line each time when standard
 // error is not a terminal.
 func TestSoakProgress(t *testing.T) {
@@ -280,6 +281,7 @@ func TestSoakProgress(t *testing.T) {
 	for _, k := range []string{"time", "elapsed_s", "rate", "cut", "errors", "retried"} {
 		assert.Contains(t, last, k)
 	}
+	assert.InDelta(t, 150, last["rate"].(float64)*last["elapsed_s"].(float64), 1e-6, "the last count's rate is over the whole soak")
 
 	code, out, errOut = cli(t, soakArgs(url, dsn, "--intents", "50", "--duration", "1m", "--progress", "text", "--progress-every", "100ms")...)
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
