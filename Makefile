@@ -9,7 +9,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak zoo fuzz
+.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak bench-merge zoo fuzz
 
 all: build
 
@@ -168,3 +168,15 @@ bench-soak: postgres
 
 bench-bursts:
 	$(GO) run ./bench/cmd/burstbench -bursts 200 -runs 3 -n 8,32 -gotest ./bench/ -write BENCHMARKS.md
+
+## bench-merge: `idemcheck check` merging 4 shard histories of ATTEMPTS attempts in all (default 10000000), written by
+## bench/cmd/soakhistories into MERGE_DIR (default a new temporary folder; about 870 bytes an attempt, 8.7 GB for 10
+## million), with its wall time, CPU time and peak RSS from GNU time; the histories are deleted afterwards. Not part of
+## bench: the figures go into BENCHMARKS.md (Sharded soak) by hand, beside the load average it prints.
+ATTEMPTS ?= 10000000
+bench-merge:
+	$(GO) build $(BUILDFLAGS) -o bin/idemcheck ./cmd/idemcheck
+	@d="$${MERGE_DIR:-$$(mktemp -d)}"; mkdir -p "$$d" && trap 'rm -f "$$d"/soak-*.jsonl' EXIT && \
+	$(GO) run ./bench/cmd/soakhistories -attempts $(ATTEMPTS) -shards 4 -dir "$$d" && du -sh "$$d" && uptime && \
+	( cd "$$d" && /usr/bin/time -v $(CURDIR)/bin/idemcheck check 'soak-*.jsonl' >/dev/null 2>"$$d/check.err"; \
+	  c=$$?; grep -E 'Elapsed|User time|System time|Maximum resident' "$$d/check.err"; test $$c -le 1 ) && uptime

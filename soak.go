@@ -82,11 +82,13 @@ type SoakBucket struct {
 
 // SoakProgress is a soak's running count, taken while it runs, for a
 // person watching a terminal or a log collector: every figure is since the
-// soak started, except Rate, over the last interval.
+// soak started, except Rate, over the last interval (over the whole soak in
+// the last count, taken when it ends).
 type SoakProgress struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// Sent are the first attempts whose result came back; Rate is them
-	// per second over the last interval.
+	// per second over the last interval, or over the whole soak in the
+	// last count.
 	Sent int64   `json:"sent"`
 	Rate float64 `json:"rate"`
 	// Succeeded are those answered with a 2xx or 3xx (vegeta's success).

@@ -28,6 +28,17 @@ type Effects struct {
 	// HTTP, when set, counts through the API instead of the database
 	// (Pool, SQL and Args are then unused).
 	HTTP *HTTPEffects
+	// BatchSQL, when set, is the effect query's batch form, which
+	// CountBatch runs once a batch instead of SQL once an intent: one
+	// parameter, $1, the array of every intent's value of the one
+	// argument (Args[0]), returning a row of that value as text and its
+	// count for each value with effects (SELECT customer_id::text,
+	// count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1); a
+	// value without a row counts 0 (rows of one value add up). Each batch
+	// also runs SQL for its first intent, in the same transaction, and
+	// fails if the two disagree. The observations still name SQL and the
+	// intent's argument: the query that gives the intent's count alone.
+	BatchSQL string
 }
 
 // EffectTimeout is the statement timeout of an effect query unless told
@@ -64,8 +75,9 @@ const EffectBatch = 256
 // query, unchanged, queued once per intent and sent as one pipelined batch
 // in one READ ONLY transaction (as Count's, rolled back), so a batch costs
 // one round trip to the database instead of one per intent, and the query
-// is the very one CheckEffectSQL validated. Through the API (HTTP) each
-// intent is read back in turn.
+// is the very one CheckEffectSQL validated. With BatchSQL the batch is one
+// statement instead, checked against SQL on its first intent. Through the
+// API (HTTP) each intent is read back in turn.
 func (e *Effects) CountBatch(ctx context.Context, ins []idemcheck.Intent) ([]idemcheck.Observation, error) {
 	out := make([]idemcheck.Observation, 0, len(ins))
 	if e.HTTP != nil {
@@ -89,6 +101,9 @@ func (e *Effects) CountBatch(ctx context.Context, ins []idemcheck.Intent) ([]ide
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", timeout.Milliseconds())); err != nil {
 		return nil, err
+	}
+	if e.BatchSQL != "" {
+		return e.countArray(ctx, tx, ins)
 	}
 	args := make([][]string, len(ins))
 	b := &pgx.Batch{}
@@ -114,6 +129,82 @@ func (e *Effects) CountBatch(ctx context.Context, ins []idemcheck.Intent) ([]ide
 		return out, fmt.Errorf("effect query %q: %w", e.SQL, err)
 	}
 	return out, nil
+}
+
+// countArray counts a batch with BatchSQL in tx, and its first intent with
+// SQL as well, both sent in one round trip.
+func (e *Effects) countArray(ctx context.Context, tx pgx.Tx, ins []idemcheck.Intent) ([]idemcheck.Observation, error) {
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	vals := make([]string, len(ins))
+	for i, in := range ins {
+		vals[i] = e.Args[0].Fill(in)
+	}
+	b := &pgx.Batch{}
+	b.Queue(e.BatchSQL, vals)
+	b.Queue(e.SQL, vals[0])
+	br := tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	counts, err := scanCounts(br.Query())
+	if err != nil {
+		return nil, fmt.Errorf("effect batch query %q: %w", e.BatchSQL, err)
+	}
+	var one int64
+	if err := br.QueryRow().Scan(&one); err != nil {
+		return nil, fmt.Errorf("effect query %q for intent %s: %w", e.SQL, ins[0].ID, err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("effect batch query %q: %w", e.BatchSQL, err)
+	}
+	if counts[vals[0]] != one {
+		return nil, fmt.Errorf("effect batch query %q counted %d for intent %s (%s) where the effect query %q counts %d: the two must count the same",
+			e.BatchSQL, counts[vals[0]], ins[0].ID, vals[0], e.SQL, one)
+	}
+	out := make([]idemcheck.Observation, len(ins))
+	for i, in := range ins {
+		out[i] = idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: counts[vals[i]], Query: e.SQL, Args: []string{vals[i]}}
+	}
+	return out, nil
+}
+
+// scanCounts reads a batch query's rows: a value and its count.
+func scanCounts(rows pgx.Rows, err error) (map[string]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	counts := map[string]int64{}
+	for rows.Next() {
+		var v string
+		var n int64
+		if err := rows.Scan(&v, &n); err != nil {
+			return nil, err
+		}
+		counts[v] += n
+	}
+	return counts, rows.Err()
+}
+
+// TryBatch runs the batch query once for an intent no run made, as Try
+// runs the query, so that a batch query that tries to write, times out or
+// cannot take the argument as an array fails before any traffic is sent.
+func (e *Effects) TryBatch(ctx context.Context) error {
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = EffectTimeout
+	}
+	tx, err := e.Pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", timeout.Milliseconds())); err != nil {
+		return err
+	}
+	in := idemcheck.Intent{ID: "ic-preflight-1", Key: "00000000-0000-4000-8000-000000000000", Seq: 1}
+	_, err = scanCounts(tx.Query(ctx, e.BatchSQL, []string{e.Args[0].Fill(in)}))
+	return err
 }
 
 // Try runs the query once for an intent no run made, so that a query that

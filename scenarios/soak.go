@@ -355,7 +355,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 			for {
 				select {
 				case <-tick.C:
-					sk.Progress(live.take(start))
+					sk.Progress(live.take(start, false))
 				case <-done:
 					return
 				}
@@ -364,7 +364,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		defer func() {
 			close(done)
 			<-reported
-			sk.Progress(live.take(start))
+			sk.Progress(live.take(start, true))
 		}()
 	}
 	var vegetaOut vegeta.Encoder
@@ -490,13 +490,16 @@ type soakLive struct {
 	lastSent int64
 }
 
-// take returns the counts now; it is called from one goroutine at a time.
-func (l *soakLive) take(start time.Time) idemcheck.SoakProgress {
+// take returns the counts now, the rate over the interval since the
+// previous take, or over the whole soak for the last one (final), whose
+// interval since the last tick is too short to mean anything. It is called
+// from one goroutine at a time.
+func (l *soakLive) take(start time.Time, final bool) idemcheck.SoakProgress {
 	now := time.Now()
 	p := idemcheck.SoakProgress{Elapsed: now.Sub(start), Sent: l.sent.Load(), Succeeded: l.succeeded.Load(),
 		Cut: l.cut.Load(), Errors: l.errors.Load(), Retried: l.retried.Load()}
-	if l.lastAt.IsZero() {
-		l.lastAt = start
+	if l.lastAt.IsZero() || final {
+		l.lastAt, l.lastSent = start, 0
 	}
 	if d := now.Sub(l.lastAt).Seconds(); d > 0 {
 		p.Rate = float64(p.Sent-l.lastSent) / d

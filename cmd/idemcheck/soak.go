@@ -34,16 +34,16 @@ const MaxSoakRate = 100000
 func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	var (
-		rawURL, command, path, method, body, db, effectSQL, policyName, replayHeader string
-		headers, effectArgs, faultSpecs                                              listFlag
-		rate, workers                                                                int
-		duration, timeout                                                            time.Duration
-		cutShare, value                                                              float64
-		seed, intents                                                                int64
-		allowRemote                                                                  bool
-		maxBody                                                                      int64
-		out                                                                          outputs
-		tf                                                                           tlsFlags
+		rawURL, command, path, method, body, db, effectSQL, effectBatchSQL, policyName, replayHeader string
+		headers, effectArgs, faultSpecs                                                              listFlag
+		rate, workers                                                                                int
+		duration, timeout                                                                            time.Duration
+		cutShare, value                                                                              float64
+		seed, intents                                                                                int64
+		allowRemote                                                                                  bool
+		maxBody                                                                                      int64
+		out                                                                                          outputs
+		tf                                                                                           tlsFlags
 	)
 	fs.StringVar(&rawURL, "url", "", "the target's base `URL`, http:// or https:// (or --cmd)")
 	fs.StringVar(&command, "cmd", "", "`command` that starts the target with PORT and DATABASE_URL")
@@ -54,6 +54,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
 	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count")
 	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template (repeatable)")
+	fs.StringVar(&effectBatchSQL, "effect-batch-sql", "", "the effect SQL's batch form, run once for many intents: `SQL` whose $1 is the array of their --effect-arg values, returning each value as text and its count (SELECT customer_id::text, count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1)")
 	fs.StringVar(&policyName, "policy", "ietf", "policy preset or YAML file")
 	var statuses statusFlags
 	statuses.register(fs)
@@ -205,6 +206,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
+	if effectBatchSQL != "" && effectSQL == "" {
+		return 0, idemcheck.Usagef("--effect-batch-sql needs --effect-sql: the query for one intent, which checks the batch form and names each count")
+	}
 	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout, Shard: shard, CountDuring: countDuring}
 	var dbName string
 	if command != "" {
@@ -243,6 +247,11 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
+		}
+		if sk.Effects.BatchSQL = effectBatchSQL; effectBatchSQL != "" {
+			if err := checkEffectBatchSQL(ctx, sk.Effects); err != nil {
+				return 0, err
+			}
 		}
 	}
 	target := idemcheck.Target{URL: base.String(), Method: sk.Endpoint.Method, Path: path, Database: dbName,
@@ -299,9 +308,11 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			progress = "text"
 		}
 	}
+	var text *render.SoakProgress
 	switch progress {
 	case "text":
-		sk.Progress = func(p idemcheck.SoakProgress) { render.WriteSoakProgress(stderr, p, terminal) }
+		text = &render.SoakProgress{W: stderr, Terminal: terminal}
+		sk.Progress = text.Update
 		sk.ProgressEvery = cmp.Or(progressEvery, time.Second)
 	case "json":
 		sk.Progress = func(p idemcheck.SoakProgress) { _ = render.WriteSoakProgressJSON(stderr, p, time.Now()) }
@@ -309,8 +320,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	started := time.Now()
 	load, err := sk.Run(ctx)
-	if progress == "text" && terminal {
-		render.EndSoakProgress(stderr)
+	if text != nil {
+		// The last count stays on screen, the report below it.
+		text.Done()
 	}
 	if err != nil {
 		return 0, idemcheck.Unavailablef("soak: %v", err)

@@ -110,11 +110,20 @@ func TestSoakCountsDuplicates(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"orderId": id})
 	}))
 	t.Cleanup(srv.Close)
-	// Effects are counted after the load, or in batches while it runs.
-	for _, during := range []bool{false, true} {
-		t.Run(fmt.Sprint("count-during=", during), func(t *testing.T) {
+	// Effects are counted after the load, or in batches while it runs;
+	// with the query, or with its batch form as well.
+	const batchSQL = "SELECT customer_id::text, count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1"
+	for _, c := range []struct {
+		during bool
+		batch  string
+	}{{false, ""}, {true, ""}, {false, batchSQL}, {true, batchSQL}} {
+		t.Run(fmt.Sprintf("count-during=%v batch-sql=%v", c.during, c.batch != ""), func(t *testing.T) {
 			jsonPath := filepath.Join(t.TempDir(), "soak.json")
-			code, out, _ := cli(t, soakArgs(srv.URL, dsn, "--json", jsonPath, fmt.Sprint("--count-during=", during))...)
+			args := soakArgs(srv.URL, dsn, "--json", jsonPath, fmt.Sprint("--count-during=", c.during))
+			if c.batch != "" {
+				args = append(args, "--effect-batch-sql", c.batch)
+			}
+			code, out, _ := cli(t, args...)
 			require.Equal(t, idemcheck.ExitAnomalies, code, out)
 			rep := readSoakReport(t, jsonPath)
 			assert.Positive(t, rep.Soak.Cut)
@@ -123,6 +132,11 @@ func TestSoakCountsDuplicates(t *testing.T) {
 			assert.Positive(t, rep.Soak.DuplicatesPerMillion)
 		})
 	}
+	// A batch form that counts otherwise than the query is caught.
+	code, out, errOut := cli(t, soakArgs(srv.URL, dsn, "--duration", "500ms", "--effect-batch-sql",
+		"SELECT customer_id::text, count(*) + 1 FROM orders WHERE customer_id = ANY($1) GROUP BY 1")...)
+	assert.Equal(t, idemcheck.ExitUnavailable, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, errOut, "the two must count the same")
 }
 
 func TestSoakBadInput(t *testing.T) {
@@ -139,6 +153,7 @@ func TestSoakBadInput(t *testing.T) {
 		{[]string{"soak", "--url", "ftp://127.0.0.1:1"}, `--url "ftp://127.0.0.1:1" is not an absolute http:// or https:// URL`},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-arg", "{{intent}}"}, "--effect-arg needs --effect-sql"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--progress", "loud"}, `--progress "loud": use text, json, off or auto`},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-batch-sql", "SELECT 1"}, "--effect-batch-sql needs --effect-sql"},
 	} {
 		code, _, errOut := cli(t, c.args...)
 		assert.Equal(t, idemcheck.ExitUsage, code, c.want)
@@ -166,6 +181,17 @@ func TestSoakRefusesWhatItCannotMeasure(t *testing.T) {
 	}{
 		{"unreachable", soakArgs("http://127.0.0.1:1", dsn), idemcheck.ExitUnavailable, "cannot reach target 127.0.0.1:1"},
 		{"bad effect sql", append(soakArgs(url, dsn), "--effect-sql", "SELECT count(*) FROM nowhere WHERE id = $1"), idemcheck.ExitUsage, "--effect-sql: PostgreSQL says"},
+		{"effect batch sql not an array", append(soakArgs(url, dsn), "--effect-batch-sql", "SELECT customer_id, count(*) FROM orders WHERE customer_id = $1 GROUP BY 1"),
+			idemcheck.ExitUsage, "--effect-batch-sql's $1 is not an array: compare with = ANY($1)"},
+		{"effect batch sql without the value as text", append(soakArgs(url, dsn), "--effect-batch-sql", "SELECT id, count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1"),
+			idemcheck.ExitUsage, `--effect-batch-sql's first column "id" is not text: cast it`},
+		{"effect batch sql with one column", append(soakArgs(url, dsn), "--effect-batch-sql", "SELECT count(*) FROM orders WHERE customer_id = ANY($1)"),
+			idemcheck.ExitUsage, "--effect-batch-sql must return two columns"},
+		{"effect batch sql that writes", append(soakArgs(url, dsn), "--effect-batch-sql", "WITH d AS (DELETE FROM orders WHERE customer_id = ANY($1) RETURNING customer_id) SELECT customer_id::text, count(*) FROM d GROUP BY 1"),
+			idemcheck.ExitUsage, "--effect-batch-sql must only read, and this query writes"},
+		{"effect batch sql for two arguments", append(soakArgs(url, dsn), "--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1 AND $2::text IS NOT NULL", "--effect-arg", "{{key}}",
+			"--effect-batch-sql", "SELECT customer_id::text, count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1"), idemcheck.ExitUsage, "--effect-batch-sql takes the values of one --effect-arg as an array, and 2 were given"},
+		{"bad effect batch sql", append(soakArgs(url, dsn), "--effect-batch-sql", "SELECT k::text, count(*) FROM nowhere WHERE k = ANY($1) GROUP BY 1"), idemcheck.ExitUsage, "--effect-batch-sql: PostgreSQL says"},
 		{"hangs up on every request", soakArgs(hangUp.URL, dsn, "--duration", "500ms", "--timeout", "2s"), idemcheck.ExitUnavailable, "answered none of"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -174,11 +200,21 @@ func TestSoakRefusesWhatItCannotMeasure(t *testing.T) {
 			code, out, errOut := cli(t, args...)
 			assert.Equal(t, c.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			assert.Contains(t, errOut, c.want)
+			if c.code == idemcheck.ExitUsage {
+				assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+			}
 			entries, err := os.ReadDir(dir)
 			require.NoError(t, err)
 			assert.Empty(t, entries, "no report, no history, no temporary file")
 		})
 	}
+	// Refused before its pre-flight: no request reached the API.
+	pool, err := pgxpool.New(context.Background(), dsn)
+	require.NoError(t, err)
+	defer pool.Close()
+	var made int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM orders").Scan(&made))
+	assert.Zero(t, made, "no order made")
 }
 
 // An intent whose every answer was an error promised nothing: no effect is
@@ -257,7 +293,8 @@ func TestSoakHistoryToStdout(t *testing.T) {
 }
 
 // --progress json writes the soak's running count as JSON lines on
-// standard error while it runs, the last one with every first attempt;
+// standard error while it runs, the last one with every first attempt and
+// the rate over the whole soak;
 // --progress text writes it for a person, a line each time when standard
 // error is not a terminal.
 func TestSoakProgress(t *testing.T) {
@@ -280,6 +317,7 @@ func TestSoakProgress(t *testing.T) {
 	for _, k := range []string{"time", "elapsed_s", "rate", "cut", "errors", "retried"} {
 		assert.Contains(t, last, k)
 	}
+	assert.InDelta(t, 150, last["rate"].(float64)*last["elapsed_s"].(float64), 1e-6, "the last count's rate is over the whole soak")
 
 	code, out, errOut = cli(t, soakArgs(url, dsn, "--intents", "50", "--duration", "1m", "--progress", "text", "--progress-every", "100ms")...)
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)

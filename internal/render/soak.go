@@ -131,19 +131,36 @@ func SoakProgressLine(p idemcheck.SoakProgress) string {
 		shard, p.Elapsed.Truncate(100*time.Millisecond), p.Sent, p.Rate, p.Success()*100, p.Cut, p.Errors)
 }
 
-// WriteSoakProgress writes a soak's running count for a person: on a
-// terminal it redraws one line in place (end with EndSoakProgress);
-// elsewhere it writes a line each time.
-func WriteSoakProgress(w io.Writer, p idemcheck.SoakProgress, terminal bool) {
-	if terminal {
-		fmt.Fprintf(w, "\r\033[K%s", SoakProgressLine(p))
-		return
-	}
-	fmt.Fprintln(w, SoakProgressLine(p))
+// SoakProgress writes a soak's running count for a person on W. On a
+// Terminal it redraws one line in place (a carriage return, then erase to
+// the end of the line, then the count), and Done ends that line with a
+// newline, so the last count stays on screen above whatever follows, even
+// when the report goes elsewhere; anywhere else each count is a line of
+// its own. Update and Done are called from one goroutine at a time.
+type SoakProgress struct {
+	W        io.Writer
+	Terminal bool
+
+	drawn bool
 }
 
-// EndSoakProgress clears the progress line a terminal shows.
-func EndSoakProgress(w io.Writer) { fmt.Fprint(w, "\r\033[K") }
+// Update writes p.
+func (s *SoakProgress) Update(p idemcheck.SoakProgress) {
+	if s.Terminal {
+		fmt.Fprintf(s.W, "\r\033[K%s", SoakProgressLine(p))
+		s.drawn = true
+		return
+	}
+	fmt.Fprintln(s.W, SoakProgressLine(p))
+}
+
+// Done ends the line a terminal shows, if one was drawn.
+func (s *SoakProgress) Done() {
+	if s.Terminal && s.drawn {
+		fmt.Fprintln(s.W)
+		s.drawn = false
+	}
+}
 
 // soakProgressJSON is one progress line for a log collector: flat, with
 // its time, so that each line stands alone.
