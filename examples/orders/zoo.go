@@ -87,6 +87,10 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	// The read and the write are one round trip apart: a timed burst
 	// mostly misses it, a scheduled one never does.
 	{Name: NarrowCheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: narrowCheckThenInsert},
+	// A claim taken by last writer wins: a burst whose writes land
+	// together mostly hides it (the fence turns the copies away); one
+	// whose writes are released in turn never does.
+	{Name: UpsertClaim, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: upsertClaim},
 	{Name: NoFingerprint, Check: "payload-mismatch", Anomaly: "payload-mismatch-accepted", Impl: noFingerprint},
 	{Name: RawBytesFingerprint, Check: "reordered-body", Anomaly: "false-mismatch", Impl: rawBytesFingerprint},
 	// The check sends the order's key and body to POST /payments, which
