@@ -10,15 +10,18 @@ package orders
 // key someone else holds: it takes it over, status, token and all, even
 // a key whose work has finished.
 //
-// Copies that arrive together mostly hide it. Their upserts land at once,
-// the last one's token stands, and the fence turns the others away: one
-// order, and the other copies get the replay or 409. A copy that read the
-// key before another copy's claim, and whose upsert lands after that copy
-// finished, takes the finished key over, passes the fence with its own
-// token and commits a second order; its reply then replaces the saved one,
-// so later replays name the second order while the first client holds the
-// first (last writer wins). That needs the second write to land a whole
-// transaction after the first, which timing alone rarely gives.
+// The copies must land in a particular order to show it. A copy that read
+// the key before another copy's claim, and whose upsert lands after that
+// copy finished, takes the finished key over, passes the fence with its
+// own token and commits a second order; its reply then replaces the saved
+// one, so later replays name the second order while the first client
+// holds the first (last writer wins). Upserts that land while the first
+// copy still works do no harm: the last one's token stands and the fence
+// turns the others away. So timing alone shows it in some rounds only
+// (its second write must land a whole transaction after the first), and a
+// burst whose writes are released together in most but not all (the
+// copies whose upserts queue behind the first copy's fence land after it
+// finished).
 //
 // idemcheck's concurrent-burst check catches it every round where it
 // holds the target's database link: the burst's writes are held until

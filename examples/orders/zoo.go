@@ -87,9 +87,9 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	// The read and the write are one round trip apart: a timed burst
 	// mostly misses it, a scheduled one never does.
 	{Name: NarrowCheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: narrowCheckThenInsert},
-	// A claim taken by last writer wins: a burst whose writes land
-	// together mostly hides it (the fence turns the copies away); one
-	// whose writes are released in turn never does.
+	// A claim taken by last writer wins: it shows when a copy's write
+	// lands after another copy finished, which timing gives in some rounds
+	// and writes released in turn give in every one.
 	{Name: UpsertClaim, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: upsertClaim},
 	{Name: NoFingerprint, Check: "payload-mismatch", Anomaly: "payload-mismatch-accepted", Impl: noFingerprint},
 	{Name: RawBytesFingerprint, Check: "reordered-body", Anomaly: "false-mismatch", Impl: rawBytesFingerprint},
