@@ -800,10 +800,10 @@ func (c *intentCheck) inTurnText() string {
 		}
 		order = fmt.Sprintf(" (the writes of connections %s, in that order)", strings.Join(conns, ", "))
 	}
-	return fmt.Sprintf(" The writes were scheduled, not timed: the database link held the first write of each of %d attempts until %s, "+
+	return fmt.Sprintf(" The race was scheduled, not timed: the database link held the first write of each of %d attempts until %s, "+
 		"so all %d had read the key before any wrote it, then released them one at a time, the last held first%s, each once the database "+
 		"had answered the one before and the target had gone quiet: every attempt wrote after the ones before it had written and finished, "+
-		"so a write that overwrites another's (a claim or a saved reply taken by last writer wins) let each of them act as if it were the only one "+
+		"which is when a write that overwrites another's (a claim or a saved reply taken by last writer wins) shows "+
 		"(write-held and writes-released events of burst %d).",
 		b.Held, releaseText[b.Release], b.Held, order, b.ID)
 }
