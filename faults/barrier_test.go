@@ -410,3 +410,29 @@ func TestBarrierInTurnLockFirst(t *testing.T) {
 	assert.Equal(t, idemcheck.ReleaseBlocked, sched.Reason, sched.Detail())
 	assert.Equal(t, 1, sched.ReleasedTogether(), sched.Detail())
 }
+
+// In turn, the next write waits until the database has answered the one
+// before: a write that takes the database 200 ms is answered at least
+// that long after it was released, and the next goes after that.
+func TestBarrierInTurnWaitsForTheAnswer(t *testing.T) {
+	s := newShop(t)
+	const n = 2
+	pool := s.watchedPool(t, n)
+	release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, InTurn: true})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	err = burst(n, func() error {
+		_, err := pool.Exec(ctx, "INSERT INTO seen SELECT 800 FROM pg_sleep(0.2)")
+		return err
+	})
+	sched := release()
+	require.NoError(t, err)
+	require.Len(t, sched.Held, n, sched.Detail())
+	first := sched.Held[1] // the last held goes first
+	require.Equal(t, 1, first.Order)
+	require.False(t, first.Finished.IsZero(), "the first write's answer was seen")
+	assert.GreaterOrEqual(t, first.Finished.Sub(first.Released), 200*time.Millisecond, "answered after the database's 200 ms")
+	assert.False(t, sched.Held[0].Released.Before(first.Finished), "the second write went after the first was answered")
+	assert.Equal(t, 2, s.seen(t, 800))
+}

@@ -53,8 +53,9 @@ func TestConnFinished(t *testing.T) {
 }
 
 // A write's prior counts the messages sent before it that the database
-// answers with a ReadyForQuery: a simple query counts from its own
-// message, an Execute from the Sync that ends its pipeline.
+// answers with a ReadyForQuery (the startup, which authentication ends
+// with one, included): a simple query counts from its own message, an
+// Execute from the Sync that ends its pipeline.
 func TestScannerCountsPriorReplies(t *testing.T) {
 	stream := encode(t,
 		&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": "u"}},
@@ -84,8 +85,8 @@ func TestScannerCountsPriorReplies(t *testing.T) {
 			pend = pend[pass:]
 		}
 		if assert.Len(t, writes, 2, "chunks of %d", chunk) {
-			assert.Equal(t, int64(1), writes[0].prior, "the INSERT follows one query")
-			assert.Equal(t, int64(3), writes[1].prior, "the UPDATE's Execute follows two queries and a Sync")
+			assert.Equal(t, int64(2), writes[0].prior, "the INSERT follows the startup and one query")
+			assert.Equal(t, int64(4), writes[1].prior, "the UPDATE's Execute follows the startup, two queries and a Sync")
 		}
 	}
 }

@@ -669,7 +669,10 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 			case code == pgCancelRequest:
 				s.phase = phasePassive
 			case code>>16 == pgProtocolMajor3:
+				// Authentication ends with a ReadyForQuery: the startup
+				// counts as a message the database answers so.
 				s.phase = phaseTyped
+				s.ready++
 			default:
 				return n, scanRefuse, 0, pgEvent{}
 			}
