@@ -409,8 +409,12 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				s.scheduled(base, sched)
 			}
 			// A scheduled race does not rest on the spread: its round is
-			// not repeated when the spread was loose.
-			loose = loose || burst.Loose && !burst.RaceScheduled()
+			// not repeated when the spread was loose. A round in turn whose
+			// barrier held fewer than two writes (the others had not
+			// reached the database when it let the first go, on a busy
+			// machine) released nothing in turn: it is repeated, like a
+			// loose one, with a fresh intent.
+			loose = loose || burst.Loose && !burst.RaceScheduled() || burst.InTurn && !burst.RaceScheduled()
 			s.h.Bursts = append(s.h.Bursts, burst)
 			base.Burst = burst.ID
 			for _, res := range results {
