@@ -27,8 +27,10 @@ const (
 	TargetRestarted EventKind = "target-restarted"
 	// WriteHeld: during a scheduled burst the database link held a target
 	// connection's first write (SQL, Landing) until the burst's writes were
-	// released together. Conn numbers the connection, Order is its place
-	// in the release (0: its connection ended while held, so it never ran).
+	// released together, or one at a time (Burst.InTurn: Detail then says
+	// when it went and when the database had answered it). Conn numbers the
+	// connection, Order is its place in the release (0: its connection
+	// ended while held, so it never ran).
 	WriteHeld EventKind = "write-held"
 	// WritesReleased: the held writes of a scheduled burst were released
 	// together. Reason says why then (a Release* value), Detail in a

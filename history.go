@@ -162,6 +162,13 @@ type Burst struct {
 	Held int `json:"held,omitempty"`
 	// Release is why the held writes were released (ReleaseAllWrites, ...).
 	Release string `json:"release,omitempty"`
+	// InTurn: the held writes were released one at a time, not together,
+	// the last held first, each once the database had answered the one
+	// before and the target had gone quiet; the write-held events' Order is
+	// the order they went in. Every attempt then wrote over what the ones
+	// before it had written and finished: a handler that overwrites (last
+	// writer wins) shows it.
+	InTurn bool `json:"in_turn,omitempty"`
 }
 
 // RaceScheduled reports whether the burst's race was scheduled: two or more

@@ -214,6 +214,9 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check], words: words}
 		if b, ok := scheduled[in.ID]; ok {
 			ic.scheduled = &b
+			if b.InTurn {
+				ic.turns = turns(h.Events, in.ID)
+			}
 		}
 		if o, ok := obs[in.ID]; ok {
 			ic.obs = &o
@@ -244,7 +247,10 @@ type intentCheck struct {
 	// scheduled is the intent's burst when its race was scheduled at the
 	// database link.
 	scheduled *idemcheck.Burst
-	out       []idemcheck.Anomaly
+	// turns are the write-held events of a burst released in turn, in the
+	// order the writes went.
+	turns []idemcheck.Event
+	out   []idemcheck.Anomaly
 }
 
 // success is a success reply with its decoded identity.
@@ -535,8 +541,8 @@ func (c *intentCheck) checkResources(succ []success) {
 		w := append([]success{first}, concurrent...)
 		c.add(idemcheck.MultipleCreated, witnesses(w),
 			fmt.Sprintf("%d attempts with key %s were in flight together and %d distinct resources came back as successes (%s: %s): "+
-				"each of those attempts executed. Concurrent duplicates must get %s or a replay of the one resource.",
-				c.overlapping(), c.intent.Key, len(w), field, resources(w), inProgressText(c.policy)),
+				"each of those attempts executed. Concurrent duplicates must get %s or a replay of the one resource.%s",
+				c.overlapping(), c.intent.Key, len(w), field, resources(w), inProgressText(c.policy), c.inTurnText()),
 			map[string]any{"distinct_resources": len(w), "statuses": c.statusCounts()})
 	}
 	if len(fresh) > 0 {
@@ -771,9 +777,48 @@ func (c *intentCheck) scheduleText() string {
 	if b == nil {
 		return ""
 	}
+	if b.InTurn {
+		return c.inTurnText()
+	}
 	return fmt.Sprintf(" The race was scheduled, not timed: the database link held the first write of each of %d attempts until %s, "+
 		"then released them together, so all %d had read the key before any wrote it (write-held and writes-released events of burst %d).",
 		b.Held, releaseText[b.Release], b.Held, b.ID)
+}
+
+// inTurnText says, for an intent whose burst's writes were released one at
+// a time, what the database link did: "" otherwise.
+func (c *intentCheck) inTurnText() string {
+	b := c.scheduled
+	if b == nil || !b.InTurn {
+		return ""
+	}
+	order := ""
+	if len(c.turns) > 1 {
+		conns := make([]string, len(c.turns))
+		for i, e := range c.turns {
+			conns[i] = fmt.Sprint(e.Conn)
+		}
+		order = fmt.Sprintf(" (the writes of connections %s, in that order)", strings.Join(conns, ", "))
+	}
+	return fmt.Sprintf(" The race was scheduled, not timed: the database link held the first write of each of %d attempts until %s, "+
+		"so all %d had read the key before any wrote it, then released them one at a time, the last held first%s, each once the database "+
+		"had answered the one before and the target had gone quiet: every attempt wrote after the ones before it had written and finished, "+
+		"which is when a write that overwrites another's (a claim or a saved reply taken by last writer wins) shows "+
+		"(write-held and writes-released events of burst %d).",
+		b.Held, releaseText[b.Release], b.Held, order, b.ID)
+}
+
+// turns returns the write-held events of intent that were released, in
+// the order they were.
+func turns(evs []idemcheck.Event, intent string) []idemcheck.Event {
+	var out []idemcheck.Event
+	for _, e := range evs {
+		if e.Kind == idemcheck.WriteHeld && e.Intent == intent && e.Order > 0 {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b idemcheck.Event) int { return a.Order - b.Order })
+	return out
 }
 
 // firstAck returns the first acknowledged delivery of an event.

@@ -37,18 +37,21 @@ func burstProof(bursts []idemcheck.Burst, words Words) (proof string, loose bool
 	// it counts when one of its bursts was tight, or its race was
 	// scheduled at the database link. A burst without a round (a history
 	// written before rounds were recorded) is a round of its own.
+	// The bursts in turn are rounds of their own (a second scenario of the
+	// check, whose rounds are numbered from 1 too).
 	type round struct {
-		check string
-		n     int
+		check  string
+		n      int
+		inTurn bool
 	}
 	var order []round
 	countedIn := map[round]bool{}
 	var tight, sched, all []idemcheck.Burst
 	repeated, offered := 0, 0
 	for _, b := range bursts {
-		r := round{b.Check, b.Round}
+		r := round{b.Check, b.Round, b.InTurn}
 		if b.Round == 0 {
-			r = round{b.Check, -b.ID}
+			r = round{b.Check, -b.ID, b.InTurn}
 		}
 		if _, seen := countedIn[r]; !seen {
 			order = append(order, r)
@@ -120,9 +123,13 @@ func burstProof(bursts []idemcheck.Burst, words Words) (proof string, loose bool
 func scheduledProof(sched []idemcheck.Burst, rounds int) string {
 	lo, hi := sched[0].Held, sched[0].Held
 	reasons := map[string]int{}
+	inTurn := 0
 	for _, b := range sched {
 		lo, hi = min(lo, b.Held), max(hi, b.Held)
 		reasons[b.Release]++
+		if b.InTurn {
+			inTurn++
+		}
 	}
 	held := fmt.Sprint(lo)
 	if hi != lo {
@@ -134,10 +141,16 @@ func scheduledProof(sched []idemcheck.Burst, rounds int) string {
 			why = append(why, fmt.Sprintf("%s x%d", releaseText[r], n))
 		}
 	}
-	return fmt.Sprintf("%d of %d rounds scheduled at the database link (deterministic): in each, the first writes of %s attempts were held "+
+	proof := fmt.Sprintf("%d of %d rounds scheduled at the database link (deterministic): in each, the first writes of %s attempts were held "+
 		"until the burst's other attempts had reached theirs or could not, then released together, so every one of them had done what comes "+
 		"before its first write (its read of the key) before any wrote: a read-then-write race shows whatever its window (released when %s)",
 		len(sched), rounds, held, strings.Join(why, ", "))
+	if inTurn > 0 {
+		proof += fmt.Sprintf("; in %d of them the held writes were then released one at a time instead, the last held first, each once the database "+
+			"had answered the one before and the target had gone quiet, so every attempt wrote after the ones before it had written and finished: "+
+			"a write that overwrites another's (last writer wins) shows whatever the timing", inTurn)
+	}
+	return proof
 }
 
 // releaseText says why a scheduled burst's writes were released.

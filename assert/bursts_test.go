@@ -148,3 +148,47 @@ func TestCheckBursts(t *testing.T) {
 	assert.Len(t, CheckBursts(h, idemcheck.CheckWebhookRedeliver), 1)
 	assert.Empty(t, CheckBursts(h, idemcheck.CheckSequentialReplay))
 }
+
+// A check's second half, released in turn, numbers its rounds from 1
+// again: its bursts are rounds of their own, and the proof says how many
+// were released in turn.
+func TestBurstProofInTurnRounds(t *testing.T) {
+	b := tightBursts(us(45), us(30), us(40), us(50))
+	for i := range b {
+		b[i].Scheduled, b[i].Held, b[i].Release = true, 4, idemcheck.ReleaseAllWrites
+	}
+	b[2].Round, b[3].Round = 1, 2
+	b[2].InTurn, b[3].InTurn = true, true
+	proof, loose := BurstProof(b)
+	assert.False(t, loose, proof)
+	assert.Contains(t, proof, "4 of 4 rounds scheduled at the database link")
+	assert.Contains(t, proof, "; in 2 of them the held writes were then released one at a time instead, the last held first")
+}
+
+// A duplicate of a burst released in turn names the order the writes went
+// in, from the history's write-held events.
+func TestDuplicateExplanationInTurn(t *testing.T) {
+	h := &idemcheck.History{
+		Intents: []idemcheck.Intent{{ID: "i1", Key: "k1", Check: idemcheck.CheckConcurrentBurst, Round: 1}},
+		Bursts:  []idemcheck.Burst{{ID: 1, Attempts: 2, Intent: "i1", Check: idemcheck.CheckConcurrentBurst, Round: 1, Scheduled: true, Held: 2, Release: idemcheck.ReleaseAllWrites, InTurn: true}},
+		Events: []idemcheck.Event{
+			{Kind: idemcheck.WriteHeld, Intent: "i1", Conn: 3, Order: 2},
+			{Kind: idemcheck.WriteHeld, Intent: "i1", Conn: 5, Order: 1},
+		},
+		Observations: []idemcheck.Observation{{Intent: "i1", Check: idemcheck.CheckConcurrentBurst, Effects: 2, Query: "SELECT count(*) FROM orders WHERE key = $1", Args: []string{"k1"}}},
+	}
+	for i := 1; i <= 2; i++ {
+		h.Attempts = append(h.Attempts, idemcheck.Attempt{ID: i, Intent: "i1", Key: "k1", Check: idemcheck.CheckConcurrentBurst, Round: 1, Step: 1, Burst: 1,
+			Outcome: idemcheck.Replied, Status: 409})
+	}
+	var dup *idemcheck.Anomaly
+	for _, a := range Check(h) {
+		if a.Kind == idemcheck.DuplicateEffect {
+			dup = &a
+		}
+	}
+	if !assert.NotNil(t, dup) {
+		return
+	}
+	assert.Contains(t, dup.Explanation, "released them one at a time, the last held first (the writes of connections 5, 3, in that order)")
+}

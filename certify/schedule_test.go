@@ -112,13 +112,24 @@ func TestScheduledBurstLeavesTheReferenceClean(t *testing.T) {
 	require.NotEmpty(t, res.History.Bursts)
 	waited := 0
 	for _, b := range res.History.Bursts {
-		assert.True(t, b.RaceScheduled(), "burst %d: %+v", b.ID, b)
+		// A round in turn that held fewer than two writes on a busy
+		// machine is sent again: only its repeat need be scheduled.
+		if !b.InTurn || b.RaceScheduled() {
+			assert.True(t, b.RaceScheduled(), "burst %d: %+v", b.ID, b)
+		}
 		if b.Release != idemcheck.ReleaseAllWrites && b.Release != idemcheck.ReleaseBlocked && b.Release != idemcheck.ReleaseIdle {
 			waited++
 		}
 		t.Logf("burst %d: %s: %s", b.ID, b.Release, released[b.Intent].Detail)
 	}
 	assert.Less(t, waited, len(res.History.Bursts), "every burst was released by the quiet time or the bound")
+	inTurn := 0
+	for _, b := range res.History.Bursts {
+		if b.InTurn {
+			inTurn++
+		}
+	}
+	assert.Positive(t, inTurn, "the check's second half releases its held writes in turn")
 	c := res.Report.Checks[0]
 	assert.Equal(t, idemcheck.Pass, c.Status, c.Reason)
 	assert.Contains(t, c.Proof, "rounds scheduled at the database link (deterministic)")
@@ -139,4 +150,62 @@ func TestTimedBurstsAreNotScheduled(t *testing.T) {
 	if c := res.Report.Checks[0]; c.Status == idemcheck.Pass {
 		assert.Contains(t, c.Proof, "timed: idemcheck did not schedule the writes")
 	}
+}
+
+// The upsert claim takes a key over from whoever holds it, a finished key
+// included. Released in turn, every copy writes after the one before has
+// finished its work: each takes the finished key over, passes the fence
+// with its own token and commits an order, in every round in turn. The
+// bursts whose writes go together are not asserted on: they catch it only
+// in the rounds where a copy's upsert queued behind another copy's fence.
+func TestInTurnCatchesTheUpsertClaimEveryRound(t *testing.T) {
+	res := certifyProcess(t, orders.UpsertClaim, 1, idemcheck.CheckConcurrentBurst)
+	h := res.History
+	held, released := scheduleEvents(h)
+	caught := map[string]string{}
+	for _, a := range res.Report.Anomalies {
+		if a.Kind == idemcheck.DuplicateEffect {
+			caught[a.Intent] = a.Explanation
+		}
+	}
+	inTurn, together, togetherCaught := 0, 0, 0
+	roundsInTurn, allRounds := map[int]bool{}, map[int]bool{}
+	for _, b := range h.Bursts {
+		if !b.InTurn {
+			together++
+			if caught[b.Intent] != "" {
+				togetherCaught++
+			}
+			continue
+		}
+		t.Logf("burst %d in turn (round %d): %s", b.ID, b.Round, released[b.Intent].Detail)
+		allRounds[b.Round] = true
+		if !b.RaceScheduled() {
+			// Fewer than two writes held (the others had not reached the
+			// database on a busy machine): nothing went in turn, and the
+			// round was sent again.
+			continue
+		}
+		inTurn++
+		roundsInTurn[b.Round] = true
+		assert.Len(t, held[b.Intent], b.Held, "burst %d: one write-held event per held write", b.ID)
+		orders := map[int]bool{}
+		for _, e := range held[b.Intent] {
+			orders[e.Order] = true
+			if e.Order > 1 {
+				assert.Contains(t, e.Detail, "released", "burst %d", b.ID)
+			}
+		}
+		assert.Len(t, orders, b.Held, "burst %d: each held write has its own place in the release", b.ID)
+		assert.Contains(t, released[b.Intent].Detail, "one at a time")
+		if assert.NotEmpty(t, caught[b.Intent], "burst %d (round %d) in turn: no duplicate", b.ID, b.Round) {
+			assert.Contains(t, caught[b.Intent], "released them one at a time")
+		}
+	}
+	assert.Positive(t, inTurn)
+	assert.Len(t, roundsInTurn, len(allRounds), "every round had a burst released in turn")
+	t.Logf("caught in %d of %d rounds released together (not asserted)", togetherCaught, together)
+	again := rechecked(t, res)
+	assert.Equal(t, res.Report.Anomalies, again.Anomalies)
+	assert.Equal(t, res.Report.Checks[0].Proof, again.Checks[0].Proof)
 }

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,22 @@ import (
 // A release never changes what the target does, only when its writes run;
 // a barrier released early schedules fewer writes together, and the
 // Schedule says how many.
+//
+// In turn (BarrierOptions.InTurn) the barrier holds the same writes by the
+// same rules, and then releases them one at a time, in the reverse of the
+// order they were held: the attempt whose write came first writes last,
+// the interleaving a timed race almost never gives. Each goes once the
+// database has answered the one before (its connection's ReadyForQuery,
+// followed on the backend side of the link) and the target has gone quiet
+// after it: every session of the database idle or waiting on a lock, as
+// read by a look that started an idle settle after the last activity on
+// the link (the previous attempt has done what it does after its write),
+// or no activity for the quiet time. A write that waits on a lock held by
+// a write still held goes on as soon as the look shows it waiting; and
+// each turn ends within MaxWait. Every attempt then writes over what the
+// ones before it wrote and finished: a handler that overwrites (an upsert
+// of its saved reply, a claim taken by last writer wins, a read-modify-
+// write of a balance) shows it in every round.
 
 // Release reasons of a Schedule: the root vocabulary's, as recorded in a
 // burst's history.
@@ -131,6 +148,10 @@ type BarrierOptions struct {
 	// other rules sets it long, so that an attempt its goroutine has not
 	// yet started on a loaded machine cannot end the hold as idle first.
 	IdleSettle time.Duration
+	// InTurn releases the held writes one at a time, in the reverse of the
+	// order they were held, each once the one before has finished and the
+	// target has gone quiet (see the package's comment on write barriers).
+	InTurn bool
 }
 
 // HeldWrite is one statement the barrier held.
@@ -147,7 +168,31 @@ type HeldWrite struct {
 	// Order is its place in the release, from 1 (0: its connection ended
 	// while it was held, and it never reached the database).
 	Order int
+	// Released is when it was let go; Finished, in turn, when the database
+	// had answered it (zero: not seen before the next write went, or the
+	// last write, which nothing waits for).
+	Released, Finished time.Time
+	// Next says, in turn, why the next write went after this one: a Turn*
+	// value ("" for the last).
+	Next string
 }
+
+// Why, in turn, the next held write was released.
+const (
+	// TurnIdle: the write had finished, and then every session of the
+	// database was idle or waited on a lock.
+	TurnIdle = "idle"
+	// TurnWaiting: the write waited on a lock (one a held write's
+	// transaction holds, perhaps) and nothing else worked.
+	TurnWaiting = "waiting"
+	// TurnQuiet: the write had finished and nothing reached the link for
+	// the quiet time.
+	TurnQuiet = "quiet"
+	// TurnBound: the bounded wait of a turn passed.
+	TurnBound = "bound"
+	// TurnBurstEnded: the burst ended; the rest went together.
+	TurnBurstEnded = "burst-ended"
+)
 
 // Schedule is what a barrier did.
 type Schedule struct {
@@ -163,9 +208,13 @@ type Schedule struct {
 	// not known), Open how many connections the target had open through
 	// the link.
 	Waiting, Open int
+	// InTurn: the held writes were released one at a time, in the order
+	// of their Order (see BarrierOptions.InTurn).
+	InTurn bool
 }
 
-// ReleasedTogether reports how many held writes were released together.
+// ReleasedTogether reports how many held writes were released together
+// (one at a time, when InTurn).
 func (s Schedule) ReleasedTogether() int {
 	n := 0
 	for _, h := range s.Held {
@@ -178,6 +227,17 @@ func (s Schedule) ReleasedTogether() int {
 
 // Detail says in a sentence why the writes were released.
 func (s Schedule) Detail() string {
+	d := s.detail()
+	if s.InTurn {
+		d = strings.Replace(d, "released together", "released one at a time, the last held first", 1)
+		if s.ReleasedTogether() > 1 {
+			d += ", each once the database had answered the one before and the target had gone quiet"
+		}
+	}
+	return d
+}
+
+func (s Schedule) detail() string {
 	n := s.ReleasedTogether()
 	w := ""
 	if s.Waiting > 0 {
@@ -221,6 +281,10 @@ type barrier struct {
 type barrierHold struct {
 	h *hold
 	w HeldWrite
+	// conn and prior tell when the database has answered the write
+	// (pgConn.finished).
+	conn  *pgConn
+	prior int64
 }
 
 // Barrier arms a write barrier on the watched proxy (see the package's
@@ -278,7 +342,7 @@ func (b *barrier) poke() {
 }
 
 // hold takes conn's write ev, unless the barrier has released already.
-func (b *barrier) hold(conn int, ev pgEvent) *hold {
+func (b *barrier) hold(conn int, pc *pgConn, ev pgEvent) *hold {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -287,7 +351,7 @@ func (b *barrier) hold(conn int, ev pgEvent) *hold {
 	}
 	h := newHold(Landing{Kind: ev.writeKind, SQL: ev.sql, Time: now})
 	h.delivered = true // decided by the barrier, never reported on Held
-	b.holds = append(b.holds, &barrierHold{h: h, w: HeldWrite{Conn: conn, SQL: ev.sql, Kind: ev.writeKind, Held: now}})
+	b.holds = append(b.holds, &barrierHold{h: h, w: HeldWrite{Conn: conn, SQL: ev.sql, Kind: ev.writeKind, Held: now}, conn: pc, prior: ev.prior})
 	if b.firstHold.IsZero() {
 		b.firstHold = now
 	}
@@ -386,6 +450,13 @@ func (b *barrier) run() {
 				reason = ReleaseBound
 			}
 			if reason != "" {
+				if b.opts.InTurn {
+					if probing {
+						<-probes
+					}
+					b.releaseInTurn(reason, waiting, open, quiet, idleSettle)
+					return
+				}
 				b.release(reason, waiting, open)
 				if probing {
 					<-probes
@@ -468,7 +539,7 @@ func (b *barrier) release(reason string, waiting, open int) {
 		}
 		if done && bh.h.taken == outcomeReleased {
 			order++
-			w.Order = order
+			w.Order, w.Released = order, sched.Released
 		}
 		sched.Held = append(sched.Held, w)
 	}
@@ -486,4 +557,134 @@ func kindOfWrite(c sqlClass, inBlock bool) string {
 		return idemcheck.LandedAutocommitWrite
 	}
 	return idemcheck.LandedWrite
+}
+
+// releaseInTurn lets the held writes go one at a time, the last held
+// first, each once the one before has had its turn (turn), and records
+// the schedule.
+func (b *barrier) releaseInTurn(reason string, waiting, open int, quiet, idleSettle time.Duration) {
+	b.mu.Lock()
+	b.released = true
+	holds := b.holds
+	b.mu.Unlock()
+	sched := Schedule{Attempts: b.opts.Attempts, Armed: b.armed, Released: time.Now(), Reason: reason, Waiting: waiting, Open: open, InTurn: true}
+	ws := make([]HeldWrite, len(holds))
+	order, stopped := 0, false
+	var prev *HeldWrite
+	for i := len(holds) - 1; i >= 0; i-- {
+		bh := holds[i]
+		w := bh.w
+		if prev != nil && !stopped {
+			prev.Finished, prev.Next = b.turn(holds[i+1], quiet, idleSettle)
+			stopped = prev.Next == TurnBurstEnded
+		}
+		w.Released = time.Now()
+		select {
+		case bh.h.offers <- outcomeReleased:
+		default:
+		}
+		select {
+		case <-bh.h.done:
+		case <-time.After(time.Second):
+			// The toxic was interrupted and not run again (its proxy is
+			// closing): the statement goes nowhere.
+		}
+		ws[i] = w
+		if isDone(bh.h.done) && bh.h.taken == outcomeReleased {
+			order++
+			ws[i].Order = order
+			prev = &ws[i]
+		} else {
+			ws[i].Released = time.Time{}
+		}
+	}
+	// The schedule lists the writes in the order they were held.
+	sched.Held = ws
+	b.mu.Lock()
+	b.sched = sched
+	b.mu.Unlock()
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// turn waits until the write of bh, just released, has had its turn: the
+// database has answered it and the target has gone quiet after it (the
+// rules are in the package's comment on write barriers). It returns when
+// the write finished (zero if that was not seen) and why the turn ended.
+func (b *barrier) turn(bh *barrierHold, quiet, idleSettle time.Duration) (finished time.Time, why string) {
+	start := time.Now()
+	b.mu.Lock()
+	b.last = start // the release is activity: the look must start after it
+	b.mu.Unlock()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	probes := make(chan probeResult, 1)
+	probing := false
+	defer func() {
+		if probing {
+			<-probes
+		}
+	}()
+	var lastProbe time.Time
+	var valid *probeResult
+	for {
+		now := time.Now()
+		if finished.IsZero() && bh.conn.finished(bh.prior) {
+			finished = now
+		}
+		b.mu.Lock()
+		last := b.last
+		b.mu.Unlock()
+		if valid != nil && !valid.start.After(last) {
+			valid = nil
+		}
+		// A look that started an idle settle after the last activity and
+		// saw no session working: the write's attempt is done with the
+		// database, or waits on a lock.
+		quietLook := valid != nil && valid.err == nil && valid.s.Working == 0 && b.toxic.starting.Load() == 0 &&
+			!valid.start.Before(last.Add(idleSettle))
+		switch {
+		case quietLook && !finished.IsZero():
+			return finished, TurnIdle
+		case quietLook && valid.s.Waiting > 0:
+			return finished, TurnWaiting
+		case !finished.IsZero() && now.Sub(last) >= quiet:
+			return finished, TurnQuiet
+		case now.Sub(start) >= b.maxWait:
+			return finished, TurnBound
+		}
+		next := start.Add(b.maxWait).Sub(now)
+		if at := last.Add(quiet); at.After(now) {
+			next = min(next, at.Sub(now))
+		}
+		if b.opts.Sessions != nil && !probing {
+			from := last.Add(idleSettle)
+			if at := lastProbe.Add(probeGap); at.After(from) {
+				from = at
+			}
+			if wait := from.Sub(now); wait > 0 {
+				next = min(next, wait)
+			} else {
+				probing, lastProbe = true, now
+				go b.probe(probes, now)
+			}
+		}
+		timer.Reset(max(next, 50*time.Microsecond))
+		select {
+		case <-b.stop:
+			return finished, TurnBurstEnded
+		case <-b.wake:
+		case <-timer.C:
+		case p := <-probes:
+			probing = false
+			valid = &p
+		}
+	}
 }

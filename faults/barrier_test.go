@@ -319,3 +319,120 @@ func TestBarrierOneAtATime(t *testing.T) {
 	assert.Equal(t, idemcheck.LandedCommit, sched.Held[0].Kind)
 	assert.Equal(t, 1, s.count(t))
 }
+
+// overwritingClaim is the last-writer-wins class: read whether key was
+// seen; if not, claim it with an upsert that overwrites whoever claimed it
+// before, read the claim back, and act (record key) only when the claim is
+// still ours. Writes that land together leave one claim standing, the last
+// one, so one attempt acts; writes that land one after another each find
+// their own claim, and each acts.
+func overwritingClaim(ctx context.Context, pool *pgxpool.Pool, key int, token string) error {
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM claims WHERE k = $1", key).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := pool.Exec(ctx, "INSERT INTO claims VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET token = excluded.token", key, token); err != nil {
+		return err
+	}
+	var owner string
+	if err := pool.QueryRow(ctx, "SELECT token FROM claims WHERE k = $1", key).Scan(&owner); err != nil {
+		return err
+	}
+	if owner != token {
+		return nil
+	}
+	_, err := pool.Exec(ctx, "INSERT INTO seen VALUES ($1)", key)
+	return err
+}
+
+// In turn, the held writes go one at a time, the last held first, each
+// once the database has answered the one before and the target has gone
+// quiet: every attempt of an overwriting claim finds its own claim and
+// acts, in every round.
+func TestBarrierInTurn(t *testing.T) {
+	s := newShop(t)
+	const n = 4
+	pool := s.watchedPool(t, n)
+	_, err := s.direct.Exec(context.Background(), "CREATE TABLE claims (k int PRIMARY KEY, token text)")
+	require.NoError(t, err)
+	for round := 1; round <= 3; round++ {
+		release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, InTurn: true})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		var next sync.Mutex
+		tokens := 0
+		err = burst(n, func() error {
+			next.Lock()
+			tokens++
+			token := fmt.Sprint(tokens)
+			next.Unlock()
+			return overwritingClaim(ctx, pool, 600+round, token)
+		})
+		cancel()
+		sched := release()
+		require.NoError(t, err)
+		t.Logf("round %d: %s; released over %v", round, sched.Detail(), sched.Held[0].Released.Sub(sched.Released))
+		assert.True(t, sched.InTurn)
+		assert.Equal(t, idemcheck.ReleaseAllWrites, sched.Reason, "round %d: %s", round, sched.Detail())
+		assert.Equal(t, n, s.seen(t, 600+round), "round %d: every attempt found its own claim", round)
+		require.Len(t, sched.Held, n)
+		for i, h := range sched.Held {
+			// The last held goes first.
+			assert.Equal(t, n-i, h.Order, "round %d: write %d", round, i)
+			if i > 0 {
+				assert.False(t, h.Finished.IsZero(), "round %d: write %d finished before the next went", round, i)
+				assert.Equal(t, TurnIdle, h.Next, "round %d: write %d", round, i)
+				assert.True(t, sched.Held[i-1].Released.After(h.Finished), "round %d: write %d went after write %d finished", round, i-1, i)
+			} else {
+				assert.Empty(t, h.Next)
+			}
+		}
+	}
+}
+
+// In turn, a handler that locks before it writes still has one write held
+// (the others wait on the lock in the database) and is released at once.
+func TestBarrierInTurnLockFirst(t *testing.T) {
+	s := newShop(t)
+	const n = 4
+	pool := s.watchedPool(t, n)
+	release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, IdleSettle: testTimeout, InTurn: true})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	err = burst(n, func() error { return lockFirst(ctx, pool, 700) })
+	sched := release()
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.rows(t, 700))
+	assert.Equal(t, idemcheck.ReleaseBlocked, sched.Reason, sched.Detail())
+	assert.Equal(t, 1, sched.ReleasedTogether(), sched.Detail())
+}
+
+// In turn, the next write waits until the database has answered the one
+// before: a write that takes the database 200 ms is answered at least
+// that long after it was released, and the next goes after that.
+func TestBarrierInTurnWaitsForTheAnswer(t *testing.T) {
+	s := newShop(t)
+	const n = 2
+	pool := s.watchedPool(t, n)
+	release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, InTurn: true})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	err = burst(n, func() error {
+		_, err := pool.Exec(ctx, "INSERT INTO seen SELECT 800 FROM pg_sleep(0.2)")
+		return err
+	})
+	sched := release()
+	require.NoError(t, err)
+	require.Len(t, sched.Held, n, sched.Detail())
+	first := sched.Held[1] // the last held goes first
+	require.Equal(t, 1, first.Order)
+	require.False(t, first.Finished.IsZero(), "the first write's answer was seen")
+	assert.GreaterOrEqual(t, first.Finished.Sub(first.Released), 200*time.Millisecond, "answered after the database's 200 ms")
+	assert.False(t, sched.Held[0].Released.Before(first.Finished), "the second write went after the first was answered")
+	assert.Equal(t, 2, s.seen(t, 800))
+}

@@ -226,6 +226,14 @@ func (l *Link) WatchedAddr() (string, error) {
 	if err := pw.bind(l.hub, Fault{Name: "watched", Link: LinkDB}); err != nil {
 		return "", err
 	}
+	// Its replies toxic counts each connection's ReadyForQuery messages,
+	// for a barrier that releases writes one at a time.
+	js, _ = json.Marshal(toxic{Name: "replies", Type: pgRepliesType, Stream: "downstream", Toxicity: 1})
+	r, err := p.Toxics.AddToxicJson(bytes.NewReader(js))
+	if err != nil {
+		return "", fmt.Errorf("faults: watched proxy: %w", err)
+	}
+	r.Toxic.(*pgRepliesToxic).up = pw
 	if err := l.srv.Collection.Add(p, true); err != nil {
 		return "", fmt.Errorf("faults: watched proxy: start: %w", err)
 	}

@@ -321,6 +321,17 @@ type pgWatchToxic struct {
 	// connection, whose session may not show in pg_stat_activity before
 	// it is ready).
 	conns, live, starting atomic.Int64
+	// last is the connection whose state was made last: the downstream
+	// toxic of a watched proxy takes it (see pgRepliesToxic).
+	last atomic.Pointer[pgConn]
+}
+
+// poke tells the armed barrier, if any, that something happened on a
+// connection.
+func (t *pgWatchToxic) poke() {
+	if b := t.barrier.Load(); b != nil {
+		b.touch()
+	}
 }
 
 func (t *pgWatchToxic) bind(h *hub, f Fault) error {
@@ -353,12 +364,15 @@ type pgWatchState struct {
 	// barrier is the last barrier this connection's first write met: it
 	// holds a connection's first write only.
 	barrier *barrier
+	// conn is what this connection's two directions share.
+	conn *pgConn
 }
 
 // NewState is called once for each connection: the watch toxic acts on
 // one direction only.
 func (t *pgWatchToxic) NewState() any {
-	st := &pgWatchState{scan: newPGScanner(), id: int(t.conns.Add(1))}
+	st := &pgWatchState{scan: newPGScanner(), id: int(t.conns.Add(1)), conn: &pgConn{}}
+	t.last.Store(st.conn)
 	t.live.Add(1)
 	t.starting.Add(1)
 	if b := t.barrier.Load(); b != nil {
@@ -373,6 +387,7 @@ func (t *pgWatchToxic) closeConn(stub *toxics.ToxicStub, st *pgWatchState) {
 	t.markStarted(st)
 	if !st.ended {
 		st.ended = true
+		st.conn.ended.Store(true)
 		t.live.Add(-1)
 		if b := t.barrier.Load(); b != nil {
 			b.touch()
@@ -459,7 +474,7 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 				// The connection's first write since the barrier was armed
 				// (the barrier holds no other).
 				st.barrier = b
-				if h := b.hold(st.id, ev); h != nil {
+				if h := b.hold(st.id, st.conn, ev); h != nil {
 					forward(stub, st, pass)
 					st.held, st.heldSize = h, size
 					return true
@@ -578,6 +593,11 @@ type pgEvent struct {
 	// barrier holds it): idemcheck.LandedCommit,
 	// idemcheck.LandedAutocommitWrite or idemcheck.LandedWrite.
 	writeKind string
+	// prior counts the messages the database answers with a ReadyForQuery
+	// (a simple Query, a Sync, a function call) that the connection sent
+	// before this one: the statement has finished once more replies than
+	// that came back (pgConn.finished).
+	prior int64
 }
 
 // stmt is a prepared statement or portal the scanner follows.
@@ -602,6 +622,9 @@ type pgScanner struct {
 	pending string
 	// statements: a message carrying SQL (a Query or a Parse) was seen.
 	statements bool
+	// ready counts the messages seen that the database answers with a
+	// ReadyForQuery.
+	ready int64
 }
 
 func newPGScanner() pgScanner {
@@ -646,7 +669,10 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 			case code == pgCancelRequest:
 				s.phase = phasePassive
 			case code>>16 == pgProtocolMajor3:
+				// Authentication ends with a ReadyForQuery: the startup
+				// counts as a message the database answers so.
 				s.phase = phaseTyped
+				s.ready++
 			default:
 				return n, scanRefuse, 0, pgEvent{}
 			}
@@ -664,13 +690,21 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 			switch typ {
 			case 'Q', 'P', 'B', 'E', 'C', 'S':
 			default:
+				if typ == 'F' { // a function call: answered with a ReadyForQuery
+					s.ready++
+				}
 				s.skip = total
 				continue
 			}
 			if len(rest) < total {
 				return n, scanMore, 0, pgEvent{}
 			}
+			prior := s.ready
+			if typ == 'Q' || typ == 'S' {
+				s.ready++
+			}
 			if ev, ok := s.inspect(typ, rest[5:total]); ok {
+				ev.prior = prior
 				return n, scanEvent, total, ev
 			}
 			n += total

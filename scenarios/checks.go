@@ -192,7 +192,20 @@ var registry = []Check{
 		Name: idemcheck.CheckConcurrentBurst,
 		Rule: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
 			"concurrent duplicates leave exactly one effect and every success describes the same resource.",
-		Build: one(func(o Options) Scenario { return ConcurrentBurst(o.BurstSize, o.BurstRounds) }),
+		// Two halves: the burst whose held writes go together (every
+		// attempt reads before any writes: check-then-insert) and, where
+		// the harness holds the target's database link, a burst whose held
+		// writes go one at a time (each writes over what the one before
+		// wrote and finished: last writer wins). A schedule is a Step
+		// field, so the second half is a scenario like the first, and the
+		// history records which schedule each burst had (Burst.InTurn).
+		Build: func(o Options, _ Endpoint, t target) []Scenario {
+			scs := []Scenario{ConcurrentBurst(o.BurstSize, o.BurstRounds)}
+			if t.powers {
+				scs = append(scs, ConcurrentBurstInTurn(o.BurstSize, o.BurstRounds))
+			}
+			return scs
+		},
 	},
 	{
 		Name: idemcheck.CheckSequentialReplay,

@@ -411,7 +411,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			}
 			var unbar func() faults.Schedule
 			if sch, ok := s.Powers.(targets.Scheduler); ok && !s.Timed && st.DBFault.IsNone() {
-				if unbar, err = sch.Barrier(st.Attempts); err != nil {
+				if unbar, err = sch.Barrier(st.Attempts, st.InTurn); err != nil {
 					disarm()
 					return false, fmt.Errorf("write barrier: %w", err)
 				}
@@ -428,12 +428,16 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				Loose: br.Spread > s.looseAbove(len(results))}
 			if unbar != nil {
 				sched := unbar()
-				burst.Scheduled, burst.Held, burst.Release = true, sched.ReleasedTogether(), sched.Reason
+				burst.Scheduled, burst.Held, burst.Release, burst.InTurn = true, sched.ReleasedTogether(), sched.Reason, sched.InTurn
 				s.scheduled(base, sched)
 			}
 			// A scheduled race does not rest on the spread: its round is
-			// not repeated when the spread was loose.
-			loose = loose || burst.Loose && !burst.RaceScheduled()
+			// not repeated when the spread was loose. A round in turn whose
+			// barrier held fewer than two writes (the others had not
+			// reached the database when it let the first go, on a busy
+			// machine) released nothing in turn: it is repeated, like a
+			// loose one, with a fresh intent.
+			loose = loose || burst.Loose && !burst.RaceScheduled() || burst.InTurn && !burst.RaceScheduled()
 			burst = s.rec.burst(burst)
 			base.Burst = burst.ID
 			for _, res := range results {
@@ -705,10 +709,53 @@ func (s *session) nthByRound(check string, f faults.Fault, round int) faults.Fau
 func (s *session) scheduled(a idemcheck.Attempt, sched faults.Schedule) {
 	for _, w := range sched.Held {
 		s.rec.event(idemcheck.Event{Kind: idemcheck.WriteHeld, Time: w.Held, Check: a.Check, Intent: a.Intent,
-			Round: a.Round, Step: a.Step, Landing: w.Kind, SQL: clip(s.scrub(w.SQL), eventSQL), Conn: w.Conn, Order: w.Order})
+			Round: a.Round, Step: a.Step, Landing: w.Kind, SQL: clip(s.scrub(w.SQL), eventSQL), Conn: w.Conn, Order: w.Order,
+			Detail: turnDetail(sched, w)})
 	}
 	s.rec.event(idemcheck.Event{Kind: idemcheck.WritesReleased, Time: sched.Released, Check: a.Check, Intent: a.Intent,
 		Round: a.Round, Step: a.Step, Order: sched.ReleasedTogether(), Reason: sched.Reason, Detail: sched.Detail()})
+}
+
+// turnDetail says, for a write released in turn, when it went and when
+// the database had answered it, relative to the first release: "" for a
+// write released together or never released.
+func turnDetail(sched faults.Schedule, w faults.HeldWrite) string {
+	if !sched.InTurn || w.Order == 0 {
+		return ""
+	}
+	d := fmt.Sprintf("released %s of %d, %s after the first", ordinal(w.Order), sched.ReleasedTogether(), w.Released.Sub(sched.Released).Round(time.Microsecond))
+	switch {
+	case w.Next == "":
+	case w.Finished.IsZero():
+		d += fmt.Sprintf("; the next went before the database had answered it, once the target was %s", turnText[w.Next])
+	default:
+		d += fmt.Sprintf("; the database had answered it %s later, and the next went once the target was %s",
+			w.Finished.Sub(w.Released).Round(time.Microsecond), turnText[w.Next])
+	}
+	return d
+}
+
+// turnText words a faults.Turn* value.
+var turnText = map[string]string{
+	faults.TurnIdle:       "idle (every session of the database idle or waiting on a lock)",
+	faults.TurnWaiting:    "waiting on a lock",
+	faults.TurnQuiet:      "quiet (nothing reached the database link for a while)",
+	faults.TurnBound:      "still busy when the bounded wait passed",
+	faults.TurnBurstEnded: "done: the burst had ended",
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 // eventSQL bounds the statement text a fault's event keeps.

@@ -39,7 +39,12 @@ import (
 type Step struct {
 	Attempts int
 	Together bool
-	Fault    faults.Fault
+	// InTurn, for a Together step of a target whose database link the
+	// harness holds (targets.Scheduler), releases the held writes one at a
+	// time, not together (faults.BarrierOptions.InTurn). Elsewhere the step
+	// is a timed burst like any other.
+	InTurn bool
+	Fault  faults.Fault
 	// Variant, when set, sends a changed copy of the intent's request.
 	Variant idemcheck.Variant
 	// DBFault is armed on the target's database link while the step runs.
@@ -221,6 +226,21 @@ func (o Options) Validate() error {
 // ConcurrentBurst sends n attempts of one intent released together, for rounds rounds.
 func ConcurrentBurst(n, rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckConcurrentBurst, Rounds: rounds, Steps: []Step{{Attempts: n, Together: true}}}
+}
+
+// InTurnAttempts is how many attempts a burst in turn sends at most: two
+// show a write that overwrites another, and each more adds a turn (an idle
+// settle, 10 ms or more) to the round.
+const InTurnAttempts = 4
+
+// ConcurrentBurstInTurn sends min(n, InTurnAttempts) attempts of one
+// intent released together, for rounds rounds, with their first writes
+// held at the database link and released one at a time (Step.InTurn): the
+// second half of concurrent-burst, for a target whose link the harness
+// holds.
+func ConcurrentBurstInTurn(n, rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckConcurrentBurst, Rounds: rounds,
+		Steps: []Step{{Attempts: min(n, InTurnAttempts), Together: true, InTurn: true}}}
 }
 
 // SequentialReplay sends an intent, waits for its reply, and sends it again.

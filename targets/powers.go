@@ -72,6 +72,7 @@ type Powers interface {
 // shows whatever its window and whatever the load.
 type Scheduler interface {
 	// Barrier arms a write barrier for a burst of attempts until release,
-	// which returns what it did.
-	Barrier(attempts int) (release func() faults.Schedule, err error)
+	// which returns what it did; inTurn releases the held writes one at a
+	// time (faults.BarrierOptions.InTurn).
+	Barrier(attempts int, inTurn bool) (release func() faults.Schedule, err error)
 }

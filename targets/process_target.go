@@ -175,8 +175,8 @@ func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) { retur
 
 // Barrier arms a write barrier on the target's database link for a burst
 // (see faults.Link.Barrier and Scheduler).
-func (p linkPowers) Barrier(attempts int) (func() faults.Schedule, error) {
-	return p.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.db)})
+func (p linkPowers) Barrier(attempts int, inTurn bool) (func() faults.Schedule, error) {
+	return p.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.db), InTurn: inTurn})
 }
 
 // ProviderCalls takes the calls the target made to its doubles (see

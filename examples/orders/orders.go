@@ -85,6 +85,10 @@ type Config struct {
 	// AfterClaim is a test hook, called after the key is claimed and before
 	// the work transaction. Nil in production.
 	AfterClaim func(ctx context.Context, key string)
+	// AfterCheck is a test hook, called by a flow that reads the key
+	// before it claims it (upsert-claim), between the two; the reference
+	// claims first and never calls it. Nil in production.
+	AfterCheck func(ctx context.Context, key string)
 	// Provider is the base URL of the payment provider an approved order
 	// or payment is charged at (provider.go); empty charges nowhere.
 	Provider string

@@ -87,6 +87,10 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	// The read and the write are one round trip apart: a timed burst
 	// mostly misses it, a scheduled one never does.
 	{Name: NarrowCheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: narrowCheckThenInsert},
+	// A claim taken by last writer wins: it shows when a copy's write
+	// lands after another copy finished, which timing gives in some rounds
+	// and writes released in turn give in every one.
+	{Name: UpsertClaim, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: upsertClaim},
 	{Name: NoFingerprint, Check: "payload-mismatch", Anomaly: "payload-mismatch-accepted", Impl: noFingerprint},
 	{Name: RawBytesFingerprint, Check: "reordered-body", Anomaly: "false-mismatch", Impl: rawBytesFingerprint},
 	// The check sends the order's key and body to POST /payments, which

@@ -46,7 +46,7 @@ func zooCase(t *testing.T, v orders.Variant, show func(t *testing.T, v orders.Va
 
 func TestZooVariants(t *testing.T) {
 	vs := orders.Variants()
-	require.Len(t, vs, 27)
+	require.Len(t, vs, 28)
 	require.Equal(t, orders.Reference, vs[0])
 	check, anomaly := orders.Expectation(orders.Reference)
 	require.Empty(t, check)
@@ -514,6 +514,68 @@ func TestZooCheckInTransaction(t *testing.T) {
 		}
 		requireProblem(t, retry, http.StatusConflict)
 		require.Equal(t, 1, f.ordersFor(key))
+		return ""
+	})
+}
+
+// The upsert claim's bug needs one copy to read the key, another to claim
+// it and finish, and only then the first to claim: the interleaving
+// idemcheck schedules by releasing held writes in turn. The demonstration
+// gets it from the handler's own test hook between its check and its
+// claim: the first copy past the check waits for a second one, which then
+// waits for the first copy's reply before it claims. The reference claims
+// first (no check to wait after): its copies race as they come, and the
+// claim lets one of them work.
+func TestZooUpsertClaim(t *testing.T) {
+	zooCase(t, orders.UpsertClaim, func(t *testing.T, v orders.Variant) string {
+		var mu sync.Mutex
+		type pair struct{ checked, answered chan struct{} }
+		pairs := map[string]*pair{}
+		get := func(key string) *pair {
+			mu.Lock()
+			defer mu.Unlock()
+			p, ok := pairs[key]
+			if !ok {
+				p = &pair{checked: make(chan struct{}), answered: make(chan struct{})}
+				pairs[key] = p
+			}
+			return p
+		}
+		var first sync.Map
+		hook := func(_ context.Context, key string) {
+			p := get(key)
+			if _, loaded := first.LoadOrStore(key, true); !loaded {
+				select { // the first copy goes on once a second has read the key
+				case <-p.checked:
+				case <-time.After(2 * time.Second):
+				}
+				return
+			}
+			close(p.checked)
+			select { // the second claims once the first was answered
+			case <-p.answered:
+			case <-time.After(2 * time.Second):
+			}
+		}
+		f := newFixture(t, orders.Config{Variant: v, AfterCheck: hook})
+		for round := range zooRounds {
+			key := newKey()
+			a, b := f.postAsync(key, orderBody), f.postAsync(key, orderBody)
+			var got []result
+			select {
+			case r := <-a:
+				got = append(got, r)
+				close(get(key).answered)
+				got = append(got, <-b)
+			case r := <-b:
+				got = append(got, r)
+				close(get(key).answered)
+				got = append(got, <-a)
+			}
+			if n := f.ordersFor(key); n > 1 {
+				return fmt.Sprintf("round %d: %d orders for one key, answered %d and %d", round, n, got[0].status, got[1].status)
+			}
+		}
 		return ""
 	})
 }

@@ -301,6 +301,8 @@ func newBurstChart(bs []idemcheck.Burst) *burstChart {
 	for i, b := range bs {
 		class, how := "b-timed", "timed"
 		switch {
+		case b.RaceScheduled() && b.InTurn:
+			class, how = "b-sched", fmt.Sprintf("scheduled: %d writes held and released one at a time, the last held first", b.Held)
 		case b.RaceScheduled():
 			class, how = "b-sched", fmt.Sprintf("scheduled: %d writes held and released together", b.Held)
 		case b.Loose:

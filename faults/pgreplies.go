@@ -1,0 +1,142 @@
+package faults
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+// pgRepliesType is the toxiproxy type name of pgRepliesToxic.
+const pgRepliesType = "idemcheck_pg_replies"
+
+func init() {
+	toxics.Register(pgRepliesType, new(pgRepliesToxic))
+}
+
+// pgConn is what the two directions of one connection through the watched
+// proxy share: how many statements that the database answers with a
+// ReadyForQuery the target has sent (upstream), and how many ReadyForQuery
+// messages came back (downstream). A statement has finished, the database
+// has answered it, once the replies outnumber the ones sent before it.
+type pgConn struct {
+	// replies counts the ReadyForQuery messages the database sent.
+	replies atomic.Int64
+	// ended: the connection was closed.
+	ended atomic.Bool
+}
+
+// finished reports whether the first statement sent after prior others
+// that each get a ReadyForQuery (a simple Query, a Sync, a function call)
+// has been answered, or the connection has ended.
+func (c *pgConn) finished(prior int64) bool {
+	return c.replies.Load() > prior || c.ended.Load()
+}
+
+// pgRepliesToxic follows the backend side of the watched proxy's
+// connections and counts each one's ReadyForQuery messages ('Z'), so that
+// a write barrier that releases held writes one at a time knows when the
+// database has answered the one it let go. It changes nothing: every byte
+// passes at once.
+//
+// The toxic of one direction does not know the other's state; toxiproxy
+// ties them by nothing. It does start them in a fixed order: a proxy
+// accepts its connections one at a time, and for each it starts the
+// upstream link and then the downstream one, each making its toxics' states
+// as it starts, before the next connection is accepted. So the downstream
+// state made now belongs to the connection whose upstream state was made
+// last (pgWatchToxic.last). No other toxic with a state is ever added to
+// the watched proxy while it runs (db-latency is stateless), so nothing
+// else makes a state in between.
+type pgRepliesToxic struct {
+	// up is the watched proxy's upstream toxic, set by bind before the
+	// proxy accepts a connection.
+	up *pgWatchToxic
+}
+
+// pgRepliesState is one connection's backend side.
+type pgRepliesState struct {
+	conn *pgConn
+	// started: past the one-byte answers to SSLRequest or GSSENCRequest
+	// that may come before the first message.
+	started bool
+	// passive: the stream cannot be followed (encrypted): count nothing.
+	passive bool
+	// head holds the first bytes of a message header split across chunks;
+	// skip counts the bytes of the current message still to pass.
+	head []byte
+	skip int
+}
+
+func (t *pgRepliesToxic) NewState() any {
+	c := t.up.last.Load()
+	if c == nil {
+		c = &pgConn{}
+	}
+	return &pgRepliesState{conn: c}
+}
+
+func (t *pgRepliesToxic) Pipe(stub *toxics.ToxicStub) {
+	st := stub.State.(*pgRepliesState)
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				st.conn.ended.Store(true)
+				t.up.poke()
+				stub.Close()
+				return
+			}
+			if n := st.count(c.Data); n > 0 {
+				st.conn.replies.Add(int64(n))
+				t.up.poke()
+			}
+			stub.Output <- c
+		}
+	}
+}
+
+// count follows the backend messages in b and returns how many
+// ReadyForQuery messages end in it.
+func (st *pgRepliesState) count(b []byte) int {
+	n := 0
+	for len(b) > 0 && !st.passive {
+		if st.skip > 0 {
+			k := min(st.skip, len(b))
+			st.skip -= k
+			b = b[k:]
+			continue
+		}
+		if !st.started && len(st.head) == 0 {
+			switch b[0] {
+			case 'N': // SSL or GSS encryption refused: plain messages follow
+				b = b[1:]
+				continue
+			case 'S', 'G': // encryption accepted: nothing to follow
+				st.passive = true
+				return n
+			}
+		}
+		st.started = true
+		need := 5 - len(st.head)
+		k := min(need, len(b))
+		st.head = append(st.head, b[:k]...)
+		b = b[k:]
+		if len(st.head) < 5 {
+			return n
+		}
+		length := int(binary.BigEndian.Uint32(st.head[1:5]))
+		if length < 4 {
+			st.passive = true // not the protocol: its framing is lost
+			return n
+		}
+		if st.head[0] == 'Z' {
+			n++
+		}
+		st.head = st.head[:0]
+		st.skip = length - 4
+	}
+	return n
+}
