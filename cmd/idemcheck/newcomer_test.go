@@ -46,6 +46,17 @@ func TestUnknownCommandListsEveryCommand(t *testing.T) {
 	assert.Contains(t, errOut, "soak")
 }
 
+// The usage's exit codes are every one the command returns, 4 (nothing
+// proved either way) included.
+func TestUsageNamesEveryExitCode(t *testing.T) {
+	_, text, ok := strings.Cut(usage, "Exit codes:")
+	require.True(t, ok, "the usage has its exit codes")
+	text = strings.Join(strings.Fields(text), " ")
+	for _, code := range []int{idemcheck.ExitHeld, idemcheck.ExitAnomalies, idemcheck.ExitUsage, idemcheck.ExitUnavailable, idemcheck.ExitInconclusive} {
+		assert.Regexp(t, `(^|, )`+strconv.Itoa(code)+` [a-z]`, text, "exit code %d", code)
+	}
+}
+
 // A recorded history checked again is coloured under FORCE_COLOR and plain
 // under NO_COLOR (render.Colour's rule, seen through the command).
 func TestColourFollowsNoColorAndForceColor(t *testing.T) {
