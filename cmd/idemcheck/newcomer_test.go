@@ -160,6 +160,31 @@ func TestSame4xxOnEveryFirstAttemptIsAUsageError(t *testing.T) {
 	}
 }
 
+// The newcomer's mistake itself: the example orders API certified with
+// every flag but --body. The API refuses the empty request with 400, and
+// the run stops on the hint instead of reporting every attempt as an
+// unexpected-status anomaly.
+func TestMissingBodyAgainstTheExampleAPIIsAUsageError(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	var args []string
+	for a := certifyArgs(url, dsn); len(a) > 0; a = a[1:] {
+		if a[0] == "--body" {
+			a = a[1:]
+			continue
+		}
+		args = append(args, a[0])
+	}
+	require.NotContains(t, args, "--body")
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := cli(t, append(args, "--json", jsonPath)...)
+	require.Equal(t, idemcheck.ExitUsage, code, "%s\n%s", out, errOut)
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	assert.Contains(t, errOut, "the target answers 400 to the request itself")
+	assert.Contains(t, errOut, "check --body, --header, --path")
+	assert.NotContains(t, out, "unexpected-status")
+	assert.NoFileExists(t, jsonPath, "no report")
+}
+
 // A target that answers 400 only where a check means it to (no key, a
 // broken body) is judged as usual: the stop needs every plain request
 // refused.
