@@ -82,7 +82,7 @@ vet:
 docker-setup:
 	@.ci/docker-setup
 
-## images: build idemcheck/orders:local and idemcheck/postgres:15-local from this machine's own binaries (no base image, no registry).
+## images: build idemcheck/orders:local, idemcheck/idemcheck:local and idemcheck/postgres:15-local from this machine's own binaries (no base image, no registry).
 images: postgres docker-setup
 	@GO="$(GO)" docker/build-images
 
