@@ -45,7 +45,7 @@ doc-blocks: postgres
 	IDEMCHECK_DOC_BLOCKS=1 $(GO) test -count=1 -v -timeout 40m -run '^TestDocBlocks$$' ./internal/docblocks
 
 ## release-check: build the release binaries (linux and darwin, amd64 and arm64) as .goreleaser.yaml
-## describes them, without publishing anything.
+## describes them, and with goreleaser and docker buildx its image of idemcheck, without publishing anything.
 release-check:
 	@.ci/release-check
 
@@ -92,7 +92,7 @@ vet:
 docker-setup:
 	@.ci/docker-setup
 
-## images: build idemcheck/orders:local and idemcheck/postgres:15-local from this machine's own binaries (no base image, no registry).
+## images: build idemcheck/orders:local, idemcheck/idemcheck:local and idemcheck/postgres:15-local from this machine's own binaries (no base image, no registry).
 images: postgres docker-setup
 	@GO="$(GO)" docker/build-images
 

@@ -169,7 +169,8 @@ func TestExampleWorkflow(t *testing.T) {
 }
 
 // The project's own CI runs the tests, the documentation's blocks and the
-// release snapshot, with every action pinned.
+// release snapshot (make release-check: goreleaser's, the image included),
+// with every action pinned.
 func TestProjectWorkflow(t *testing.T) {
 	var w workflow
 	decodeStrict(t, filepath.Join(root, ".github", "workflows", "ci.yml"), &w)
@@ -184,7 +185,7 @@ func TestProjectWorkflow(t *testing.T) {
 		}
 	}
 	all := strings.Join(runs, "\n")
-	for _, want := range []string{"make test", "make doc-blocks", "--snapshot"} {
+	for _, want := range []string{"make test", "make doc-blocks", "make release-check"} {
 		assert.Contains(t, all, want)
 	}
 }
@@ -327,7 +328,8 @@ func releaseTagFilter(t *testing.T) *regexp.Regexp {
 }
 
 // A version tag publishes a release: goreleaser, not a snapshot, with the
-// right to create it, every action pinned.
+// right to create it and to push the image, logged in to the registry
+// .goreleaser.yaml pushes the image to, every action pinned.
 func TestReleaseWorkflow(t *testing.T) {
 	filter := releaseTagFilter(t)
 	assert.Regexp(t, filter, "v0.1.0")
@@ -338,7 +340,9 @@ func TestReleaseWorkflow(t *testing.T) {
 	var w workflow
 	decodeStrict(t, filepath.Join(root, ".github", "workflows", "release.yml"), &w)
 	assert.Equal(t, "write", w.Permissions["contents"])
+	assert.Equal(t, "write", w.Permissions["packages"], "the image is pushed to the GitHub Container Registry")
 	var released bool
+	loggedIn := map[string]bool{}
 	for name, job := range w.Jobs {
 		assert.NotEmpty(t, job.RunsOn, name)
 		for _, s := range job.Steps {
@@ -346,13 +350,47 @@ func TestReleaseWorkflow(t *testing.T) {
 				continue
 			}
 			assert.Regexp(t, `@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$`, s.Uses, "pinned")
+			if strings.HasPrefix(s.Uses, "docker/login-action@") {
+				assert.Contains(t, s.With["password"], "secrets.GITHUB_TOKEN")
+				loggedIn[s.With["registry"]] = true
+			}
 			if strings.HasPrefix(s.Uses, "goreleaser/goreleaser-action@") {
 				released = strings.HasPrefix(s.With["args"], "release ") && !strings.Contains(s.With["args"], "--snapshot")
 				assert.Contains(t, s.Env["GITHUB_TOKEN"], "secrets.GITHUB_TOKEN")
+				assert.NotEmpty(t, loggedIn, "the registry login comes before goreleaser pushes")
 			}
 		}
 	}
 	assert.True(t, released, "a step runs goreleaser release")
+
+	// The images are idemcheck's own, in the registry logged in to.
+	var gr struct {
+		Release struct {
+			GitHub struct{ Owner, Name string } `yaml:"github"`
+		} `yaml:"release"`
+		DockersV2 []struct {
+			IDs        []string `yaml:"ids"`
+			Dockerfile string   `yaml:"dockerfile"`
+			Images     []string `yaml:"images"`
+			ExtraFiles []string `yaml:"extra_files"`
+		} `yaml:"dockers_v2"`
+	}
+	b, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &gr))
+	require.NotEmpty(t, gr.DockersV2, ".goreleaser.yaml publishes an image")
+	for _, d := range gr.DockersV2 {
+		assert.Equal(t, []string{"idemcheck"}, d.IDs, "the image holds idemcheck alone")
+		assert.FileExists(t, filepath.Join(root, d.Dockerfile))
+		for _, f := range d.ExtraFiles {
+			assert.FileExists(t, filepath.Join(root, f), "an extra file of the image's build context")
+		}
+		for _, img := range d.Images {
+			registry, repo, _ := strings.Cut(img, "/")
+			assert.True(t, loggedIn[registry], "%s: the release workflow logs in to %s", img, registry)
+			assert.Equal(t, gr.Release.GitHub.Owner+"/"+gr.Release.GitHub.Name, repo)
+		}
+	}
 }
 
 // git runs git in the repository and returns its output, or skips the

@@ -14,14 +14,23 @@ import (
 	"github.com/idemcheck/idemcheck/examples/orders"
 )
 
-// idemcheckImage is idemcheck's own image, built by make images from
-// docker/idemcheck/Dockerfile.
-const idemcheckImage = "idemcheck/idemcheck:local"
+// ownImage is idemcheck's own image: idemcheck/idemcheck:local, built by
+// make images from docker/idemcheck/Dockerfile, or the one IDEMCHECK_IMAGE
+// names, such as a release snapshot's
+// (ghcr.io/idemcheck/idemcheck:vX.Y.Z-snapshot-amd64, from the same
+// Dockerfile with goreleaser's binary).
+func ownImage() string {
+	if img := os.Getenv("IDEMCHECK_IMAGE"); img != "" {
+		return img
+	}
+	return "idemcheck/idemcheck:local"
+}
 
 // idemcheck's own image certifies a target on the host's network: the
 // reference orders API, served by this test on loopback with its database,
 // and writes its report into a mounted folder.
 func TestImageCertifiesAHostTarget(t *testing.T) {
+	idemcheckImage := ownImage()
 	requireDocker(t, idemcheckImage)
 	url, dsn := ordersAPI(t, orders.Reference)
 	out := t.TempDir()
@@ -34,7 +43,9 @@ func TestImageCertifiesAHostTarget(t *testing.T) {
 	cmd := exec.Command("docker", "run", "--rm", "--network", "host", "-v", out+":/out", idemcheckImage,
 		"certify", "--url", url, "--path", "/orders", "--body", `{"customerId":"{{intent}}","totalCents":4000}`,
 		"--db", dsn, "--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1", "--effect-arg", "{{intent}}",
-		"--checks", "concurrent-burst,sequential-replay,lost-reply", "--json", "/out/report.json")
+		"--checks", "concurrent-burst,sequential-replay,lost-reply", "--json", "/out/report.json",
+		// In the working folder, the image's /tmp: it must be nobody's to write.
+		"--history", "history.jsonl")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	assert.Contains(t, string(b), "verdict PASS")

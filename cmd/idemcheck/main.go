@@ -9,7 +9,8 @@
 // own (examples/demo), so the binary links no example code.
 //
 // Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or
-// configuration, 3 the harness or the target could not run.
+// configuration, 3 the harness or the target could not run, 4 nothing
+// proved either way.
 package main
 
 import (
@@ -41,7 +42,8 @@ example API and three classic bugs, and idemcheck-demo example-api serves that
 API on a throwaway PostgreSQL for you to certify.
 
 Exit codes: 0 every check held, 1 anomalies found, 2 bad usage or configuration,
-3 the harness or the target could not run.
+3 the harness or the target could not run, 4 nothing proved either way (a check's
+fault never landed, every check skipped, an empty history).
 `
 
 // commands are the commands usage lists, in its order.

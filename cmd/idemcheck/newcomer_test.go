@@ -46,6 +46,17 @@ func TestUnknownCommandListsEveryCommand(t *testing.T) {
 	assert.Contains(t, errOut, "soak")
 }
 
+// The usage's exit codes are every one the command returns, 4 (nothing
+// proved either way) included.
+func TestUsageNamesEveryExitCode(t *testing.T) {
+	_, text, ok := strings.Cut(usage, "Exit codes:")
+	require.True(t, ok, "the usage has its exit codes")
+	text = strings.Join(strings.Fields(text), " ")
+	for _, code := range []int{idemcheck.ExitHeld, idemcheck.ExitAnomalies, idemcheck.ExitUsage, idemcheck.ExitUnavailable, idemcheck.ExitInconclusive} {
+		assert.Regexp(t, `(^|, )`+strconv.Itoa(code)+` [a-z]`, text, "exit code %d", code)
+	}
+}
+
 // A recorded history checked again is coloured under FORCE_COLOR and plain
 // under NO_COLOR (render.Colour's rule, seen through the command).
 func TestColourFollowsNoColorAndForceColor(t *testing.T) {
@@ -147,6 +158,31 @@ func TestSame4xxOnEveryFirstAttemptIsAUsageError(t *testing.T) {
 			assert.Less(t, n, 10, "requests the target was sent")
 		})
 	}
+}
+
+// The newcomer's mistake itself: the example orders API certified with
+// every flag but --body. The API refuses the empty request with 400, and
+// the run stops on the hint instead of reporting every attempt as an
+// unexpected-status anomaly.
+func TestMissingBodyAgainstTheExampleAPIIsAUsageError(t *testing.T) {
+	url, dsn := ordersAPI(t, orders.Reference)
+	var args []string
+	for a := certifyArgs(url, dsn); len(a) > 0; a = a[1:] {
+		if a[0] == "--body" {
+			a = a[1:]
+			continue
+		}
+		args = append(args, a[0])
+	}
+	require.NotContains(t, args, "--body")
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := cli(t, append(args, "--json", jsonPath)...)
+	require.Equal(t, idemcheck.ExitUsage, code, "%s\n%s", out, errOut)
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	assert.Contains(t, errOut, "the target answers 400 to the request itself")
+	assert.Contains(t, errOut, "check --body, --header, --path")
+	assert.NotContains(t, out, "unexpected-status")
+	assert.NoFileExists(t, jsonPath, "no report")
 }
 
 // A target that answers 400 only where a check means it to (no key, a
