@@ -49,7 +49,7 @@ func TestExampleAPIInTheBackground(t *testing.T) {
 	rep := certifyByURL(t, vars["EXAMPLE_URL"], vars["EXAMPLE_DB"], "concurrent-burst", "sequential-replay", "lost-reply")
 	var text bytes.Buffer
 	render.WriteText(&text, rep, false)
-	require.Equal(t, idemcheck.Pass, rep.Verdict, text.String())
+	requireHeld(t, rep, text.String())
 	assert.Contains(t, text.String(), "effects counted in")
 
 	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
@@ -61,6 +61,28 @@ func TestExampleAPIInTheBackground(t *testing.T) {
 	require.NoError(t, err)
 	reaped = true
 	assert.True(t, ws.Exited() && ws.ExitStatus() == 0, "the server stops cleanly on SIGTERM: %v", ws)
+}
+
+// requireHeld requires a certification that held, or whose only doubt is
+// the one a busy machine may cause a target given by URL: bursts released
+// too loosely, in every repeat of some round, to mean anything (the
+// harness cannot schedule the race at a database link it does not hold).
+// That check is inconclusive, rightly; any anomaly, or any other check
+// not passing, fails the test.
+func requireHeld(t *testing.T, rep idemcheck.Report, text string) {
+	t.Helper()
+	require.Empty(t, rep.Anomalies, text)
+	if rep.Verdict == idemcheck.Pass {
+		return
+	}
+	require.Equal(t, idemcheck.Inconclusive, rep.Verdict, text)
+	for _, c := range rep.Checks {
+		if c.Status != idemcheck.Pass {
+			require.True(t, c.Status == idemcheck.Inconclusive && strings.HasPrefix(c.Reason, "its bursts were too loose: "),
+				"%s: %s (%s)\n%s", c.Name, c.Status, c.Reason, text)
+		}
+	}
+	t.Logf("the machine was too busy for a tight burst in some round:\n%s", text)
 }
 
 // certifyByURL certifies POST /orders of the API at rawURL, its effects
