@@ -316,4 +316,11 @@ type PlannedCheck struct {
 	// holds no claim on its key any more, so a retry then told the key is
 	// in progress meets a stuck key, whatever the lease.
 	FailureReleasesKey bool `json:"failure_releases_key,omitempty"`
+	// RetryTakesOver: the check freezes its first attempt past the lease
+	// and sends a retry that must take the key over (lease-fencing). A
+	// round happened only when that retry was answered as executed while
+	// the first was still frozen; a retry still told the key is in
+	// progress means the target's lease was longer than the one declared,
+	// and the fence was never put to the test.
+	RetryTakesOver bool `json:"retry_takes_over,omitempty"`
 }

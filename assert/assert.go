@@ -50,6 +50,7 @@ func facts(h *idemcheck.History) map[string]idemcheck.PlannedCheck {
 		f.Name = pc.Name
 		f.Faults = f.Faults || pc.Faults
 		f.FailureReleasesKey = f.FailureReleasesKey || pc.FailureReleasesKey
+		f.RetryTakesOver = f.RetryTakesOver || pc.RetryTakesOver
 		m[pc.Name] = f
 	}
 	return m

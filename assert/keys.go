@@ -206,10 +206,49 @@ func (c *intentCheck) asSuccess(a idemcheck.Attempt) success {
 // missedKeySyntax). It reads the variants the attempts carry, never the
 // check's name, and returns "" when the scenario happened.
 func (c *intentCheck) missedScenario() string {
-	for _, missed := range []func() string{c.stuckWithoutLease, c.missedCorrection, c.missedKeySyntax} {
+	for _, missed := range []func() string{c.stuckWithoutLease, c.missedTakeover, c.missedCorrection, c.missedKeySyntax} {
 		if why := missed(); why != "" {
 			return why
 		}
+	}
+	return ""
+}
+
+// missedTakeover: a check whose retry must take the key over from a frozen
+// first attempt (lease-fencing) says something only when the retry was
+// answered as executed (a success) before the first attempt, resumed,
+// was answered. A retry still told the key is in progress, or answered
+// only after the first, met a lease longer than the one declared (or a
+// lock the first held): no takeover happened, and no fence was tested.
+func (c *intentCheck) missedTakeover() string {
+	if !c.facts.RetryTakesOver || len(c.attempts) < 2 {
+		return ""
+	}
+	first, retries := c.attempts[0], []idemcheck.Attempt{}
+	for _, a := range c.attempts[1:] {
+		if a.Step == 2 {
+			retries = append(retries, a)
+		}
+	}
+	if len(retries) == 0 {
+		return "no retry was sent while the first attempt was frozen"
+	}
+	last := retries[len(retries)-1]
+	switch {
+	case last.Outcome != idemcheck.Replied:
+		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was not answered: %s", last.ID, last.Error)
+	case first.Outcome == idemcheck.Replied && !last.End.Before(first.End):
+		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was answered only after the first had resumed and "+
+			"finished: it waited for the first instead of taking the key over, so no fence was put to the test", last.ID)
+	case c.policy.InProgress(last.Status):
+		return idemcheck.Phrasef("%d %s sent while the first attempt was frozen (the first %.1fs after the first attempt, past the declared lease of %v) "+
+			"%s told the key was still in progress (%d): the target's lease is longer than the one declared, no retry took the key over, and "+
+			"no fence was put to the test; give the target's lease (%s)", len(retries), plural(len(retries), "retry", "retries"),
+			retries[0].Start.Sub(first.Start).Seconds(), c.policy.Lease, plural(len(retries), "was", "were all"), last.Status,
+			idemcheck.Setting("Policy.Lease")).In(c.words)
+	case !c.policy.Replay(last.Status):
+		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was answered %d, not as executed: "+
+			"no retry took the key over, and no fence was put to the test", last.ID, last.Status)
 	}
 	return ""
 }

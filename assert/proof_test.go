@@ -215,3 +215,44 @@ func TestAFaultKindThatNeverLandedIsInconclusive(t *testing.T) {
 	assert.Contains(t, c.Proof, "2 of 3 rounds happened as meant")
 	assert.Contains(t, c.Proof, "the target called no provider double while the attempt ran (1 round)")
 }
+
+// lease-fencing froze the first attempt past the declared lease, but the
+// target's own lease was longer: every retry sent meanwhile was told the
+// key was in progress, the first resumed and finished, and nothing was
+// duplicated. No retry took the key over, so no fence was tested: the
+// check is inconclusive, never a pass, and says what to give.
+func TestLeaseFencingWithoutATakeoverIsInconclusive(t *testing.T) {
+	const c = idemcheck.CheckLeaseFencing
+	p := idemcheck.IETF()
+	p.Lease = time.Second
+	b := newHist(t, p, c)
+	in := b.intent(c, 1, `1 0-2600 201 {"orderId":"A"}`, `2 1500-1502 409 {}`, `2 1700-1702 409 {}`, `2 2500-2502 409 {}`,
+		`3 2700-2702 201 {"orderId":"A"} replayed`)
+	b.fault(in, "db-hold:match=BEGIN,nth=1")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: c, Landing: idemcheck.LandedWrite})
+	r := Report(&b.h)
+	assert.Empty(t, r.Anomalies)
+	got := status(t, r, c)
+	assert.Equal(t, idemcheck.Inconclusive, got.Status)
+	assert.Contains(t, got.Reason, "3 retries sent while the first attempt was frozen (the first 1.5s after the first attempt, past the declared lease of 1s) "+
+		"were all told the key was still in progress (409)")
+
+	// A retry answered only once the first had resumed waited for it.
+	b.h.Attempts[3].Status, b.h.Attempts[3].End = 201, t0.Add(2650*time.Millisecond)
+	b.h.Attempts[3].RespBody, b.h.Attempts[3].RespHeader = b.h.Attempts[4].RespBody, b.h.Attempts[4].RespHeader
+	r = Report(&b.h)
+	require.Empty(t, r.Anomalies)
+	got = status(t, r, c)
+	assert.Equal(t, idemcheck.Inconclusive, got.Status)
+	assert.Contains(t, got.Reason, "was answered only after the first had resumed")
+
+	// The last retry took the key over while the first was frozen (the
+	// first, resumed, was then refused by the fence): the fence was tested.
+	b.h.Attempts[0].Status, b.h.Attempts[0].RespBody = 409, `{}`
+	b.h.Attempts[3].End = t0.Add(2520 * time.Millisecond)
+	b.h.Attempts[3].RespHeader = nil
+	r = Report(&b.h)
+	require.Empty(t, r.Anomalies)
+	got = status(t, r, c)
+	require.Equal(t, idemcheck.Pass, got.Status, got.Reason)
+}

@@ -3,6 +3,7 @@ package certify_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,9 +21,15 @@ import (
 // set to lease (0: the policy names none).
 func certifyRestart(t *testing.T, v orders.Variant, instances, rounds int, check string, lease bool) *certify.Result {
 	t.Helper()
+	return certifyWithLease(t, v, testLease, instances, rounds, check, lease)
+}
+
+// certifyWithLease is certifyRestart with the target's own lease given.
+func certifyWithLease(t *testing.T, v orders.Variant, targetLease time.Duration, instances, rounds int, check string, lease bool) *certify.Result {
+	t.Helper()
 	ctx := context.Background()
 	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{
-		Command:   ordersBinary(t) + " -lease " + testLease.String() + " -variant " + string(v),
+		Command:   ordersBinary(t) + " -lease " + targetLease.String() + " -variant " + string(v),
 		Instances: instances,
 		DSN:       pgtest.DSN(t),
 	})
@@ -195,4 +202,23 @@ func TestCrashChecksRunWithoutALease(t *testing.T) {
 	assert.Empty(t, res.Report.Anomalies)
 	assert.Equal(t, idemcheck.Inconclusive, res.Report.Checks[0].Status)
 	assert.Contains(t, res.Report.Checks[0].Reason, "declares no lease")
+}
+
+// lease-fencing against a target whose lease is longer than the one
+// declared: its retries past the declared lease are told the key is in
+// progress, none takes the key over, and the fence is never put to the
+// test. The check is inconclusive and says so; with the lease declared
+// right, the retry takes over and the reference's fence holds: a pass.
+func TestLeaseFencingWithALongerLeaseThanDeclaredIsInconclusive(t *testing.T) {
+	res := certifyWithLease(t, orders.Reference, 30*time.Second, 1, 1, idemcheck.CheckLeaseFencing, true)
+	require.Len(t, res.Report.Checks, 1)
+	c := res.Report.Checks[0]
+	assert.Empty(t, res.Report.Anomalies)
+	assert.Equal(t, idemcheck.Inconclusive, c.Status, c.Proof)
+	assert.Contains(t, c.Reason, "told the key was still in progress (409)")
+
+	res = certifyWithLease(t, orders.Reference, testLease, 1, 1, idemcheck.CheckLeaseFencing, true)
+	c = res.Report.Checks[0]
+	assert.Empty(t, res.Report.Anomalies)
+	assert.Equal(t, idemcheck.Pass, c.Status, c.Reason)
 }

@@ -31,6 +31,10 @@ type Check struct {
 	// failure must have released the key: a retry told it is in progress
 	// meets a stuck key (see idemcheck.PlannedCheck).
 	FailureReleasesKey bool
+	// RetryTakesOver: the check's retry is sent past the lease while its
+	// first attempt is frozen, and its rounds count only when that retry
+	// took the key over (see idemcheck.PlannedCheck).
+	RetryTakesOver bool
 	// Build returns the check's scenarios for a target it applies to:
 	// some checks have a half for each thing the harness may do to it.
 	// Plan labels each scenario with the check's Name.
@@ -53,7 +57,8 @@ func (c Check) skip(p idemcheck.Policy, e Endpoint, t target, words map[idemchec
 // Planned is the check as a run's plan records it, skipped for skip when
 // that is not "".
 func (c Check) Planned(skip string) idemcheck.PlannedCheck {
-	return idemcheck.PlannedCheck{Name: c.Name, Skip: skip, Rule: c.Rule, Faults: c.Faults, FailureReleasesKey: c.FailureReleasesKey}
+	return idemcheck.PlannedCheck{Name: c.Name, Skip: skip, Rule: c.Rule, Faults: c.Faults, FailureReleasesKey: c.FailureReleasesKey,
+		RetryTakesOver: c.RetryTakesOver}
 }
 
 // Checks returns every check in the order a certification runs them.
@@ -327,11 +332,12 @@ var registry = []Check{
 		Skip:  needsPowers,
 	},
 	{
-		Name:   idemcheck.CheckLeaseFencing,
-		Rule:   "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
-		Faults: true,
-		Build:  faultRounds(LeaseFencing),
-		Skip:   needsPowersAndLease,
+		Name:           idemcheck.CheckLeaseFencing,
+		Rule:           "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
+		Faults:         true,
+		RetryTakesOver: true,
+		Build:          faultRounds(LeaseFencing),
+		Skip:           needsPowersAndLease,
 	},
 	{
 		Name: idemcheck.CheckCrossTenant,

@@ -860,17 +860,53 @@ func (s *session) retryWhileInProgress(ctx context.Context, addr string, req wir
 		if !inProgress || !time.Now().Before(deadline) {
 			return nil
 		}
-		wait := 200 * time.Millisecond
-		if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && ra > 0 {
-			wait = time.Duration(ra) * time.Second
+		if err := waitToRetry(ctx, res, deadline); err != nil {
+			return err
 		}
-		wait = min(wait, time.Until(deadline))
-		t := time.NewTimer(max(wait, 10*time.Millisecond))
+	}
+}
+
+// waitToRetry waits before the next retry of an attempt told the key is
+// in progress: its Retry-After, else 200 ms, and never past deadline.
+func waitToRetry(ctx context.Context, res wire.Result, deadline time.Time) error {
+	wait := 200 * time.Millisecond
+	if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && ra > 0 {
+		wait = time.Duration(ra) * time.Second
+	}
+	wait = min(wait, time.Until(deadline))
+	t := time.NewTimer(max(wait, 10*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// takeOver sends the retry of an attempt frozen past the lease, and again
+// while it is told the key is in progress, until by: a target whose lease
+// ran out lets it take the key over. It returns the answers that told the
+// key is in progress (recorded after the frozen attempt, by releaseHeld)
+// and the last answer, or nil and the channel of a retry still unanswered
+// at by (waiting on the frozen attempt's locks, most likely).
+func (s *session) takeOver(ctx context.Context, c *wire.Client, addr string, req wire.Request, by time.Time) (told []wire.Result, last *wire.Result, pending <-chan wire.Result) {
+	for {
+		done := make(chan wire.Result, 1)
+		go func() { done <- c.Do(ctx, addr, req) }()
+		t := time.NewTimer(time.Until(by))
 		select {
-		case <-ctx.Done():
+		case r := <-done:
 			t.Stop()
-			return ctx.Err()
+			if r.Err != nil || !s.Policy.InProgress(r.Status) || !time.Now().Before(by) {
+				return told, &r, done
+			}
+			if waitToRetry(ctx, r, by) != nil {
+				return told, &r, done
+			}
+			told = append(told, r)
 		case <-t.C:
+			return told, nil, done
 		}
 	}
 }
@@ -987,6 +1023,7 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 		s.releaseHeld(ev, firstDone, retryDone, rres, first, retry)
 		return nil
 	case HoldStall:
+		frozen := time.Now()
 		stall := time.NewTimer(s.Policy.Lease + LeaseMargin/4)
 		select {
 		case <-ctx.Done():
@@ -995,17 +1032,17 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 			return ctx.Err()
 		case <-stall.C:
 		}
-		retryDone := make(chan wire.Result, 1)
-		go func() { retryDone <- patient.Do(ctx, addr, req) }()
-		var rres *wire.Result
-		select {
-		case r := <-retryDone:
-			rres = &r
-		case <-time.After(LeaseMargin):
-			// The retry is waiting, on the held attempt's locks most likely:
-			// let the original resume and see who wins.
+		// The retry goes past the lease, and again while it is told the
+		// key is in progress (a lease measured a little longer than
+		// declared), for up to the margin; one still unanswered then is
+		// waiting, on the held attempt's locks most likely: the original
+		// resumes and the two race for the key.
+		told, rres, retryDone := s.takeOver(ctx, patient, addr, req, frozen.Add(s.Policy.Lease+LeaseMargin+LeaseMargin/4))
+		if ctx.Err() != nil {
+			_ = ev.Cut()
+			return ctx.Err()
 		}
-		s.releaseHeld(ev, firstDone, retryDone, rres, first, retry)
+		s.releaseHeld(ev, firstDone, retryDone, rres, first, retry, told...)
 		return nil
 	}
 	return fmt.Errorf("unknown hold action %d", st.OnHold)
@@ -1013,8 +1050,9 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 
 // releaseHeld lets the held first attempt go on, waits for it and for the
 // retry sent while it was held (rres, when already answered), and records
-// both.
-func (s *session) releaseHeld(ev faults.HoldEvent, firstDone, retryDone <-chan wire.Result, rres *wire.Result, first, retry idemcheck.Attempt) {
+// them: the first, the retries told the key was in progress before (told),
+// then the last retry.
+func (s *session) releaseHeld(ev faults.HoldEvent, firstDone, retryDone <-chan wire.Result, rres *wire.Result, first, retry idemcheck.Attempt, told ...wire.Result) {
 	_ = ev.Release()
 	fres := <-firstDone
 	if rres == nil {
@@ -1022,6 +1060,9 @@ func (s *session) releaseHeld(ev faults.HoldEvent, firstDone, retryDone <-chan w
 		rres = &r
 	}
 	s.record(first, fres)
+	for _, r := range told {
+		s.record(retry, r)
+	}
 	s.record(retry, *rres)
 }
 
