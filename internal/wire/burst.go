@@ -17,6 +17,21 @@ import (
 //     default one writer), in a tight loop;
 //  4. the replies are read concurrently.
 //
+// The requests are not marked "Connection: close", unlike a single
+// attempt's: a server told to close writes its reply, then closes the
+// connection (one more packet through the kernel, and the connection's
+// teardown) before it takes in the next request, so a target that answers
+// at once took the second request of a burst one close later. Unmarked, the
+// server keeps the connection until the harness, having read the reply,
+// closes it, after the release. Measured with the engine alone and a target
+// on the same two cores that answers at once (BENCHMARKS.md, Connection:
+// close and the target that answers at once): the share of bursts of 8
+// whose first two requests arrived within 50 us rose from 0.04-0.10 to
+// 0.21-0.47, with no change on a target that holds its replies. The price:
+// the harness, closing first, keeps the TIME_WAIT of a burst's connections
+// (N per burst) where the server kept it; single attempts, sent at a soak's
+// rate, still leave it to the server.
+//
 // Holding back the final byte (the last body byte, or the last header byte
 // of a request without a body) also holds middleware that acts before the
 // body is read. The readers start only after the release loop, so that no
@@ -31,7 +46,7 @@ import (
 func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([]Result, time.Duration) {
 	as := make([]*attempt, len(reqs))
 	for i, req := range reqs {
-		as[i] = c.newAttempt(ctx, addr, req)
+		as[i] = c.newAttempt(ctx, addr, req, false)
 	}
 
 	var wg sync.WaitGroup

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck/internal/testctx"
 )
 
 // arrivals records, per request, when the server finished reading it and
@@ -115,4 +118,78 @@ func TestBurstInvalidMember(t *testing.T) {
 	assert.Equal(t, KindOther, results[1].ErrKind)
 	assert.False(t, results[1].Written)
 	assert.NoError(t, results[2].Err)
+}
+
+// An HTTP/1.1 burst's requests do not ask the server to close: the server
+// keeps each connection after its reply (it goes idle), so that it does not
+// spend the time between two requests of the burst on a close, and the
+// harness closes it once the reply is read. A single attempt still asks
+// the server to close.
+func TestBurstLeavesTheCloseToTheHarness(t *testing.T) {
+	const n = 8
+	var mu sync.Mutex
+	var closeAsked []bool
+	states := map[net.Conn][]http.ConnState{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		mu.Lock()
+		closeAsked = append(closeAsked, r.Close)
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		states[c] = append(states[c], s)
+	}
+	srv.Start()
+	defer srv.Close()
+	// closed waits until every connection the server saw is closed, then
+	// returns how many went idle (kept after a reply) before they closed.
+	closed := func(conns int) (idled int) {
+		ctx := testctx.UntilDeadline(t)
+		for {
+			mu.Lock()
+			done, idled := 0, 0
+			for _, ss := range states {
+				if ss[len(ss)-1] == http.StateClosed {
+					done++
+					if slices.Contains(ss, http.StateIdle) {
+						idled++
+					}
+				}
+			}
+			mu.Unlock()
+			if done == conns {
+				return idled
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%d of %d connections closed", done, conns)
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{Method: "POST", Path: "/orders", Body: []byte(`{"totalCents":4000}`)}
+	}
+	results, _ := (&Client{}).Burst(context.Background(), addrOf(t, srv), reqs)
+	for i, res := range results {
+		require.NoError(t, res.Err, "request %d", i)
+		assert.Equal(t, http.StatusCreated, res.Status)
+	}
+	assert.Equal(t, n, closed(n), "every burst connection was kept by the server after its reply, and closed by the harness")
+	mu.Lock()
+	assert.Equal(t, slices.Repeat([]bool{false}, n), closeAsked, "no burst request asks the server to close")
+	closeAsked = nil
+	mu.Unlock()
+
+	res := (&Client{}).Do(context.Background(), addrOf(t, srv), reqs[0])
+	require.NoError(t, res.Err)
+	assert.Equal(t, n, closed(n+1), "the single attempt's connection was closed by the server, never kept")
+	mu.Lock()
+	assert.Equal(t, []bool{true}, closeAsked, "a single attempt asks the server to close")
+	mu.Unlock()
 }

@@ -89,7 +89,7 @@ func (c *Client) burstH2(ctx context.Context, addr string, reqs []Request, auto 
 	var live []*h2stream
 	var deadline time.Time
 	for i, req := range reqs {
-		a := c.newAttempt(ctx, addr, req)
+		a := c.newAttempt(ctx, addr, req, false)
 		as[i] = a
 		if a.done() {
 			continue

@@ -7,8 +7,11 @@
 // byte it silently resends requests whose headers carry Idempotency-Key or
 // X-Idempotency-Key, so the target would see two requests where the history
 // records one. This package therefore writes every request by hand on its
-// own fresh TCP (or TLS) connection, marked "Connection: close", reads the
-// reply with http.ReadResponse, closes the connection, and never retries.
+// own fresh TCP (or TLS) connection, reads the reply with
+// http.ReadResponse, closes the connection, and never retries. A single
+// attempt is marked "Connection: close"; an HTTP/1.1 burst's requests are
+// not, so that the server does not close each connection before it takes
+// in the next request (see burstHTTP1).
 // An HTTP/2 burst (h2.go) is the one exception to "one connection per
 // attempt": its attempts are the streams of a few fresh connections (one
 // per release lane, lanes.go), each opened once and never resent.
@@ -186,7 +189,7 @@ func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
 // reported in the Result, and a failed attempt is the caller's to repeat as a
 // new attempt.
 func (c *Client) Do(ctx context.Context, addr string, req Request) Result {
-	a := c.newAttempt(ctx, addr, req)
+	a := c.newAttempt(ctx, addr, req, true)
 	if !a.done() && a.dial(addr) {
 		if err := a.write(a.wire); err != nil {
 			a.writeFailed(err)
@@ -206,7 +209,7 @@ func (c *Client) Encode(addr string, req Request) ([]byte, error) {
 	if host == "" {
 		host = addr
 	}
-	return encode(host, req)
+	return encode(host, req, true)
 }
 
 // http1TLS is the TLS configuration of an HTTP/1.1 connection: the caller's,
@@ -294,14 +297,20 @@ type attempt struct {
 	ended bool
 }
 
-func (c *Client) newAttempt(ctx context.Context, addr string, req Request) *attempt {
+// newAttempt prepares the send of req to addr: its deadline and its bytes,
+// marked "Connection: close" when closeConn is set (see encode).
+func (c *Client) newAttempt(ctx context.Context, addr string, req Request, closeConn bool) *attempt {
 	a := &attempt{c: c, ctx: ctx, method: req.Method}
 	a.res.Start = time.Now()
 	a.deadline = a.res.Start.Add(c.timeout())
 	if d, ok := ctx.Deadline(); ok && !d.After(a.deadline) {
 		a.deadline, a.ctxDeadline = d, true
 	}
-	wire, err := c.Encode(addr, req)
+	host := c.Host
+	if host == "" {
+		host = addr
+	}
+	wire, err := encode(host, req, closeConn)
 	if err != nil {
 		a.fail(err, KindOther)
 		return a
@@ -563,8 +572,11 @@ func sentHeaders(h http.Header) (keys []string, hasUA bool) {
 
 // encode writes the request by hand so that the bytes on the wire are exactly
 // known: Host first, the caller's headers in sorted order, then
-// Content-Length and "Connection: close".
-func encode(host string, req Request) ([]byte, error) {
+// Content-Length and, when closeConn is set, "Connection: close". Without
+// it the server keeps the connection open after its reply until the
+// harness, having read the reply, closes it. The caller's own Connection
+// header is never sent (see framing).
+func encode(host string, req Request, closeConn bool) ([]byte, error) {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -606,7 +618,10 @@ func encode(host string, req Request) ([]byte, error) {
 	if len(req.Body) > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		b.WriteString("Content-Length: " + strconv.Itoa(len(req.Body)) + "\r\n")
 	}
-	b.WriteString("Connection: close\r\n\r\n")
+	if closeConn {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
 	b.Write(req.Body)
 	return b.Bytes(), nil
 }

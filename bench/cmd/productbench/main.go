@@ -52,7 +52,7 @@ func main() {
 	busy := flag.Int("busy", 2, "busy loops for the loaded pass (0: no loaded pass)")
 	quiet := flag.Bool("quiet", true, "run the pass without busy loops")
 	warmup := flag.Int("warmup", 5, "bursts per driver sent before each combination, not counted")
-	pause := flag.Duration("pause", 2*time.Millisecond, "pause after every burst of vegeta and the barrier")
+	pause := flag.Duration("pause", 2*time.Millisecond, "pause after every burst of each driver (the product's included), before the next driver's")
 	maxTime := flag.Duration("max", 8*time.Minute, "stop measuring after this long, whatever -bursts says")
 	write := flag.String("write", "", "Markdown file whose product section is rewritten")
 	dump := flag.Int("dump", 0, "print the arrival offsets of this many bursts per driver and combination")
@@ -249,6 +249,11 @@ func measure(ctx context.Context, cfg config, addr string, c combo) (map[string]
 		}
 		i := 0
 		between := func(p scenarios.Progress) {
+			// The product's burst gets the pause the other drivers get
+			// after theirs: the target tears its connections down (the
+			// harness closes them once it has read the replies) before
+			// the next driver's burst, not during it.
+			time.Sleep(cfg.pause)
 			i++
 			if i%2 == 0 {
 				other(veg, vt)
