@@ -362,3 +362,89 @@ func TestDBLatency(t *testing.T) {
 	assert.GreaterOrEqual(t, took, ms)
 	t.Logf("db-latency(%v): SELECT 1 took %v", ms, took.Round(time.Millisecond))
 }
+
+// holdCommitWatched is holdCommit on the watched proxy, the one a started
+// target is handed, with db-hold armed on it.
+func holdCommitWatched(t *testing.T, s *shop) (HoldEvent, <-chan error, *pgx.Conn, int64) {
+	t.Helper()
+	addr, err := s.link.WatchedAddr()
+	require.NoError(t, err)
+	dsn, err := RewriteDSN(s.dsn, addr)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	disarm, err := s.link.Arm(DBHold("", 1))
+	require.NoError(t, err)
+	t.Cleanup(func() { disarm() })
+	tx, id := s.insert(t, conn)
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		errc <- tx.Commit(ctx)
+	}()
+	ev := held(t, s.link)
+	assert.Equal(t, "commit", ev.SQL)
+	return ev, errc, conn, id
+}
+
+// awaitAnswer waits until the answer to a released statement is held.
+func awaitAnswer(t *testing.T, a *AnswerHold) {
+	t.Helper()
+	select {
+	case <-a.Held():
+	case <-time.After(testTimeout):
+		t.Fatal("the database's answer was never held")
+	}
+}
+
+// The answer to a released COMMIT is held on its way back: the row has
+// committed in the database while the target's commit has not returned,
+// so the target can have done nothing after it. Forward then lets the
+// commit return.
+func TestDBHoldAnswerForward(t *testing.T) {
+	s := newShop(t)
+	ev, errc, _, id := holdCommitWatched(t, s)
+	ans, err := ev.ReleaseHoldingAnswer()
+	require.NoError(t, err)
+	awaitAnswer(t, ans)
+	assert.Equal(t, 1, s.rows(t, id), "the COMMIT ran once its answer came back")
+	select {
+	case err := <-errc:
+		t.Fatalf("the commit returned (%v) while its answer was held", err)
+	default:
+	}
+	ans.Forward()
+	require.NoError(t, waitErr(t, errc), "commit after Forward")
+	ans.Drop()
+	assert.Equal(t, 1, s.rows(t, id))
+}
+
+// The kill path: the target goes away while the answer to its COMMIT is
+// held. The row stays committed; the target never learnt it.
+func TestDBHoldAnswerDrop(t *testing.T) {
+	s := newShop(t)
+	ev, errc, conn, id := holdCommitWatched(t, s)
+	ans, err := ev.ReleaseHoldingAnswer()
+	require.NoError(t, err)
+	awaitAnswer(t, ans)
+	ans.Drop()
+	require.NoError(t, conn.PgConn().Conn().Close())
+	require.Error(t, waitErr(t, errc), "the commit never learnt its answer")
+	assert.Equal(t, 1, s.rows(t, id))
+}
+
+// A fault's own proxy follows no answers: the hold says so and releases
+// nothing.
+func TestDBHoldAnswerNeedsTheWatchedProxy(t *testing.T) {
+	s := newShop(t)
+	ev, errc, _, id := holdCommit(t, s)
+	_, err := ev.ReleaseHoldingAnswer()
+	require.ErrorIs(t, err, ErrAnswerNotFollowed)
+	require.NoError(t, ev.Cut())
+	require.Error(t, waitErr(t, errc))
+	assert.Equal(t, 0, s.rows(t, id))
+}

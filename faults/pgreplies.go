@@ -24,7 +24,43 @@ type pgConn struct {
 	replies atomic.Int64
 	// ended: the connection was closed.
 	ended atomic.Bool
+	// followed: a replies toxic follows this connection's answers, so a
+	// gate set on it acts.
+	followed atomic.Bool
+	// gate, when set, holds the answer that brings replies past its after
+	// (HoldEvent.ReleaseHoldingAnswer).
+	gate atomic.Pointer[answerGate]
 }
+
+// answerGate holds the backend's bytes that answer one statement: the
+// chunk in which the connection's ReadyForQuery count passes after. held
+// is closed when that chunk is held; the decision is true to forward it,
+// false to drop it.
+type answerGate struct {
+	after int64
+	held  chan struct{}
+	decision[bool]
+}
+
+func newAnswerGate(after int64) *answerGate {
+	return &answerGate{after: after, held: make(chan struct{}), decision: newDecision[bool]()}
+}
+
+// AnswerHold is the database's answer to a released statement, held on
+// its way back to the target (HoldEvent.ReleaseHoldingAnswer).
+type AnswerHold struct{ g *answerGate }
+
+// Held is closed once the answer has come back from the database and is
+// held: the statement has run, and the target has not received its answer.
+func (a *AnswerHold) Held() <-chan struct{} { return a.g.held }
+
+// Forward lets the answer, and what follows it, reach the target.
+func (a *AnswerHold) Forward() { a.g.decide(true) }
+
+// Drop discards the answer, held or still to come (the target was killed,
+// say); what the database sends after it still passes. The first of
+// Forward and Drop decides.
+func (a *AnswerHold) Drop() { a.g.decide(false) }
 
 // finished reports whether the first statement sent after prior others
 // that each get a ReadyForQuery (a simple Query, a Sync, a function call)
@@ -73,6 +109,7 @@ func (t *pgRepliesToxic) NewState() any {
 	if c == nil {
 		c = &pgConn{}
 	}
+	c.followed.Store(true)
 	return &pgRepliesState{conn: c}
 }
 
@@ -90,11 +127,35 @@ func (t *pgRepliesToxic) Pipe(stub *toxics.ToxicStub) {
 				return
 			}
 			if n := st.count(c.Data); n > 0 {
-				st.conn.replies.Add(int64(n))
+				got := st.conn.replies.Add(int64(n))
 				t.up.poke()
+				if g := st.conn.gate.Load(); g != nil && got > g.after && st.conn.gate.CompareAndSwap(g, nil) {
+					forward, ok := holdAnswer(stub, g)
+					if !ok {
+						return
+					}
+					if !forward {
+						continue
+					}
+				}
 			}
 			stub.Output <- c
 		}
+	}
+}
+
+// holdAnswer holds the chunk that answers g's statement until g is decided,
+// and reports whether to forward it; ok is false when the toxic was
+// interrupted meanwhile (the chunk is then dropped).
+func holdAnswer(stub *toxics.ToxicStub, g *answerGate) (forward, ok bool) {
+	close(g.held)
+	select {
+	case v := <-g.offers:
+		g.resolve(v)
+		return v, true
+	case <-stub.Interrupt:
+		g.resolve(false)
+		return false, false
 	}
 }
 

@@ -149,6 +149,10 @@ var ErrHoldEnded = errors.New("faults: the held connection had already ended; no
 // the held message has already been forwarded.
 var ErrHoldReleased = errors.New("faults: the held message had already been released")
 
+// ErrAnswerNotFollowed: the held message's connection goes through a proxy
+// that does not follow the database's answers (HoldEvent.ReleaseHoldingAnswer).
+var ErrAnswerNotFollowed = errors.New("faults: the held message's proxy does not follow the database's answers")
+
 // HoldEvent reports that a db-hold fault stopped a statement on its way to
 // the database: the target has reached that point and is waiting for the
 // reply. Exactly one of Release or Cut decides what happens to it; until
@@ -185,6 +189,32 @@ func (e HoldEvent) Release() error {
 	return nil
 }
 
+// ReleaseHoldingAnswer forwards the held message as Release does, and
+// stops the database's answer to it on its way back: the returned
+// AnswerHold's Held is closed once the database has answered the message
+// (its ReadyForQuery came back) and the answer was held, before the target
+// received it. A COMMIT or an autocommitted write held so has committed in
+// the database while the target does not know it yet, so it has done
+// nothing after it, in this database or anywhere else (a key store in
+// Redis, a file, its memory). Forward or Drop the answer afterwards. Only
+// the watched proxy (Link.WatchedAddr, Link.Arm) follows answers; on
+// another, it returns ErrAnswerNotFollowed and releases nothing.
+func (e HoldEvent) ReleaseHoldingAnswer() (*AnswerHold, error) {
+	if e.h == nil || e.h.conn == nil {
+		return nil, ErrHoldEnded
+	}
+	if !e.h.conn.followed.Load() {
+		return nil, ErrAnswerNotFollowed
+	}
+	g := newAnswerGate(e.h.prior)
+	e.h.conn.gate.Store(g)
+	if err := e.Release(); err != nil {
+		e.h.conn.gate.CompareAndSwap(g, nil)
+		return nil, err
+	}
+	return &AnswerHold{g: g}, nil
+}
+
 // Cut drops the held message and closes its connection, both sides: the
 // database sees the target's connection end mid-transaction and rolls the
 // transaction back, the target sees a connection error. It returns once
@@ -218,6 +248,11 @@ type hold struct {
 	// delivered is touched only by the toxic's goroutine: the event was
 	// received from Link.Held, or will never be (the Link closed).
 	delivered bool
+	// conn and prior place the held message on its connection, for
+	// ReleaseHoldingAnswer: its answer is the ReadyForQuery after prior
+	// others. conn is nil for a hold that cannot follow its answer.
+	conn  *pgConn
+	prior int64
 }
 
 func newHold(l Landing) *hold {
@@ -466,6 +501,7 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 					return false
 				}
 				st.held, st.heldSize = newHold(l), size
+				st.held.conn, st.held.prior = st.conn, ev.prior
 				return true
 			}
 		}
