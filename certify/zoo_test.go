@@ -22,7 +22,7 @@ var ordersProgram = testbin.New("github.com/idemcheck/idemcheck/examples/orders/
 
 func ordersBinary(t *testing.T) string { return ordersProgram.Path(t) }
 
-func removeBinaries() { ordersProgram.Remove() }
+func removeBinaries() { ordersProgram.Remove(); fileKeysProgram.Remove() }
 
 const testLease = time.Second
 

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -98,8 +99,9 @@ const (
 	// LandedAfterReply: the attempt had its whole reply when the target
 	// was killed.
 	LandedAfterReply = "after-reply"
-	// LandedAfterCommit: a COMMIT had gone through and the target's next
-	// statement was held on the database link.
+	// LandedAfterCommit: an effect write (a COMMIT or an autocommitted
+	// write) had committed in the database and its answer was held on the
+	// database link, before the target received it.
 	LandedAfterCommit = "after-commit"
 	// LandedHeldStatement: a statement (COMMIT, by default) was held on the
 	// database link, before it reached the database.
@@ -147,14 +149,16 @@ func (s *session) replyHold() (*faults.ReplyHold, error) {
 // killAfterCommit runs a HoldKillAfterCommit step and the retry after it
 // (crash-after-commit). The first attempt goes through a proxy that holds
 // its reply at the first byte, and st.DBFault (a db-hold on the round's
-// COMMIT) is armed on the database link. When the COMMIT is held it is let
-// through, and the next statement the target sends, whatever it is, is
-// held instead. The target is killed at the first of the two holds to
-// land: its next statement (the COMMIT went through, the key store's
-// write had not yet), or its reply (the handler committed and is
+// effect write: a COMMIT or an autocommitted write) is armed on the
+// database link. When the write is held it is let through with the
+// database's answer held on its way back, and the target is killed at
+// the first of the two holds to land: the answer (the write has committed
+// in the database and the target has not learnt it, so it has done
+// nothing after it, in this database or in a key store the link does not
+// see, such as Redis), or its reply (the handler committed and is
 // answering, and the client has not received a byte). Then both holds are
-// cut, the target restarts, and the retry keeps trying while the key is in
-// progress, up to the lease plus a margin.
+// dropped, the target restarts, and the retry keeps trying while the key
+// is in progress, up to the lease plus a margin.
 func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st Step, addr string, req wire.Request, first, retry idemcheck.Attempt) error {
 	if s.Powers == nil {
 		return fmt.Errorf("%s needs control of the target", first.Check)
@@ -165,12 +169,10 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st S
 	}
 	disarmReply := rh.Arm()
 	defer disarmReply()
-	disarmCommit, err := s.Powers.ArmDB(st.DBFault)
+	disarmDB, err := s.Powers.ArmDB(st.DBFault)
 	if err != nil {
 		return err
 	}
-	disarmNext := func() faults.Landing { return faults.Landing{} }
-	disarmDB := func() { disarmCommit(); _ = disarmNext() }
 	defer func() { disarmDB() }()
 
 	firstDone := make(chan wire.Result, 1)
@@ -180,37 +182,40 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st S
 	defer timeout.Stop()
 
 	var (
-		commit    *faults.HoldEvent // the COMMIT let through
-		stmt      *faults.HoldEvent // the statement held after it
+		commit    *faults.HoldEvent  // the write let through
+		answer    *faults.AnswerHold // the database's answer to it, held
+		answered  <-chan struct{}    // closed once the answer is held
 		reply     *faults.ReplyEvent
 		landing   string
 		sql       string
 		detailFmt string
 	)
+	defer func() {
+		if answer != nil {
+			answer.Drop()
+		}
+	}()
 wait:
 	for {
 		select {
 		case ev := <-s.Powers.Held():
-			if commit == nil {
-				// Hold whatever comes next before the COMMIT goes on: the
-				// new rule replaces the COMMIT's on the link.
-				if disarmNext, err = s.Powers.ArmDB(faults.DBHold(AnyStatement, 1)); err != nil {
-					_ = ev.Cut()
-					return err
-				}
-				commit = &ev
-				s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
-					fmt.Sprintf("the statement was held on the database link (match %d) and then let through: the kill waits for what the target does next", ev.Match))
-				if err := ev.Release(); err != nil {
-					// The connection ended while held (the target died on
-					// its own): the reply hold or the attempt's end says
-					// what happened next.
-					continue
+			commit = &ev
+			s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
+				fmt.Sprintf("the statement was held on the database link (match %d) and then let through, its answer held on the way back: the kill waits for the database to answer it", ev.Match))
+			if answer, err = ev.ReleaseHoldingAnswer(); err != nil {
+				// The connection ended while held (the target died on
+				// its own), or its answer cannot be held: the reply
+				// hold or the attempt's end says what happens next.
+				answer = nil
+				if errors.Is(err, faults.ErrAnswerNotFollowed) {
+					_ = ev.Release()
 				}
 				continue
 			}
-			stmt, landing, sql = &ev, LandedAfterCommit, ev.SQL
-			detailFmt = "killed after its statement %q went through, while the next one was held on the database link before it reached the database"
+			answered = answer.Held()
+		case <-answered:
+			landing, sql = LandedAfterCommit, commit.SQL
+			detailFmt = "killed after the database had committed its statement %q and before the target received the answer (held on the database link): the target had done nothing after it"
 			break wait
 		case r := <-rh.Held():
 			reply, landing = &r, idemcheck.LandedReply
@@ -226,10 +231,10 @@ wait:
 			disarmReply()
 			s.record(first, res)
 			s.event(idemcheck.FaultMissed, first, first.Fault, "", "",
-				"the first attempt ended before its reply or the statement after its COMMIT could be held: the target was not killed")
+				"the first attempt ended before its reply or the answer to its effect write could be held: the target was not killed")
 			return s.retryWhileInProgress(ctx, addr, req, retry, false)
 		case <-timeout.C:
-			return fmt.Errorf("%s: the target neither answered nor sent a statement after its COMMIT within %v", first.Check, holdTimeout)
+			return fmt.Errorf("%s: the target neither answered nor had its effect write answered by the database within %v", first.Check, holdTimeout)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -239,16 +244,13 @@ wait:
 		detail = fmt.Sprintf(detailFmt, short(commit.SQL))
 	}
 	if err := s.Powers.Kill(); err != nil {
-		if stmt != nil {
-			_ = stmt.Cut()
-		}
 		if reply != nil {
 			_ = reply.Cut()
 		}
 		return fmt.Errorf("%s: kill the target: %w", first.Check, err)
 	}
-	if stmt != nil {
-		_ = stmt.Cut()
+	if answer != nil {
+		answer.Drop()
 	}
 	if reply != nil {
 		_ = reply.Cut()

@@ -350,7 +350,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		st := sc.Steps[i]
 		s.step = nil
 		if st.NthByRound {
-			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round)
+			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round, st.OnHold == HoldKillAfterCommit)
 		}
 		if st.ProviderByRound {
 			fs := provider.Faults()
@@ -687,11 +687,12 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 // has committed and it has not, which is where most bugs show; then the
 // one before it, and so on, a round each. The number of writes comes from
 // clean attempts (do); until one was counted, the first write is tried. A
-// fault with an explicit match alternates its 1st and 2nd match.
-func (s *session) nthByRound(check string, f faults.Fault, round int) faults.Fault {
+// fault with an explicit match, or with alternate, alternates its 1st and
+// 2nd match.
+func (s *session) nthByRound(check string, f faults.Fault, round int, alternate bool) faults.Fault {
 	match, explicit := f.Params["match"]
 	nth := (round-1)%2 + 1
-	if !explicit {
+	if !explicit && !alternate {
 		nth = 1
 		if k := s.writes; k > 0 {
 			nth = k - s.shifts[check]%k

@@ -63,7 +63,8 @@ type Step struct {
 	// on; the first while none was counted. A target that claims its key,
 	// commits its work and finishes the key in separate writes has a
 	// window before each, and each round tries one. With an explicit
-	// match, rounds alternate its 1st and 2nd match.
+	// match, and for HoldKillAfterCommit, rounds alternate the 1st and 2nd
+	// match.
 	NthByRound bool
 	// KillAfter kills the target once the step's attempts have been
 	// answered, and starts it again before the next step: the retry then
@@ -119,10 +120,11 @@ const (
 	HoldCrash
 	// HoldStall freezes the attempt past the lease while a retry is sent.
 	HoldStall
-	// HoldKillAfterCommit lets the held COMMIT through and kills the target
-	// at whichever comes first: its next statement on the database link,
-	// or its reply's first byte on the client link (held there, so the
-	// client receives nothing). The effect has committed; the reply never
+	// HoldKillAfterCommit lets the held effect write through and kills
+	// the target at whichever comes first: the database's answer to it,
+	// held on the database link before the target receives it, or its
+	// reply's first byte on the client link (held there, so the client
+	// receives nothing). The effect has committed; the reply never
 	// arrives; the target restarts and the next step retries.
 	HoldKillAfterCommit
 	// HoldInFlight sends the next step's attempt while the held one waits
@@ -335,18 +337,19 @@ func RestartReplay(rounds int) Scenario {
 // CrashAfterCommit kills the target after the first attempt's effect
 // committed and before its reply reached the client, restarts it, and
 // retries while the key is in progress, up to the lease plus a margin. The
-// kill lands at the first of: the statement the target sends after the
-// round's COMMIT (rounds alternate between the attempt's first and second
-// COMMIT, as crash-lease does), or the reply's first byte, held on the
-// client link. A key saved apart from the effect (in memory, in a second
+// round's effect write (a COMMIT or an autocommitted write; rounds
+// alternate between the attempt's first and second) is let through, and
+// the kill lands at the first of: the database's answer to it, held on the
+// database link before the target receives it, or the reply's first byte,
+// held on the client link. At the answer the write has committed and the
+// target has done nothing after it, wherever it keeps its keys: a key
+// saved apart from the effect (in memory, in Redis, in a second
 // transaction, by a write after the COMMIT) is then lost or left running,
 // and the retry executes again. It runs at least two rounds, one per
-// window. The hold matches COMMITs alone (faults.CommitPattern): the kill
-// must come after an effect committed, and a handler that autocommits has
-// no COMMIT to wait for, so its kill lands at the reply.
+// write.
 func CrashAfterCommit(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashAfterCommit, Rounds: max(rounds, 2), Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold(faults.CommitPattern, 1), OnHold: HoldKillAfterCommit, NthByRound: true},
+		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldKillAfterCommit, NthByRound: true},
 		{Attempts: 1, RetryInProgress: true},
 	}}
 }

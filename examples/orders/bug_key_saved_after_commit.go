@@ -18,8 +18,9 @@ package orders
 //
 // Everything else is the reference's, the claim, the lease and the fence
 // included. idemcheck's crash-after-commit check lets the order's COMMIT
-// through, kills the target at the next statement it sends (this UPDATE),
-// restarts it, retries past the lease, and reports duplicate-effect.
+// through, kills the target when the database's answer comes back (held on
+// the link, so this UPDATE is never sent), restarts it, retries past the
+// lease, and reports duplicate-effect.
 
 import "context"
 
