@@ -332,6 +332,10 @@ type session struct {
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
+	// cut says a db-cut of the running round landed, on cutSQL: the
+	// round then ends by asking whether the target recovered (recovered).
+	cut    bool
+	cutSQL string
 }
 
 // round sends one round of sc with a fresh intent. It reports whether one
@@ -346,6 +350,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	}
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
+	s.cut = false
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
 		s.step = nil
@@ -494,6 +499,12 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		}
 	}
 	s.takeCalls(in)
+	if s.cut {
+		placed := idemcheck.Event{Check: sc.Check, Intent: in.ID, Round: round, Step: len(sc.Steps)}
+		if err := s.recovered(ctx, placed, s.cutSQL); err != nil {
+			return false, err
+		}
+	}
 	return loose, s.observe(ctx, in)
 }
 
@@ -780,6 +791,9 @@ func (s *session) landed(a idemcheck.Attempt, fault, landing, sql string, at tim
 func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landing) {
 	if f.Name != "db-cut" && f.Name != "db-hold" {
 		return
+	}
+	if f.Name == "db-cut" && l.Kind != "" {
+		s.cut, s.cutSQL = true, l.SQL
 	}
 	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, dbMissed(f))
 }
