@@ -48,6 +48,18 @@ func (s *session) recovered(ctx context.Context, placed idemcheck.Event, cutSQL 
 		if res.Err == nil && res.Status < 500 {
 			continue
 		}
+		if res.Err != nil {
+			// No reply: a target that is dying (its process exits on the
+			// cut) is let finish, and its exit, recorded and revived as
+			// after any step, is the finding.
+			exited, err := s.watchExits(ctx, placed, false)
+			if err != nil {
+				return err
+			}
+			if exited {
+				return nil
+			}
+		}
 		got := "no reply: " + errText(res)
 		if res.Err == nil {
 			got = fmt.Sprintf("%d %s", res.Status, s.scrub(oneLine(string(res.Body), 60)))

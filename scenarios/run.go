@@ -555,16 +555,22 @@ const MaxLogTail = 20
 // dying, so its exit is placed at the step it broke. A target that cannot
 // be restarted stops the run.
 func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bool) error {
+	_, err := s.watchExits(ctx, placed, answered)
+	return err
+}
+
+// watchExits is watch, and says whether the target had exited.
+func (s *session) watchExits(ctx context.Context, placed idemcheck.Event, answered bool) (bool, error) {
 	if s.Powers == nil {
-		return nil
+		return false, nil
 	}
 	s.lastStep = placed
 	evs, err := s.Powers.Exits(ctx, !answered)
 	if err != nil {
-		return fmt.Errorf("watch the target: %w", err)
+		return false, fmt.Errorf("watch the target: %w", err)
 	}
 	if len(evs) == 0 {
-		return nil
+		return false, nil
 	}
 	s.recordExits(placed, evs, "during")
 	seen := map[int]bool{}
@@ -575,7 +581,7 @@ func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bo
 		seen[ev.Instance] = true
 		restarted, err := s.Powers.Revive(ctx, ev.Instance)
 		if err != nil {
-			return fmt.Errorf("the target (instance %d) exited on its own during %s round %d step %d (%s) and could not be restarted: %w; its last output:\n%s",
+			return true, fmt.Errorf("the target (instance %d) exited on its own during %s round %d step %d (%s) and could not be restarted: %w; its last output:\n%s",
 				ev.Instance, placed.Check, placed.Round, placed.Step, ev.ExitStatus, err, clipTail(ev.LogTail, MaxLogTail))
 		}
 		if restarted {
@@ -585,7 +591,7 @@ func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bo
 			s.rec.event(r)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // recordExits puts exit events in the history, placed at a step; when says
