@@ -85,5 +85,3 @@ func TestTargetThatFailsEveryRequestAfterACutLinkIsNotPassed(t *testing.T) {
 	assert.Equal(t, r.Verdict, again.Verdict)
 	assert.Equal(t, r.Checks, again.Checks)
 }
-
-
