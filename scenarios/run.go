@@ -801,7 +801,22 @@ func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landin
 	if f.Name == "db-cut" && l.Kind != "" {
 		s.cut, s.cutSQL = true, l.SQL
 	}
-	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, dbMissed(f))
+	missed := dbMissed(f)
+	if s.last.Intent == a.Intent && s.last.Step == a.Step && s.last.Outcome == idemcheck.Replied {
+		missed += failedFirst(s.last.Status)
+	}
+	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, missed)
+}
+
+// failedFirst adds to a database-link fault's miss that the attempt was
+// answered with a server error before it: a target that fails before it
+// reaches its database (one whose connection is dead) is not one whose
+// handler writes nothing.
+func failedFirst(status int) string {
+	if status < 500 {
+		return ""
+	}
+	return fmt.Sprintf("; it answered %d without one: it failed before it reached its database", status)
 }
 
 // dbMissed says what a db-cut or db-hold that did not act waited for.
@@ -965,6 +980,9 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 		// was no window to break. Recorded as it is, with the fault's miss;
 		// the retry still runs, on a clean link.
 		missed := dbMissed(st.DBFault)
+		if res.Err == nil {
+			missed += failedFirst(res.Status)
+		}
 		if l := disarm(); l.Acted() {
 			// It held a statement the attempt did not wait for (a
 			// background job's): let that one go, and say so.
