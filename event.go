@@ -22,6 +22,12 @@ const (
 	// TargetExited: the target (an instance of it) ended without the
 	// harness asking. ExitStatus and LogTail say how.
 	TargetExited EventKind = "target-exited"
+	// TargetUnrecovered: after its database link was cut, the target
+	// (still running) failed a fresh request, with a 5xx or no reply: it
+	// kept the dead connection, and every request it takes fails. SQL is
+	// the statement the cut landed on; Detail says what the fresh request
+	// got. The harness then restarts the target.
+	TargetUnrecovered EventKind = "target-unrecovered"
 	// TargetRestarted: the harness started the target again and it was
 	// ready.
 	TargetRestarted EventKind = "target-restarted"

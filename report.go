@@ -199,9 +199,12 @@ type Report struct {
 	// checked (and why), so the report can stand on its own in a review.
 	Contract []RuleResult `json:"contract"`
 	// TargetExits are the times the target died on its own during the
-	// run, with how it ended and what it said last: a robustness finding
-	// apart from the idempotency verdict (a service that exits when its
-	// database connection drops, say).
+	// run, with how it ended and what it said last, and the times it
+	// outlived a cut database link without recovering (Kind
+	// TargetUnrecovered: it failed fresh requests until restarted): a
+	// robustness finding apart from the idempotency verdict (a service
+	// that exits, or fails every request, when its database connection
+	// drops).
 	TargetExits []Event `json:"target_exits,omitempty"`
 	Stats       Stats   `json:"stats"`
 }

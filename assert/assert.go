@@ -127,7 +127,7 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 		r.Checks = append(r.Checks, cr)
 	}
 	for _, e := range h.Events {
-		if e.Kind == idemcheck.TargetExited {
+		if e.Kind == idemcheck.TargetExited || e.Kind == idemcheck.TargetUnrecovered {
 			r.TargetExits = append(r.TargetExits, e)
 		}
 	}
@@ -206,13 +206,19 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 	}
 	planned := facts(h)
 	calls := callsByIntent(h)
+	unrecovered := map[string]bool{}
+	for _, e := range h.Events {
+		if e.Kind == idemcheck.TargetUnrecovered {
+			unrecovered[e.Intent] = true
+		}
+	}
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
 		atts := byIntent[in.ID]
 		if len(atts) == 0 {
 			continue
 		}
-		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check], words: words}
+		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check], words: words, unrecovered: unrecovered[in.ID]}
 		if b, ok := scheduled[in.ID]; ok {
 			ic.scheduled = &b
 			if b.InTurn {
@@ -251,7 +257,12 @@ type intentCheck struct {
 	// turns are the write-held events of a burst released in turn, in the
 	// order the writes went.
 	turns []idemcheck.Event
-	out   []idemcheck.Anomaly
+	// unrecovered says the target failed fresh requests after this
+	// intent's database link cut (TargetUnrecovered): the statuses its
+	// attempts got show the dead connection, not the key store, so only
+	// its effects are judged.
+	unrecovered bool
+	out         []idemcheck.Anomaly
 }
 
 // success is a success reply with its decoded identity.
@@ -265,10 +276,14 @@ type success struct {
 func (c *intentCheck) run() []idemcheck.Anomaly {
 	succ := c.successes()
 	c.checkResources(succ)
-	c.checkStatuses()
+	if !c.unrecovered {
+		c.checkStatuses()
+	}
 	c.checkStuck()
 	c.checkAcknowledged()
-	c.checkSavedError()
+	if !c.unrecovered {
+		c.checkSavedError()
+	}
 	v := c.checkVariants(succ)
 	v.add(c.checkCorrectedRetry())
 	v.add(c.checkKeySyntax())

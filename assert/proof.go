@@ -40,6 +40,9 @@ type checkEvidence struct {
 	landings map[string]int // where faults landed: "commit", "autocommit-write", ...
 	kills    int
 	exits    []idemcheck.Event
+	// unrecovered are the rounds after whose database link cut the target
+	// failed fresh requests (TargetUnrecovered).
+	unrecovered []idemcheck.Event
 	// links tallies the faulted rounds by the links their faults acted on
 	// (linkKey): a check that arms faults on several links (failed-attempt
 	// cuts the database link in some rounds and breaks the provider link in
@@ -58,6 +61,9 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 	for _, e := range h.Events {
 		if e.Check == name && e.Kind == idemcheck.TargetExited {
 			ev.exits = append(ev.exits, e)
+		}
+		if e.Check == name && e.Kind == idemcheck.TargetUnrecovered {
+			ev.unrecovered = append(ev.unrecovered, e)
 		}
 	}
 	for _, in := range h.Intents {
@@ -217,6 +223,14 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 		e := ev.exits[0]
 		return idemcheck.Inconclusive, "", fmt.Sprintf("the target exited on its own (%s) during round %d, step %d%s: what followed tested a restarted target, not the scenario",
 			orUnknown(e.ExitStatus), e.Round, e.Step, after(e))
+	}
+	if len(ev.unrecovered) > 0 {
+		// Its retries met a target that fails every request: a 5xx then is
+		// no saved error, and a success came from another process.
+		e := ev.unrecovered[0]
+		return idemcheck.Inconclusive, "", fmt.Sprintf("the target did not recover from its cut database link (round %d: %s): "+
+			"what its retries got shows the broken connection, not how its key store keeps a failed attempt",
+			e.Round, e.Detail)
 	}
 	if ev.undecided != "" {
 		return idemcheck.Inconclusive, "", ev.undecided

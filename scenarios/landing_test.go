@@ -80,4 +80,10 @@ func TestDBMissedSaysWhatTheFaultWaitedFor(t *testing.T) {
 	assert.Contains(t, dbMissed(faults.DBHold(BeginPattern, 1)), "no statement matching")
 	assert.Equal(t, "abc...", clip("abcdef", 3))
 	assert.Equal(t, "a...", clip("aé", 2), "never half a rune")
+	// A miss the target answered with a server error says so: its
+	// database was never reached, which is not a handler that writes
+	// nothing.
+	assert.Equal(t, "; it answered 500 without one: it failed before it reached its database", failedFirst(500))
+	assert.Empty(t, failedFirst(201))
+	assert.Empty(t, failedFirst(409))
 }

@@ -332,6 +332,10 @@ type session struct {
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
+	// cut says a db-cut of the running round landed, on cutSQL: the
+	// round then ends by asking whether the target recovered (recovered).
+	cut    bool
+	cutSQL string
 }
 
 // round sends one round of sc with a fresh intent. It reports whether one
@@ -346,6 +350,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	}
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
+	s.cut = false
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
 		s.step = nil
@@ -494,6 +499,12 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		}
 	}
 	s.takeCalls(in)
+	if s.cut {
+		placed := idemcheck.Event{Check: sc.Check, Intent: in.ID, Round: round, Step: len(sc.Steps)}
+		if err := s.recovered(ctx, placed, s.cutSQL); err != nil {
+			return false, err
+		}
+	}
 	return loose, s.observe(ctx, in)
 }
 
@@ -544,16 +555,22 @@ const MaxLogTail = 20
 // dying, so its exit is placed at the step it broke. A target that cannot
 // be restarted stops the run.
 func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bool) error {
+	_, err := s.watchExits(ctx, placed, answered)
+	return err
+}
+
+// watchExits is watch, and says whether the target had exited.
+func (s *session) watchExits(ctx context.Context, placed idemcheck.Event, answered bool) (bool, error) {
 	if s.Powers == nil {
-		return nil
+		return false, nil
 	}
 	s.lastStep = placed
 	evs, err := s.Powers.Exits(ctx, !answered)
 	if err != nil {
-		return fmt.Errorf("watch the target: %w", err)
+		return false, fmt.Errorf("watch the target: %w", err)
 	}
 	if len(evs) == 0 {
-		return nil
+		return false, nil
 	}
 	s.recordExits(placed, evs, "during")
 	seen := map[int]bool{}
@@ -564,7 +581,7 @@ func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bo
 		seen[ev.Instance] = true
 		restarted, err := s.Powers.Revive(ctx, ev.Instance)
 		if err != nil {
-			return fmt.Errorf("the target (instance %d) exited on its own during %s round %d step %d (%s) and could not be restarted: %w; its last output:\n%s",
+			return true, fmt.Errorf("the target (instance %d) exited on its own during %s round %d step %d (%s) and could not be restarted: %w; its last output:\n%s",
 				ev.Instance, placed.Check, placed.Round, placed.Step, ev.ExitStatus, err, clipTail(ev.LogTail, MaxLogTail))
 		}
 		if restarted {
@@ -574,7 +591,7 @@ func (s *session) watch(ctx context.Context, placed idemcheck.Event, answered bo
 			s.rec.event(r)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // recordExits puts exit events in the history, placed at a step; when says
@@ -782,7 +799,25 @@ func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landin
 	if f.Name != "db-cut" && f.Name != "db-hold" {
 		return
 	}
-	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, dbMissed(f))
+	if f.Name == "db-cut" && l.Kind != "" {
+		s.cut, s.cutSQL = true, l.SQL
+	}
+	missed := dbMissed(f)
+	if s.last.Intent == a.Intent && s.last.Step == a.Step && s.last.Outcome == idemcheck.Replied {
+		missed += failedFirst(s.last.Status)
+	}
+	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, missed)
+}
+
+// failedFirst adds to a database-link fault's miss that the attempt was
+// answered with a server error before it: a target that fails before it
+// reaches its database (one whose connection is dead) is not one whose
+// handler writes nothing.
+func failedFirst(status int) string {
+	if status < 500 {
+		return ""
+	}
+	return fmt.Sprintf("; it answered %d without one: it failed before it reached its database", status)
 }
 
 // dbMissed says what a db-cut or db-hold that did not act waited for.
@@ -982,6 +1017,9 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 		// was no window to break. Recorded as it is, with the fault's miss;
 		// the retry still runs, on a clean link.
 		missed := dbMissed(st.DBFault)
+		if res.Err == nil {
+			missed += failedFirst(res.Status)
+		}
 		if l := disarm(); l.Acted() {
 			// It held a statement the attempt did not wait for (a
 			// background job's): let that one go, and say so.

@@ -309,9 +309,17 @@ func normalizeProcessConfig(cfg ProcessConfig) (ProcessConfig, error) {
 }
 
 // commandName picks a short label from a command: the program's base name,
-// after leading variable assignments and exec, or the package of "go run".
+// after a leading "cd DIR &&" (or ";"), variable assignments and exec, or
+// the package of "go run".
 func commandName(command string) string {
 	fields := strings.Fields(command)
+	for len(fields) > 0 && fields[0] == "cd" {
+		i := slices.IndexFunc(fields, func(f string) bool { return f == "&&" || f == ";" })
+		if i < 0 {
+			break
+		}
+		fields = fields[i+1:]
+	}
 	for len(fields) > 0 && (fields[0] == "exec" || isAssignment(fields[0])) {
 		fields = fields[1:]
 	}

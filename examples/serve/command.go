@@ -39,6 +39,10 @@ type Command struct {
 	// ExitOnDBError makes every database connection fatal to the process
 	// when it fails (ExitOnConnError).
 	ExitOnDBError bool
+	// FailAfterDBError makes the process answer 500 to every request but
+	// GET /healthz once a database connection has failed under it
+	// (FailAfterConnError).
+	FailAfterDBError bool
 	// Migrate creates the API's tables.
 	Migrate func(context.Context, *pgxpool.Pool) error
 	// Handler makes the API on the migrated pool. stopped is called once
@@ -73,6 +77,10 @@ func (c Command) Run() error {
 	if c.ExitOnDBError {
 		ExitOnConnError(&poolCfg.ConnConfig.Config, c.Name)
 	}
+	wrap := func(h http.Handler) http.Handler { return h }
+	if c.FailAfterDBError {
+		wrap = FailAfterConnError(&poolCfg.ConnConfig.Config, c.Name)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
@@ -82,6 +90,7 @@ func (c Command) Run() error {
 		return err
 	}
 	h, stopped := c.Handler(pool)
+	h = wrap(h)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err == nil {

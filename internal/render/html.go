@@ -566,6 +566,8 @@ func markOf(e idemcheck.Event) string {
 		return "restart"
 	case idemcheck.TargetExited:
 		return "exit"
+	case idemcheck.TargetUnrecovered:
+		return "unrecovered"
 	case idemcheck.WriteHeld:
 		return "hold"
 	case idemcheck.WritesReleased:

@@ -160,6 +160,11 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 	markdownContract(b, r.Contract)
 
 	for _, e := range r.TargetExits {
+		if e.Kind == idemcheck.TargetUnrecovered {
+			fmt.Fprintf(b, "\n**target did not recover from a cut database link** during %s, round %d: %s\n",
+				escapeInline(oneLine(e.Check, 100)), e.Round, escapeInline(oneLine(e.Detail, 600)))
+			continue
+		}
 		fmt.Fprintf(b, "\n**target exited** (%s) during %s, round %d, step %d", escapeInline(oneLine(orUnknown(e.ExitStatus), 100)),
 			escapeInline(oneLine(e.Check, 100)), e.Round, e.Step)
 		if e.Fault != "" {

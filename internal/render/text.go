@@ -205,31 +205,48 @@ func VerdictWords(v idemcheck.Status) string {
 // their last output; the rest are named by where they happened.
 const MaxExitTails = 3
 
-// writeExits shows each time the target died on its own: where in the run,
-// how it ended and, for the first few, its last output lines.
+// writeExits shows each time the target died on its own (where in the
+// run, how it ended and, for the first few, its last output lines) and
+// each time it outlived a cut database link without recovering.
 func writeExits(w io.Writer, r idemcheck.Report, c palette) {
 	if len(r.TargetExits) == 0 {
 		return
 	}
-	n := len(r.TargetExits)
-	noun := "time"
-	if n > 1 {
-		noun = "times"
+	exited, unrecovered := 0, 0
+	for _, e := range r.TargetExits {
+		if e.Kind == idemcheck.TargetUnrecovered {
+			unrecovered++
+		} else {
+			exited++
+		}
 	}
-	fmt.Fprintf(w, "  %sthe target exited on its own %d %s%s: a robustness finding apart from the idempotency verdict\n", c.red, n, noun, c.reset)
-	for i, e := range r.TargetExits {
+	var what []string
+	if exited > 0 {
+		what = append(what, "exited on its own "+times(exited))
+	}
+	if unrecovered > 0 {
+		what = append(what, "did not recover from a cut database link "+times(unrecovered)+" (it failed fresh requests until restarted)")
+	}
+	fmt.Fprintf(w, "  %sthe target %s%s: a robustness finding apart from the idempotency verdict\n", c.red, strings.Join(what, ", and "), c.reset)
+	tails := 0
+	for _, e := range r.TargetExits {
 		where := "after the run"
 		if e.Check != "" {
 			where = fmt.Sprintf("during %s round %d step %d", e.Check, e.Round, e.Step)
+		}
+		if e.Kind == idemcheck.TargetUnrecovered {
+			fmt.Fprintf(w, "    %s: %s\n", where, e.Detail)
+			continue
 		}
 		status := e.ExitStatus
 		if status == "" {
 			status = "ended"
 		}
 		fmt.Fprintf(w, "    instance %d %s: %s\n", e.Instance, where, status)
-		if i >= MaxExitTails || e.LogTail == "" {
+		if tails >= MaxExitTails || e.LogTail == "" {
 			continue
 		}
+		tails++
 		fmt.Fprintf(w, "      %slast output:%s\n", c.dim, c.reset)
 		for _, line := range strings.Split(strings.TrimRight(e.LogTail, "\n"), "\n") {
 			fmt.Fprintf(w, "      %s| %s%s\n", c.dim, line, c.reset)
@@ -239,6 +256,14 @@ func writeExits(w io.Writer, r idemcheck.Report, c palette) {
 		fmt.Fprintf(w, "    its whole output: %s\n", r.Target.Log)
 	}
 	fmt.Fprintln(w)
+}
+
+// times says how many times: "1 time", "3 times".
+func times(n int) string {
+	if n == 1 {
+		return "1 time"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // kindTally counts the anomalies idx names by kind, "kind xN" each, in

@@ -191,3 +191,22 @@ func TestWriteSoakFaults(t *testing.T) {
 	WriteSoak(&b, rep, true)
 	assert.Contains(t, b.String(), "  faults:\n    no fault                3 first attempts left without a reply and retried\n    cut-reply  ")
 }
+
+// A target that outlived a cut database link without recovering is listed
+// with the exits, in its own words: what the fresh request got, and no
+// exit status it never had.
+func TestWriteShowsTargetThatDidNotRecover(t *testing.T) {
+	r := report()
+	r.TargetExits = []idemcheck.Event{
+		{Kind: idemcheck.TargetExited, Check: "failed-attempt", Round: 1, Step: 1, ExitStatus: "exit status 1"},
+		{Kind: idemcheck.TargetUnrecovered, Check: "failed-attempt", Round: 2, Step: 2,
+			Detail: "after its database link was cut at \"COMMIT\", the target answered a fresh request (a new key, probe 1 of 4 sent together) 500 connection already closed"},
+	}
+	var b bytes.Buffer
+	WriteText(&b, r, false)
+	out := b.String()
+	assert.Contains(t, out, "the target exited on its own 1 time, and did not recover from a cut database link 1 time (it failed fresh requests until restarted)")
+	assert.Contains(t, out, "    instance 0 during failed-attempt round 1 step 1: exit status 1\n")
+	assert.Contains(t, out, "    during failed-attempt round 2 step 2: after its database link was cut at \"COMMIT\", the target answered a fresh request (a new key, probe 1 of 4 sent together) 500 connection already closed\n")
+	assert.NotContains(t, out, "ended")
+}

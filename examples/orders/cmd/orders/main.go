@@ -2,7 +2,7 @@
 // POST /payments) for idemcheck to certify: the reference, or one of the
 // zoo's variants, each with one bug.
 //
-//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1] [-exit-on-db-error]
+//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1] [-exit-on-db-error] [-fail-after-db-error]
 //
 // It listens on 127.0.0.1:$PORT (ADDR overrides the host), creates its
 // tables, sweeps expired keys every minute and shuts down gracefully on
@@ -24,6 +24,12 @@
 // idempotency logic, which stays the chosen variant's, but a robustness
 // flaw that combines with any of them: idemcheck must see the target die,
 // restart it, and go on.
+//
+// -fail-after-db-error keeps the process up and answers 500 to every
+// request but GET /healthz once a database connection has failed under it,
+// as a Flask or Django worker on one global psycopg2 connection opened at
+// import does: idemcheck must see that it did not recover, and not take
+// the retries' 500s for saved errors.
 package main
 
 import (
@@ -64,6 +70,8 @@ func run() error {
 	instances := flag.Int("instances", 1, "independent instances of the API served on the port, requests dealt in turn")
 	exitOnDBError := flag.Bool("exit-on-db-error", os.Getenv("ORDERS_EXIT_ON_DB_ERROR") != "",
 		"exit with status 1 when a database connection fails under the process, as a Node service using pg with no 'error' handler does (env ORDERS_EXIT_ON_DB_ERROR)")
+	failAfterDBError := flag.Bool("fail-after-db-error", os.Getenv("ORDERS_FAIL_AFTER_DB_ERROR") != "",
+		"answer 500 to every request but GET /healthz once a database connection has failed under the process, as a Python worker on one global psycopg2 connection does (env ORDERS_FAIL_AFTER_DB_ERROR)")
 	flag.Parse()
 	if *instances < 1 {
 		return errors.New("orders: -instances must be at least 1")
@@ -74,10 +82,11 @@ func run() error {
 	}
 
 	return serve.Command{
-		Name:          "orders",
-		ExitOnDBError: *exitOnDBError,
-		Migrate:       orders.Migrate,
-		Log:           []any{"variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances, "provider", os.Getenv(orders.ProviderEnv) != ""},
+		Name:             "orders",
+		ExitOnDBError:    *exitOnDBError,
+		FailAfterDBError: *failAfterDBError,
+		Migrate:          orders.Migrate,
+		Log:              []any{"variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances, "provider", os.Getenv(orders.ProviderEnv) != ""},
 		Handler: func(pool *pgxpool.Pool) (http.Handler, func() []any) {
 			var apis []*orders.Server
 			var handlers []http.Handler
