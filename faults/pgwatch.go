@@ -21,9 +21,10 @@ const pgWatchType = "idemcheck_pg_watch"
 // What pgWatchToxic does to the message it acts on. actionArmed defers
 // to the rule armed at run time (Link.Arm).
 const (
-	actionCut   = "cut"
-	actionHold  = "hold"
-	actionArmed = "armed"
+	actionCut      = "cut"
+	actionCutAfter = "cut-after"
+	actionHold     = "hold"
+	actionArmed    = "armed"
 )
 
 // LandedStatement is the landing kind of a fault whose explicit match= chose
@@ -457,6 +458,17 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 		}
 		if r != nil && r.match(ev) {
 			if l, acts := r.land(ev); acts {
+				if r.action == actionCutAfter {
+					// The matching message reaches the database too, which
+					// runs it; its answer is the database side's to cut
+					// (pgRepliesToxic.cutAnswer), set before the message
+					// goes so that no byte of the answer can slip past.
+					st.conn.cutAt.Store(ev.prior + 1)
+					pass += size
+					forward(stub, st, pass)
+					pass = 0
+					continue
+				}
 				// The work sent before the match reaches the database; the
 				// matching message does not (yet).
 				forward(stub, st, pass)
