@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -352,6 +353,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		if st.NthByRound {
 			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round)
 		}
+		if st.LastWrite {
+			st.DBFault = withNth(st.DBFault, max(s.writes, 1))
+		}
 		if st.ProviderByRound {
 			fs := provider.Faults()
 			st.ProviderFault = fs[(round-1)%len(fs)]
@@ -680,7 +684,8 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 	return res
 }
 
-// nthByRound chooses the effect write a round's db-cut or db-hold acts on.
+// nthByRound chooses the effect write a round's db-cut, db-cut-after or
+// db-hold acts on.
 // A handler's writes come in order (a key's claim, the work's COMMIT, the
 // key's finish), and the moment before each is a window a failure or a
 // crash can fall in. The last is tried first, since everything before it
@@ -689,7 +694,7 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 // clean attempts (do); until one was counted, the first write is tried. A
 // fault with an explicit match alternates its 1st and 2nd match.
 func (s *session) nthByRound(check string, f faults.Fault, round int) faults.Fault {
-	match, explicit := f.Params["match"]
+	_, explicit := f.Params["match"]
 	nth := (round-1)%2 + 1
 	if !explicit {
 		nth = 1
@@ -698,10 +703,17 @@ func (s *session) nthByRound(check string, f faults.Fault, round int) faults.Fau
 			s.shifts[check]++
 		}
 	}
-	if f.Name == "db-cut" {
-		return faults.DBCut(match, nth)
+	return withNth(f, nth)
+}
+
+// withNth is f, a db-cut, db-cut-after or db-hold, acting on its nth match.
+func withNth(f faults.Fault, nth int) faults.Fault {
+	g := faults.Fault{Name: f.Name, Link: f.Link, Params: maps.Clone(f.Params)}
+	if g.Params == nil {
+		g.Params = map[string]string{}
 	}
-	return faults.DBHold(match, nth)
+	g.Params["nth"] = strconv.Itoa(nth)
+	return g
 }
 
 // scheduled records what a burst's write barrier did: each held write,
@@ -778,7 +790,7 @@ func (s *session) landed(a idemcheck.Attempt, fault, landing, sql string, at tim
 // from its disarm. db-latency, which always acts and has no landing, and
 // no fault at all record nothing.
 func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landing) {
-	if f.Name != "db-cut" && f.Name != "db-hold" {
+	if f.Name != "db-cut" && f.Name != "db-cut-after" && f.Name != "db-hold" {
 		return
 	}
 	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, dbMissed(f))

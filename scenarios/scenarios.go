@@ -65,6 +65,11 @@ type Step struct {
 	// window before each, and each round tries one. With an explicit
 	// match, rounds alternate its 1st and 2nd match.
 	NthByRound bool
+	// LastWrite makes DBFault (a db-cut, db-cut-after or db-hold) act on
+	// the attempt's last effect write (as many as clean attempts were seen
+	// to make; the first while none was counted): the one that makes its
+	// effect durable.
+	LastWrite bool
 	// KillAfter kills the target once the step's attempts have been
 	// answered, and starts it again before the next step: the retry then
 	// meets a fresh process, with nothing left in its memory.
@@ -292,6 +297,24 @@ func MissingKey(rounds int) Scenario {
 func FailedAttempt(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
 		{Attempts: 1, DBFault: faults.DBCut("", 1), NthByRound: true},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
+// FailedAfterCommit lets the target's last effect write (its work's COMMIT,
+// or a write that commits on its own) reach the database and cuts the
+// database link once the database has answered it, before the answer
+// reaches the target: the effect committed, and the target sees a
+// connection error, as when a connection drops at the wrong moment in
+// production. Then it retries. A target that saves the key with the effect
+// replays; one that takes the error for "nothing happened" and releases
+// its key (an autocommitting handler that reports the error to an
+// idempotency middleware) executes the retry again: a second effect. A
+// target whose process dies of the dropped connection loses what it kept
+// in memory the same way.
+func FailedAfterCommit(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBCutAfter("", 1), LastWrite: true},
 		{Attempts: 1, RetryInProgress: true},
 	}}
 }
