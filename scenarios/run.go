@@ -347,6 +347,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	}
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
+	// acted: an earlier step of the intent may have taken effect (it was
+	// answered with success, or its reply was cut, or its database write
+	// was let through before a fault), so a later success may be a replay,
+	// which writes less than an execution: its writes are not counted (do).
+	acted := false
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
 		s.step = nil
@@ -462,10 +467,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 					disarm()
 					return false, err
 				}
+				count := st.DBFault.IsNone() && !acted
 				if st.RetryInProgress {
-					err = s.retryWhileInProgress(ctx, addr, req, base, st.DBFault.IsNone())
+					err = s.retryWhileInProgress(ctx, addr, req, base, count)
 				} else {
-					res := s.do(ctx, addr, req, st.DBFault.IsNone())
+					res := s.do(ctx, addr, req, count)
 					s.record(base, res)
 					s.replyLanding(base, st.Fault, res)
 				}
@@ -489,7 +495,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		answered := true
 		for _, a := range s.step {
 			answered = answered && a.Outcome == idemcheck.Replied
+			acted = acted || a.Outcome == idemcheck.Replied && a.Status >= 200 && a.Status < 300
 		}
+		acted = acted || !st.Fault.IsNone() || !st.DBFault.IsNone() && st.DBFault.Name != "db-cut"
 		if err := s.watch(ctx, idemcheck.Event{Check: sc.Check, Intent: in.ID, Round: round, Step: i + 1}, answered); err != nil {
 			return false, err
 		}
@@ -664,10 +672,11 @@ var writeCounter = faults.DBCut("", 1<<31)
 // harness holds, it counts the effect writes the attempt caused, and the
 // first attempt answered with success that wrote anything tells the
 // session how many writes the handler makes (nthByRound). That first one
-// is nearly always a fresh intent's: a replay comes after a success, and
-// the first round of a fault check acts on the first write, the claim,
-// so its retry starts afresh. Later attempts may take another path (a
-// takeover writes more, a replay less) and are not counted.
+// is a fresh intent's: round counts no attempt after one that may have
+// taken effect (a success, a cut reply: a replay writes less), and the
+// first round of a fault check acts on the first write, the claim, so its
+// retry starts afresh. Later attempts may take another path (a takeover
+// writes more) and are not counted.
 func (s *session) do(ctx context.Context, addr string, req wire.Request, count bool) wire.Result {
 	if !count || s.Powers == nil || s.writes > 0 {
 		return s.client.Do(ctx, addr, req)
