@@ -53,6 +53,11 @@ type Landing struct {
 	// the one it acted on included (Link.Arm's disarm only): with an nth
 	// never reached, an armed fault counts a target's effect writes.
 	Seen int
+	// LastKind is the kind (as Kind) of the last statement the fault
+	// matched while it was armed (Link.Arm's disarm only): a counter of
+	// effect writes tells from it whether a handler's last write is a
+	// COMMIT or commits on its own.
+	LastKind string
 }
 
 // Acted reports whether the fault acted.
@@ -70,6 +75,7 @@ type watchRule struct {
 
 	mu      sync.Mutex
 	matches int64
+	last    string // the kind of the last statement matched
 	landing Landing
 	off     bool // disarmed: it neither counts nor acts any more
 }
@@ -104,6 +110,7 @@ func (r *watchRule) land(ev pgEvent) (Landing, bool) {
 		return Landing{}, false
 	}
 	r.matches++
+	r.last = ev.kind
 	if r.matches != r.nth {
 		return Landing{}, false
 	}
@@ -126,6 +133,7 @@ func (r *watchRule) disarm() Landing {
 	r.off = true
 	l := r.landing
 	l.Seen = int(r.matches)
+	l.LastKind = r.last
 	return l
 }
 

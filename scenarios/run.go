@@ -329,7 +329,11 @@ type session struct {
 	// caused; 0 until there was one. shifts counts, per check, the rounds
 	// that chose their write from it (nthByRound).
 	writes int
-	shifts map[string]int
+	// lastKind is the kind of the last of those writes
+	// (idemcheck.LandedCommit, or idemcheck.LandedAutocommitWrite for a
+	// handler that never opens a transaction); "" until then.
+	lastKind string
+	shifts   map[string]int
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
@@ -360,6 +364,12 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		}
 		if st.LastWrite {
 			st.DBFault = withNth(st.DBFault, max(s.writes, 1))
+		}
+		if st.AtWork && s.lastKind == idemcheck.LandedAutocommitWrite {
+			// A handler that never opens a transaction has no BEGIN to
+			// stop at: its work is its last write, which commits on its
+			// own.
+			st.DBFault = faults.DBHold("", max(s.writes, 1))
 		}
 		if st.ProviderByRound {
 			fs := provider.Faults()
@@ -686,9 +696,9 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 		return s.client.Do(ctx, addr, req)
 	}
 	res := s.client.Do(ctx, addr, req)
-	seen := disarm().Seen
+	l := disarm()
 	if res.Err == nil && res.Status >= 200 && res.Status < 300 {
-		s.writes = seen
+		s.writes, s.lastKind = l.Seen, l.LastKind
 	}
 	return res
 }

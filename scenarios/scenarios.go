@@ -70,6 +70,12 @@ type Step struct {
 	// to make; the first while none was counted): the one that makes its
 	// effect durable.
 	LastWrite bool
+	// AtWork, for a DBFault that acts at the BEGIN of the attempt's work
+	// transaction, makes it act instead on the attempt's last effect write
+	// when clean attempts were seen to end with a write that commits on
+	// its own (a handler that never opens a transaction): the moment
+	// after the key is claimed and before the work is written.
+	AtWork bool
 	// KillAfter kills the target once the step's attempts have been
 	// answered, and starts it again before the next step: the retry then
 	// meets a fresh process, with nothing left in its memory.
@@ -391,10 +397,12 @@ const BeginPattern = `(?i)^\s*(BEGIN|START\s+TRANSACTION)\b`
 // LeaseFencing freezes the first attempt when it opens its work
 // transaction (after the claim, before any work) until past the lease,
 // sends a retry that may take the key over and finish, lets the first
-// resume, and then replays the intent once more to see what stands.
+// resume, and then replays the intent once more to see what stands. A
+// target that autocommits (no BEGIN ever) is frozen at its last effect
+// write, its work's, instead (AtWork).
 func LeaseFencing(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckLeaseFencing, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold(BeginPattern, 1), OnHold: HoldStall},
+		{Attempts: 1, DBFault: faults.DBHold(BeginPattern, 1), OnHold: HoldStall, AtWork: true},
 		{Attempts: 1},
 		{Attempts: 1, RetryInProgress: true},
 	}}
