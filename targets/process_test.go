@@ -744,7 +744,7 @@ func TestProcessTargetReadyWithoutAHealthRoute(t *testing.T) {
 			r, err := getEcho(plainClient(5*time.Second), pt.URL.String()+"/")
 			require.NoError(t, err)
 			assert.NotEmpty(t, r.DatabaseURL)
-			resp, err := plainClient(5*time.Second).Get(pt.URL.String() + "/healthz")
+			resp, err := plainClient(5 * time.Second).Get(pt.URL.String() + "/healthz")
 			require.NoError(t, err)
 			resp.Body.Close()
 			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the target really has no health route")
