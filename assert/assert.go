@@ -762,7 +762,7 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	case n > allowed:
 		c.add(idemcheck.DuplicateEffect, witness,
 			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s with %s). One intent must leave exactly one effect.%s",
-				len(c.attempts), c.intent.Key, n, allowed, c.obs.Query, strings.Join(c.obs.Args, ", "), c.scheduleText()),
+				len(c.attempts), c.intent.Key, n, allowed, c.obs.Query, strings.Join(c.obs.Args, ", "), c.scheduleText()+c.cutAfterText()),
 			observed)
 	case n < promised:
 		first := c.attempts[0].ID
@@ -799,6 +799,31 @@ func (c *intentCheck) scheduleText() string {
 	return fmt.Sprintf(" The race was scheduled, not timed: the database link held the first write of each of %d attempts until %s, "+
 		"then released them together, so all %d had read the key before any wrote it (write-held and writes-released events of burst %d).",
 		b.Held, releaseText[b.Release], b.Held, b.ID)
+}
+
+// cutAfterText says, for an intent whose attempt failed because the
+// database link was cut after its effect write committed (db-cut-after),
+// why that failure left an effect: "" otherwise.
+func (c *intentCheck) cutAfterText() string {
+	for _, a := range c.attempts {
+		if !strings.HasPrefix(a.Fault, "db-cut-after") && !strings.Contains(a.Fault, "+db-cut-after") {
+			continue
+		}
+		var got string
+		switch {
+		case a.Outcome != idemcheck.Replied:
+			got = "got no reply (the target died of the dropped connection, or dropped the request)"
+		case a.Status >= 200 && a.Status < 300:
+			continue
+		default:
+			got = fmt.Sprintf("was answered %d", a.Status)
+		}
+		return fmt.Sprintf(" Attempt %d's effect write reached the database, which committed it, and the database link was then cut before "+
+			"the answer reached the target, as a dropped connection does; the attempt %s, and the retry with the same key was executed "+
+			"again: the target took a database error for \"nothing happened\" (it released the key, or kept it only in the memory of a "+
+			"process that died), where the effect had committed.", a.ID, got)
+	}
+	return ""
 }
 
 // inTurnText says, for an intent whose burst's writes were released one at

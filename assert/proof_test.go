@@ -256,3 +256,32 @@ func TestLeaseFencingWithoutATakeoverIsInconclusive(t *testing.T) {
 	got = status(t, r, c)
 	require.Equal(t, idemcheck.Pass, got.Status, got.Reason)
 }
+
+// A failed attempt whose write had committed before its database link was
+// cut (db-cut-after), then a retry that executed again: the duplicate's
+// explanation says that the failure hid a committed effect; a duplicate
+// without that fault does not.
+func TestDuplicateAfterCutAfterCommitSaysTheWriteHadCommitted(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed)
+	in := b.intent(failed, 2, `1 0-10 500 {"error":"internal error"}`, `2 20-30 201 {"id":"8"}`)
+	b.fault(in, "db-cut-after:nth=1")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed, Fault: "db-cut-after:nth=1", Landing: idemcheck.LandedAutocommitWrite})
+	crashed := b.intent(failed, 2, `1 40-50 unknown`, `2 60-70 201 {"id":"9"}`)
+	b.fault(crashed, "db-cut-after:nth=1")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: crashed, Check: failed, Fault: "db-cut-after:nth=1", Landing: idemcheck.LandedAutocommitWrite})
+	before := b.intent(failed, 2, `1 80-90 500 {"error":"internal error"}`, `2 100-110 201 {"id":"10"}`)
+	b.fault(before, "db-cut:nth=1")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: before, Check: failed, Fault: "db-cut:nth=1", Landing: idemcheck.LandedAutocommitWrite})
+	r := Report(&b.h)
+	got := map[string]string{}
+	for _, a := range r.Anomalies {
+		if a.Kind == idemcheck.DuplicateEffect {
+			got[a.Intent] = a.Explanation
+		}
+	}
+	require.Len(t, got, 3)
+	assert.Contains(t, got[in], "Attempt 1's effect write reached the database, which committed it")
+	assert.Contains(t, got[in], "the attempt was answered 500, and the retry with the same key was executed again")
+	assert.Contains(t, got[crashed], "the attempt got no reply (the target died of the dropped connection")
+	assert.NotContains(t, got[before], "committed it", "a cut before the write says nothing of a commit")
+}

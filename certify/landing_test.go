@@ -59,6 +59,29 @@ func TestFaultsLandOnAnAutocommittingTarget(t *testing.T) {
 	}
 }
 
+// lease-fencing freezes an attempt at the BEGIN of its work transaction; a
+// handler that autocommits has none, so, once a clean attempt showed that
+// its last write commits on its own, the attempt is frozen at that write,
+// its work's, past the lease. The autocommitting orders API fences its
+// work by token: the check happened and holds, never inconclusive for
+// want of a BEGIN.
+func TestLeaseFencingFreezesAnAutocommittingTargetAtItsWork(t *testing.T) {
+	res := certifyOrders(t, "-autocommit", 1, idemcheck.CheckSequentialReplay, idemcheck.CheckLeaseFencing)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+	}
+	for _, c := range res.Report.Checks {
+		if c.Name == idemcheck.CheckLeaseFencing {
+			assert.Equal(t, idemcheck.Pass, c.Status, "%s", c.Reason)
+		}
+	}
+	byKind := faultLandings(t, res.History, idemcheck.CheckLeaseFencing)
+	require.NotEmpty(t, byKind[idemcheck.LandedAutocommitWrite], "%v", byKind)
+	for _, sql := range byKind[idemcheck.LandedAutocommitWrite] {
+		assert.Contains(t, sql, "UPDATE idempotency_keys", "frozen at the work, after the claim")
+	}
+}
+
 // The reference claims its key with an autocommitted INSERT and commits its
 // work in a transaction: its rounds land on both, and the work's INSERT
 // inside the transaction is never taken for an effect write.
@@ -103,6 +126,6 @@ func TestFaultsThatNeverActAreRecordedAsMissed(t *testing.T) {
 			assert.True(t, missed[a.Check][a.Intent], "attempt %d (%s) has no FaultMissed", a.ID, a.Check)
 		}
 	}
-	assert.Len(t, missed[idemcheck.CheckFailedAttempt], 2)
+	assert.Len(t, missed[idemcheck.CheckFailedAttempt], 4, "two rounds of each half: the cut before the write and the cut after it")
 	assert.Len(t, missed[idemcheck.CheckCrashLease], 2)
 }

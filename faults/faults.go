@@ -44,27 +44,34 @@
 //	                                                  without forwarding it: the work reached the     (simple query, Parse/Bind/Execute, END,
 //	                                                  database, the commit never does; acts once      a prepared COMMIT re-run by name, and an
 //	                                                                                                  autocommitted INSERT, simple or extended)
+//	db-cut-after db      match (the effect write),    lets the nth matching statement through, and    client gets an error, the row is present:
+//	                     nth (1)                      closes both sides once the database has         the database committed what the target
+//	                                                  answered it, before a byte of the answer        was never told of (a COMMIT, an
+//	                                                  reaches the target: the commit landed, the      autocommitted INSERT, simple or extended)
+//	                                                  target cannot know it; acts once
 //	db-hold      db      match (the effect write),    holds that statement unforwarded, reports a     client blocks at COMMIT, row invisible;
 //	                     nth (1)                      HoldEvent on Link.Held; Release forwards it,    Release: row present; Cut: row absent;
 //	                                                  Cut closes the connection; acts once            target gone or Link closed: row absent
 //
 // Every fault is reached from idemcheck itself, not only from this
-// package's tests: cut-reply by the lost-reply check, db-cut and db-hold by
-// the checks that break a target on purpose, and every one but db-cut and
-// db-hold by a soak (scenarios.SoakFault, `idemcheck soak --fault`). A test
-// in package scenarios fails for a fault that nothing reaches.
+// package's tests: cut-reply by the lost-reply check, db-cut, db-cut-after
+// and db-hold by the checks that break a target on purpose, and every one
+// but those three by a soak (scenarios.SoakFault, `idemcheck soak
+// --fault`). A test in package scenarios fails for a fault that nothing
+// reaches.
 //
-// The effect write, what db-cut and db-hold act on without match=, is the
-// message that makes a write durable: a transaction block's COMMIT (or END),
-// or a write sent outside any block (a simple query, or the Sync after an
-// extended-protocol write). A write inside a block is not one: its COMMIT
+// The effect write, what db-cut, db-cut-after and db-hold act on without
+// match=, is the message that makes a write durable: a transaction block's
+// COMMIT (or END), or a write sent outside any block (a simple query, or
+// the Sync after an extended-protocol write). A write inside a block is not one: its COMMIT
 // is. Each landing reports its kind (idemcheck.LandedCommit or
 // idemcheck.LandedAutocommitWrite; LandedStatement for what an explicit
 // match chose otherwise), so a harness can say where its fault acted.
 //
-// db-cut and db-hold read the PostgreSQL frontend protocol, so they need a
-// plaintext database link (sslmode=disable, or prefer against a server
-// without TLS); a connection that starts TLS or GSS encryption through them
+// db-cut, db-cut-after and db-hold read the PostgreSQL frontend protocol
+// (db-cut-after its backend side too), so they need a plaintext database
+// link (sslmode=disable, or prefer against a server without TLS); a
+// connection that starts TLS or GSS encryption through them
 // is closed rather than let through unwatched.
 //
 // It imports the root package and internal/tcprelay only: never targets,
@@ -173,6 +180,21 @@ func DBLatency(delay time.Duration) Fault {
 // acted, and on which statement.
 func DBCut(match string, nth int) Fault {
 	return buildWatch("db-cut", match, nth)
+}
+
+// DBCutAfter lets the nth statement whose SQL matches match (defaults,
+// counting and acting once as for DBCut: by default the first effect write)
+// reach the database, and closes the database link, both sides, once the
+// database has answered it, before any of the answer reaches the target: a
+// COMMIT or an autocommitted write has then committed, and the target sees
+// a connection error where it waited for the answer. It is the ambiguous
+// failure a dropped connection gives in production: a handler that takes
+// the error for "nothing happened" and releases its key lets the retry
+// make the effect again. It needs the database side of the link, which
+// the watched proxy follows (Link.WatchedAddr), and a proxy of its own
+// gets too (Link.Addr).
+func DBCutAfter(match string, nth int) Fault {
+	return buildWatch("db-cut-after", match, nth)
 }
 
 // DBHold holds the nth statement whose SQL matches match (defaults, counting
@@ -368,6 +390,16 @@ var registry = map[string]kind{
 		link:   LinkDB,
 		params: watchParams,
 		toxics: func(p map[string]string) []toxic { return watchToxic("db-cut", actionCut, p) },
+	},
+	"db-cut-after": {
+		link:   LinkDB,
+		params: watchParams,
+		toxics: func(p map[string]string) []toxic {
+			// The watch lets the statement pass and marks its answer; the
+			// database side's replies toxic withholds that answer and cuts.
+			return append(watchToxic("db-cut-after", actionCutAfter, p),
+				toxic{Name: "db-cut-after-answers", Type: pgRepliesType, Stream: "downstream", Toxicity: 1})
+		},
 	},
 	"db-hold": {
 		link:   LinkDB,

@@ -9,7 +9,7 @@ import (
 )
 
 var allNames = []string{
-	"bandwidth", "cut-reply", "cut-request", "db-cut", "db-hold", "db-latency",
+	"bandwidth", "cut-reply", "cut-request", "db-cut", "db-cut-after", "db-hold", "db-latency",
 	"latency", "none", "reset", "slow-reply", "timeout",
 }
 
@@ -61,8 +61,8 @@ func TestParse(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"cut-replay":               `faults: unknown fault "cut-replay" (known: bandwidth, cut-reply, cut-request, db-cut, db-hold, db-latency, latency, none, reset, slow-reply, timeout)`,
-		"":                         `faults: unknown fault "" (known: bandwidth, cut-reply, cut-request, db-cut, db-hold, db-latency, latency, none, reset, slow-reply, timeout)`,
+		"cut-replay":               `faults: unknown fault "cut-replay" (known: bandwidth, cut-reply, cut-request, db-cut, db-cut-after, db-hold, db-latency, latency, none, reset, slow-reply, timeout)`,
+		"":                         `faults: unknown fault "" (known: bandwidth, cut-reply, cut-request, db-cut, db-cut-after, db-hold, db-latency, latency, none, reset, slow-reply, timeout)`,
 		"latency:":                 `faults: latency: nothing after ':' (want latency:key=value,...)`,
 		"latency:ms":               `faults: latency: "ms" is not key=value`,
 		"latency:=3":               `faults: latency: "=3" is not key=value`,

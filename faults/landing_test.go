@@ -265,6 +265,18 @@ func TestArmReportsLanding(t *testing.T) {
 	l = disarm()
 	assert.False(t, l.Acted())
 	assert.Equal(t, 2, l.Seen)
+	assert.Equal(t, idemcheck.LandedCommit, l.LastKind, "the last of them is the COMMIT")
+
+	// A handler that never opens a transaction ends with a write that
+	// commits on its own.
+	disarm, err = s.link.Arm(DBCut("", 1000))
+	require.NoError(t, err)
+	require.NoError(t, insertTx(ctx, c2, 5))
+	_, err = c2.Exec(ctx, "INSERT INTO orders VALUES (6)")
+	require.NoError(t, err)
+	l = disarm()
+	assert.Equal(t, 2, l.Seen)
+	assert.Equal(t, idemcheck.LandedAutocommitWrite, l.LastKind)
 
 	disarm, err = s.link.Arm(DBLatency(0))
 	require.NoError(t, err)

@@ -64,7 +64,7 @@ func NewLink(upstream string) (*Link, error) {
 // NewDBLink returns a Link on the database link, in front of upstream (the
 // database's host:port). The target is then handed a DSN whose host and port
 // are a proxy's (RewriteDSN), so its database traffic goes through the
-// faults of the database link: db-latency, db-cut and db-hold.
+// faults of the database link: db-latency, db-cut, db-cut-after and db-hold.
 func NewDBLink(upstream string) (*Link, error) {
 	return newLink(upstream, LinkDB)
 }
@@ -127,6 +127,11 @@ func (l *Link) Addr(f Fault) (string, error) {
 				return "", fmt.Errorf("faults: %s: %w", key, err)
 			}
 			watch = pw
+		}
+		// A replies toxic follows the database side of the connections
+		// whose other side the watch toxic (added before it) reads.
+		if pr, ok := w.Toxic.(*pgRepliesToxic); ok {
+			pr.up = watch
 		}
 	}
 	if err := l.srv.Collection.Add(p, true); err != nil {

@@ -3,7 +3,9 @@ package faults
 import (
 	"encoding/binary"
 	"sync/atomic"
+	"time"
 
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
@@ -30,6 +32,11 @@ type pgConn struct {
 	// gate, when set, holds the answer that brings replies past its after
 	// (HoldEvent.ReleaseHoldingAnswer).
 	gate atomic.Pointer[answerGate]
+	// cutAt, when not 0, is the number of the ReadyForQuery that answers
+	// the statement a db-cut-after let through: the database side passes
+	// every answer before it, withholds everything after those, and closes
+	// the connection once that ReadyForQuery has come (pgRepliesToxic).
+	cutAt atomic.Int64
 }
 
 // answerGate holds the backend's bytes that answer one statement: the
@@ -102,6 +109,9 @@ type pgRepliesState struct {
 	// skip counts the bytes of the current message still to pass.
 	head []byte
 	skip int
+	// ready: the message being skipped is a ReadyForQuery; it counts once
+	// its last byte has been read.
+	ready bool
 }
 
 func (t *pgRepliesToxic) NewState() any {
@@ -126,7 +136,13 @@ func (t *pgRepliesToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			if n := st.count(c.Data); n > 0 {
+			if st.conn.cutAt.Load() > 0 {
+				if !t.cutAnswer(stub, st, c.Data) {
+					return
+				}
+				continue
+			}
+			if n, _ := st.count(c.Data, 0); n > 0 {
 				got := st.conn.replies.Add(int64(n))
 				t.up.poke()
 				if g := st.conn.gate.Load(); g != nil && got > g.after && st.conn.gate.CompareAndSwap(g, nil) {
@@ -159,45 +175,93 @@ func holdAnswer(stub *toxics.ToxicStub, g *answerGate) (forward, ok bool) {
 	}
 }
 
+// cutAnswer passes the part of b that answers the statements sent before
+// the one a db-cut-after let through, and withholds the rest: once that
+// statement's own ReadyForQuery has come, the database has run it (and,
+// outside a transaction block, committed it), and the connection is
+// closed, both sides, before a byte of its answer reached the target. It
+// reports false once the connection is closed.
+func (t *pgRepliesToxic) cutAnswer(stub *toxics.ToxicStub, st *pgRepliesState, b []byte) bool {
+	for len(b) > 0 {
+		left := st.conn.cutAt.Load() - st.conn.replies.Load()
+		if left > 1 {
+			// Answers to earlier statements: they pass.
+			n, end := st.count(b, int(left-1))
+			if end > 0 {
+				stub.Output <- &stream.StreamChunk{Data: b[:end], Timestamp: time.Now()}
+			}
+			st.conn.replies.Add(int64(n))
+			b = b[end:]
+			continue
+		}
+		// The cut statement's answer: withheld, and the end of it ends the
+		// connection.
+		if n, _ := st.count(b, 1); n == 0 {
+			return true
+		}
+		st.conn.replies.Add(1)
+		st.conn.ended.Store(true)
+		t.up.poke()
+		stub.Close()
+		drain(stub)
+		return false
+	}
+	return true
+}
+
 // count follows the backend messages in b and returns how many
-// ReadyForQuery messages end in it.
-func (st *pgRepliesState) count(b []byte) int {
-	n := 0
-	for len(b) > 0 && !st.passive {
+// ReadyForQuery messages end in it, and where the bytes it read end: all of
+// b, or, when stop is above 0, just after the stop-th ReadyForQuery.
+func (st *pgRepliesState) count(b []byte, stop int) (n, end int) {
+	read := 0
+	for read < len(b) && !st.passive {
+		rest := b[read:]
 		if st.skip > 0 {
-			k := min(st.skip, len(b))
+			k := min(st.skip, len(rest))
 			st.skip -= k
-			b = b[k:]
+			read += k
+			if st.skip == 0 && st.ready {
+				st.ready = false
+				n++
+				if n == stop {
+					return n, read
+				}
+			}
 			continue
 		}
 		if !st.started && len(st.head) == 0 {
-			switch b[0] {
+			switch rest[0] {
 			case 'N': // SSL or GSS encryption refused: plain messages follow
-				b = b[1:]
+				read++
 				continue
 			case 'S', 'G': // encryption accepted: nothing to follow
 				st.passive = true
-				return n
+				return n, len(b)
 			}
 		}
 		st.started = true
 		need := 5 - len(st.head)
-		k := min(need, len(b))
-		st.head = append(st.head, b[:k]...)
-		b = b[k:]
+		k := min(need, len(rest))
+		st.head = append(st.head, rest[:k]...)
+		read += k
 		if len(st.head) < 5 {
-			return n
+			return n, len(b)
 		}
 		length := int(binary.BigEndian.Uint32(st.head[1:5]))
 		if length < 4 {
 			st.passive = true // not the protocol: its framing is lost
-			return n
+			return n, len(b)
 		}
-		if st.head[0] == 'Z' {
-			n++
-		}
+		st.ready = st.head[0] == 'Z'
 		st.head = st.head[:0]
 		st.skip = length - 4
+		if st.skip == 0 && st.ready {
+			st.ready = false
+			n++
+			if n == stop {
+				return n, read
+			}
+		}
 	}
-	return n
+	return n, len(b)
 }

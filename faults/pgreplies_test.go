@@ -32,13 +32,42 @@ func TestRepliesCountsReadyForQuery(t *testing.T) {
 		n := 0
 		for b := stream; len(b) > 0; {
 			k := min(size, len(b))
-			n += st.count(b[:k])
+			c, end := st.count(b[:k], 0)
+			assert.Equal(t, k, end)
+			n += c
 			b = b[k:]
 		}
 		assert.Equal(t, 3, n, "chunks of %d bytes", size)
 	}
 	st := &pgRepliesState{conn: &pgConn{}}
-	assert.Equal(t, 0, st.count(append([]byte{'S'}, backendMsg('Z', "I")...)), "encrypted: nothing to follow")
+	n, _ := st.count(append([]byte{'S'}, backendMsg('Z', "I")...), 0)
+	assert.Equal(t, 0, n, "encrypted: nothing to follow")
+}
+
+// With a stop, count ends just after the stop-th ReadyForQuery, its last
+// byte included, however the stream is cut into chunks: what a
+// db-cut-after passes is exactly the answers before the cut statement's.
+func TestRepliesCountStopsAfterReadyForQuery(t *testing.T) {
+	var stream []byte
+	stream = append(stream, backendMsg('Z', "I")...)
+	stream = append(stream, backendMsg('C', "INSERT 0 1\x00")...)
+	stream = append(stream, backendMsg('Z', "I")...)
+	first := len(stream)
+	stream = append(stream, backendMsg('C', "INSERT 0 1\x00")...)
+	stream = append(stream, backendMsg('Z', "I")...)
+	for _, size := range []int{1, 2, 3, 5, 7, len(stream)} {
+		st := &pgRepliesState{conn: &pgConn{}}
+		read, n := 0, 0
+		for b := stream; len(b) > 0 && n < 2; {
+			k := min(size, len(b))
+			c, end := st.count(b[:k], 2-n)
+			n += c
+			read += end
+			b = b[end:]
+		}
+		assert.Equal(t, 2, n, "chunks of %d bytes", size)
+		assert.Equal(t, first, read, "chunks of %d bytes: stopped just after the second ReadyForQuery", size)
+	}
 }
 
 // A statement has finished once more replies came back than the ones

@@ -21,9 +21,10 @@ const pgWatchType = "idemcheck_pg_watch"
 // What pgWatchToxic does to the message it acts on. actionArmed defers
 // to the rule armed at run time (Link.Arm).
 const (
-	actionCut   = "cut"
-	actionHold  = "hold"
-	actionArmed = "armed"
+	actionCut      = "cut"
+	actionCutAfter = "cut-after"
+	actionHold     = "hold"
+	actionArmed    = "armed"
 )
 
 // LandedStatement is the landing kind of a fault whose explicit match= chose
@@ -52,6 +53,11 @@ type Landing struct {
 	// the one it acted on included (Link.Arm's disarm only): with an nth
 	// never reached, an armed fault counts a target's effect writes.
 	Seen int
+	// LastKind is the kind (as Kind) of the last statement the fault
+	// matched while it was armed (Link.Arm's disarm only): a counter of
+	// effect writes tells from it whether a handler's last write is a
+	// COMMIT or commits on its own.
+	LastKind string
 }
 
 // Acted reports whether the fault acted.
@@ -69,6 +75,7 @@ type watchRule struct {
 
 	mu      sync.Mutex
 	matches int64
+	last    string // the kind of the last statement matched
 	landing Landing
 	off     bool // disarmed: it neither counts nor acts any more
 }
@@ -103,6 +110,7 @@ func (r *watchRule) land(ev pgEvent) (Landing, bool) {
 		return Landing{}, false
 	}
 	r.matches++
+	r.last = ev.kind
 	if r.matches != r.nth {
 		return Landing{}, false
 	}
@@ -125,6 +133,7 @@ func (r *watchRule) disarm() Landing {
 	r.off = true
 	l := r.landing
 	l.Seen = int(r.matches)
+	l.LastKind = r.last
 	return l
 }
 
@@ -492,6 +501,17 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 		}
 		if r != nil && r.match(ev) {
 			if l, acts := r.land(ev); acts {
+				if r.action == actionCutAfter {
+					// The matching message reaches the database too, which
+					// runs it; its answer is the database side's to cut
+					// (pgRepliesToxic.cutAnswer), set before the message
+					// goes so that no byte of the answer can slip past.
+					st.conn.cutAt.Store(ev.prior + 1)
+					pass += size
+					forward(stub, st, pass)
+					pass = 0
+					continue
+				}
 				// The work sent before the match reaches the database; the
 				// matching message does not (yet).
 				forward(stub, st, pass)

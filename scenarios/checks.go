@@ -275,10 +275,12 @@ var registry = []Check{
 		FailureReleasesKey: true,
 		Build: func(o Options, e Endpoint, t target) []Scenario {
 			// Two halves: a failure the harness causes (needs the database
-			// link) and a failure the target answers (needs a failing body).
+			// link: the effect write cut before it ran, and cut after it
+			// committed, unknown to the target) and a failure the target
+			// answers (needs a failing body).
 			var scs []Scenario
 			if t.powers {
-				scs = append(scs, FailedAttempt(o.FaultRounds))
+				scs = append(scs, FailedAttempt(o.FaultRounds), FailedAfterCommit(o.FaultRounds))
 			}
 			if e.FailingBody != nil {
 				scs = append(scs, SavedError(o.FaultRounds))

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -328,7 +329,11 @@ type session struct {
 	// caused; 0 until there was one. shifts counts, per check, the rounds
 	// that chose their write from it (nthByRound).
 	writes int
-	shifts map[string]int
+	// lastKind is the kind of the last of those writes
+	// (idemcheck.LandedCommit, or idemcheck.LandedAutocommitWrite for a
+	// handler that never opens a transaction); "" until then.
+	lastKind string
+	shifts   map[string]int
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
@@ -351,11 +356,25 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
 	s.cut = false
+	// acted: an earlier step of the intent may have taken effect (it was
+	// answered with success, or its reply was cut, or its database write
+	// was let through before a fault), so a later success may be a replay,
+	// which writes less than an execution: its writes are not counted (do).
+	acted := false
 	for i := 0; i < len(sc.Steps); i++ {
 		st := sc.Steps[i]
 		s.step = nil
 		if st.NthByRound {
 			st.DBFault = s.nthByRound(sc.Check, st.DBFault, round, st.OnHold == HoldKillAfterCommit)
+		}
+		if st.LastWrite {
+			st.DBFault = withNth(st.DBFault, max(s.writes, 1))
+		}
+		if st.AtWork && s.lastKind == idemcheck.LandedAutocommitWrite {
+			// A handler that never opens a transaction has no BEGIN to
+			// stop at: its work is its last write, which commits on its
+			// own.
+			st.DBFault = faults.DBHold("", max(s.writes, 1))
 		}
 		if st.ProviderByRound {
 			fs := provider.Faults()
@@ -463,10 +482,11 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 					disarm()
 					return false, err
 				}
+				count := st.DBFault.IsNone() && !acted
 				if st.RetryInProgress {
-					err = s.retryWhileInProgress(ctx, addr, req, base, st.DBFault.IsNone())
+					err = s.retryWhileInProgress(ctx, addr, req, base, count)
 				} else {
-					res := s.do(ctx, addr, req, st.DBFault.IsNone())
+					res := s.do(ctx, addr, req, count)
 					s.record(base, res)
 					s.replyLanding(base, st.Fault, res)
 				}
@@ -490,7 +510,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 		answered := true
 		for _, a := range s.step {
 			answered = answered && a.Outcome == idemcheck.Replied
+			acted = acted || a.Outcome == idemcheck.Replied && a.Status >= 200 && a.Status < 300
 		}
+		acted = acted || !st.Fault.IsNone() || !st.DBFault.IsNone() && st.DBFault.Name != "db-cut"
 		if err := s.watch(ctx, idemcheck.Event{Check: sc.Check, Intent: in.ID, Round: round, Step: i + 1}, answered); err != nil {
 			return false, err
 		}
@@ -677,10 +699,11 @@ var writeCounter = faults.DBCut("", 1<<31)
 // harness holds, it counts the effect writes the attempt caused, and the
 // first attempt answered with success that wrote anything tells the
 // session how many writes the handler makes (nthByRound). That first one
-// is nearly always a fresh intent's: a replay comes after a success, and
-// the first round of a fault check acts on the first write, the claim,
-// so its retry starts afresh. Later attempts may take another path (a
-// takeover writes more, a replay less) and are not counted.
+// is a fresh intent's: round counts no attempt after one that may have
+// taken effect (a success, a cut reply: a replay writes less), and the
+// first round of a fault check acts on the first write, the claim, so its
+// retry starts afresh. Later attempts may take another path (a takeover
+// writes more) and are not counted.
 func (s *session) do(ctx context.Context, addr string, req wire.Request, count bool) wire.Result {
 	if !count || s.Powers == nil || s.writes > 0 {
 		return s.client.Do(ctx, addr, req)
@@ -690,14 +713,15 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 		return s.client.Do(ctx, addr, req)
 	}
 	res := s.client.Do(ctx, addr, req)
-	seen := disarm().Seen
+	l := disarm()
 	if res.Err == nil && res.Status >= 200 && res.Status < 300 {
-		s.writes = seen
+		s.writes, s.lastKind = l.Seen, l.LastKind
 	}
 	return res
 }
 
-// nthByRound chooses the effect write a round's db-cut or db-hold acts on.
+// nthByRound chooses the effect write a round's db-cut, db-cut-after or
+// db-hold acts on.
 // A handler's writes come in order (a key's claim, the work's COMMIT, the
 // key's finish), and the moment before each is a window a failure or a
 // crash can fall in. The last is tried first, since everything before it
@@ -707,7 +731,7 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 // fault with an explicit match, or with alternate, alternates its 1st and
 // 2nd match.
 func (s *session) nthByRound(check string, f faults.Fault, round int, alternate bool) faults.Fault {
-	match, explicit := f.Params["match"]
+	_, explicit := f.Params["match"]
 	nth := (round-1)%2 + 1
 	if !explicit && !alternate {
 		nth = 1
@@ -716,10 +740,17 @@ func (s *session) nthByRound(check string, f faults.Fault, round int, alternate 
 			s.shifts[check]++
 		}
 	}
-	if f.Name == "db-cut" {
-		return faults.DBCut(match, nth)
+	return withNth(f, nth)
+}
+
+// withNth is f, a db-cut, db-cut-after or db-hold, acting on its nth match.
+func withNth(f faults.Fault, nth int) faults.Fault {
+	g := faults.Fault{Name: f.Name, Link: f.Link, Params: maps.Clone(f.Params)}
+	if g.Params == nil {
+		g.Params = map[string]string{}
 	}
-	return faults.DBHold(match, nth)
+	g.Params["nth"] = strconv.Itoa(nth)
+	return g
 }
 
 // scheduled records what a burst's write barrier did: each held write,
@@ -796,7 +827,7 @@ func (s *session) landed(a idemcheck.Attempt, fault, landing, sql string, at tim
 // from its disarm. db-latency, which always acts and has no landing, and
 // no fault at all record nothing.
 func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landing) {
-	if f.Name != "db-cut" && f.Name != "db-hold" {
+	if f.Name != "db-cut" && f.Name != "db-cut-after" && f.Name != "db-hold" {
 		return
 	}
 	if f.Name == "db-cut" && l.Kind != "" {

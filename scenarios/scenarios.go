@@ -66,6 +66,17 @@ type Step struct {
 	// match, and for HoldKillAfterCommit, rounds alternate the 1st and 2nd
 	// match.
 	NthByRound bool
+	// LastWrite makes DBFault (a db-cut, db-cut-after or db-hold) act on
+	// the attempt's last effect write (as many as clean attempts were seen
+	// to make; the first while none was counted): the one that makes its
+	// effect durable.
+	LastWrite bool
+	// AtWork, for a DBFault that acts at the BEGIN of the attempt's work
+	// transaction, makes it act instead on the attempt's last effect write
+	// when clean attempts were seen to end with a write that commits on
+	// its own (a handler that never opens a transaction): the moment
+	// after the key is claimed and before the work is written.
+	AtWork bool
 	// KillAfter kills the target once the step's attempts have been
 	// answered, and starts it again before the next step: the retry then
 	// meets a fresh process, with nothing left in its memory.
@@ -298,6 +309,24 @@ func FailedAttempt(rounds int) Scenario {
 	}}
 }
 
+// FailedAfterCommit lets the target's last effect write (its work's COMMIT,
+// or a write that commits on its own) reach the database and cuts the
+// database link once the database has answered it, before the answer
+// reaches the target: the effect committed, and the target sees a
+// connection error, as when a connection drops at the wrong moment in
+// production. Then it retries. A target that saves the key with the effect
+// replays; one that takes the error for "nothing happened" and releases
+// its key (an autocommitting handler that reports the error to an
+// idempotency middleware) executes the retry again: a second effect. A
+// target whose process dies of the dropped connection loses what it kept
+// in memory the same way.
+func FailedAfterCommit(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBCutAfter("", 1), LastWrite: true},
+		{Attempts: 1, RetryInProgress: true},
+	}}
+}
+
 // ProviderFailure breaks the target's first call to its payment provider
 // double, each round another way (provider.Faults: the charge made and its
 // reply cut, the reply held past the target's timeout, a 503), and then
@@ -371,10 +400,12 @@ const BeginPattern = `(?i)^\s*(BEGIN|START\s+TRANSACTION)\b`
 // LeaseFencing freezes the first attempt when it opens its work
 // transaction (after the claim, before any work) until past the lease,
 // sends a retry that may take the key over and finish, lets the first
-// resume, and then replays the intent once more to see what stands.
+// resume, and then replays the intent once more to see what stands. A
+// target that autocommits (no BEGIN ever) is frozen at its last effect
+// write, its work's, instead (AtWork).
 func LeaseFencing(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckLeaseFencing, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold(BeginPattern, 1), OnHold: HoldStall},
+		{Attempts: 1, DBFault: faults.DBHold(BeginPattern, 1), OnHold: HoldStall, AtWork: true},
 		{Attempts: 1},
 		{Attempts: 1, RetryInProgress: true},
 	}}

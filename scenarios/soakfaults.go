@@ -131,7 +131,7 @@ func soakRefused(f faults.Fault) error {
 		return nil
 	}
 	why := fmt.Sprintf("%s is not a soak's fault", f.Name)
-	if f.Name == "db-cut" || f.Name == "db-hold" {
+	if f.Name == "db-cut" || f.Name == "db-cut-after" || f.Name == "db-hold" {
 		why += ": it acts once, on one chosen statement, which a load of concurrent intents cannot aim at"
 	}
 	if uses := checkFaultUses()[f.Name]; len(uses) > 0 {

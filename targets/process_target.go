@@ -50,6 +50,10 @@ type ProcessOptions struct {
 	// of downstream doubles idemcheck serves for it (package provider),
 	// one double each: PROVIDER_URL, say.
 	Providers []string
+	// Ready is the readiness probe (ProcessConfig.Ready): an HTTP path
+	// that answers 2xx once the target serves, or ReadyTCP; empty is
+	// DefaultProcessReady.
+	Ready string
 }
 
 // StartProcessTarget provides the database, puts a fault proxy on the
@@ -89,7 +93,7 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 		env = append(slices.Clone(env), penv...)
 	}
 	pt.Process, err = StartProcess(ctx, ProcessConfig{
-		Command: o.Command, Instances: o.Instances, DatabaseURL: targetDSN, Env: env, Logs: o.Logs,
+		Command: o.Command, Instances: o.Instances, DatabaseURL: targetDSN, Env: env, Logs: o.Logs, Ready: o.Ready,
 	})
 	if err != nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUnavailable, "Command", "%s: %v", idemcheck.Field("Command"), err)

@@ -727,3 +727,27 @@ func TestProcessExitTailIsItsOwn(t *testing.T) {
 	assert.Equal(t, "second-run-12", lines[0], "the last 20 lines: 18 of the loop, then serving and exiting")
 	assert.Equal(t, "echo: exiting with status 7 as asked", lines[len(lines)-1])
 }
+
+// A service with no health route (ECHO_NO_HEALTHZ) is started as a target
+// all the same when told how to see it is ready: its port accepting
+// connections (ReadyTCP), or a path it does serve. Without the option the
+// default probe, GET /healthz, would answer 404 until the wait ran out.
+func TestProcessTargetReadyWithoutAHealthRoute(t *testing.T) {
+	for _, ready := range []string{targets.ReadyTCP, "/"} {
+		t.Run(ready, func(t *testing.T) {
+			ctx := context.Background()
+			pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{
+				Command: echoCommand(t), DSN: pgtest.DSN(t), Env: []string{"ECHO_NO_HEALTHZ=1"}, Ready: ready,
+			})
+			require.NoError(t, err)
+			defer pt.Close()
+			r, err := getEcho(plainClient(5*time.Second), pt.URL.String()+"/")
+			require.NoError(t, err)
+			assert.NotEmpty(t, r.DatabaseURL)
+			resp, err := plainClient(5 * time.Second).Get(pt.URL.String() + "/healthz")
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the target really has no health route")
+		})
+	}
+}

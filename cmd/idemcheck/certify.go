@@ -200,7 +200,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.dbImage, "db-image", targets.DefaultPostgresImage, "with --image and no --db: the PostgreSQL `image` started for the target's database (without Docker or the image: the local PostgreSQL binaries)")
 	fs.Var(&f.env, "env", "with --cmd or --image: a variable 'NAME=VALUE' for the target (repeatable)")
 	fs.Var(&f.providers, "provider-env", "with --cmd or --image: serve a payment provider double on loopback and hand the target its base URL in the variable `NAME`, such as PROVIDER_URL; the target's calls to it are checked too (repeatable: one double each; docs/provider.md)")
-	fs.StringVar(&f.ready, "ready", targets.DefaultContainerReady, "with --image: the `path` that answers 2xx once the target serves")
+	fs.StringVar(&f.ready, "ready", targets.DefaultContainerReady, "with --cmd or --image: the `path` that answers 2xx once the target serves; with --cmd, tcp waits only until its port accepts connections (for a service without a health route)")
 	fs.DurationVar(&f.lease, "lease", 0, "the target's lease on a claimed key (for crash-lease and lease-fencing), such as 2s")
 	fs.StringVar(&f.failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
 	fs.StringVar(&f.invalidBody, "invalid-body", "", "a body `template` the target must refuse with a 4xx before doing any work, for corrected-retry (default: the body with every member's type broken)")

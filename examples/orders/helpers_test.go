@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -38,6 +41,35 @@ func newFixture(t *testing.T, cfg orders.Config) *fixture {
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)
 	return &fixture{t: t, pool: pool, api: api, url: ts.URL}
+}
+
+// newFixtureOnLink is newFixture with the server's database behind a
+// database link whose watched proxy the test arms with faults; the
+// fixture's own pool, which counts, connects directly.
+func newFixtureOnLink(t *testing.T, cfg orders.Config) (*fixture, *faults.Link) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	direct, err := pgxpool.New(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(direct.Close)
+	require.NoError(t, orders.Migrate(context.Background(), direct))
+	cfgDSN, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	link, err := faults.NewDBLink(net.JoinHostPort(cfgDSN.ConnConfig.Host, strconv.Itoa(int(cfgDSN.ConnConfig.Port))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = link.Close() })
+	addr, err := link.WatchedAddr()
+	require.NoError(t, err)
+	linked, err := faults.RewriteDSN(dsn, addr)
+	require.NoError(t, err)
+	pool, err := pgxpool.New(context.Background(), linked)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	api := orders.New(pool, cfg)
+	t.Cleanup(api.Close)
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	return &fixture{t: t, pool: direct, api: api, url: ts.URL}, link
 }
 
 type result struct {

@@ -110,6 +110,9 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	// The check's first attempt must fail inside its work transaction
 	// (the database link cut mid-transaction, or a database error).
 	{Name: ClaimNeverReleased, Check: "failed-attempt", Anomaly: "stuck-key", Impl: claimNeverReleased},
+	// The check's first attempt must fail after its work committed: the
+	// database link cut once the database had answered the COMMIT.
+	{Name: ReleaseOnError, Check: "failed-attempt", Anomaly: "duplicate-effect", Impl: releaseOnError},
 	// The crash must fall between the claim and the commit.
 	{Name: NoLease, Check: "crash-lease", Anomaly: "stuck-key", Impl: noLease},
 	{Name: LeaseNoFencing, Check: "lease-fencing", Anomaly: "duplicate-effect", Impl: leaseNoFencing},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -46,7 +47,7 @@ func zooCase(t *testing.T, v orders.Variant, show func(t *testing.T, v orders.Va
 
 func TestZooVariants(t *testing.T) {
 	vs := orders.Variants()
-	require.Len(t, vs, 28)
+	require.Len(t, vs, 29)
 	require.Equal(t, orders.Reference, vs[0])
 	check, anomaly := orders.Expectation(orders.Reference)
 	require.Empty(t, check)
@@ -576,6 +577,31 @@ func TestZooUpsertClaim(t *testing.T) {
 				return fmt.Sprintf("round %d: %d orders for one key, answered %d and %d", round, n, got[0].status, got[1].status)
 			}
 		}
+		return ""
+	})
+}
+
+func TestZooReleaseOnError(t *testing.T) {
+	zooCase(t, orders.ReleaseOnError, func(t *testing.T, v orders.Variant) string {
+		f, link := newFixtureOnLink(t, orders.Config{Variant: v})
+		key := newKey()
+		require.Equal(t, http.StatusCreated, f.post(newKey(), orderBody).status, "a clean order first")
+		// The connection drops after the database committed the work and
+		// before its answer reached the server: its COMMIT, the second of
+		// the claim's and the work's writes.
+		disarm, err := link.Arm(faults.DBCutAfter("", 2))
+		require.NoError(t, err)
+		first := f.post(key, orderBody)
+		landed := disarm()
+		require.True(t, landed.Acted(), "the cut landed")
+		require.Equal(t, 1, f.ordersFor(key), "the work committed")
+		retry := f.post(key, orderBody)
+		require.Equal(t, http.StatusCreated, retry.status, string(retry.body))
+		if n := f.ordersFor(key); n != 1 {
+			return fmt.Sprintf("the first attempt got %d after its COMMIT went through; the retry made order %s: %d orders for one key",
+				first.status, retry.orderID(t), n)
+		}
+		require.True(t, retry.replayed(), "the retry is the replay of the committed order")
 		return ""
 	})
 }

@@ -102,7 +102,8 @@ type Spec struct {
 	Instances int
 	Image     string
 	// DBImage (with Image and no DSN) is the PostgreSQL image of the
-	// target's database; Ready the path that answers 2xx once it serves.
+	// target's database; Ready the path that answers 2xx once it serves
+	// (with Command, targets.ReadyTCP waits for its port instead).
 	DBImage, Ready string
 	// Env holds NAME=VALUE variables for a Command or Image target.
 	Env []string
@@ -298,12 +299,11 @@ func (s Spec) checkTarget() error {
 	case s.Handler == nil && s.URL == "" && !started:
 		return usage("URL", "%s is required, such as http://127.0.0.1:8080 (or %s or %s, to let idemcheck start the target)",
 			idemcheck.Field("URL"), idemcheck.Field("Command"), idemcheck.Field("Image"))
-	case s.Image == "" && (s.Ready != "" || s.DBImage != ""):
-		f := idemcheck.Field("Ready")
-		if s.Ready == "" {
-			f = "DBImage"
-		}
-		return usage(f, "%s and %s go with %s", idemcheck.Field("Ready"), idemcheck.Field("DBImage"), idemcheck.Field("Image"))
+	case !started && s.Ready != "":
+		return usage("Ready", "%s goes with %s or %s: it is how idemcheck knows a target it starts serves", idemcheck.Field("Ready"),
+			idemcheck.Field("Command"), idemcheck.Field("Image"))
+	case s.Image == "" && s.DBImage != "":
+		return usage("DBImage", "%s goes with %s", idemcheck.Field("DBImage"), idemcheck.Field("Image"))
 	case !started && len(s.Env) > 0:
 		return usage("Env", "%s goes with %s or %s, a target idemcheck starts", idemcheck.Field("Env"), idemcheck.Field("Command"), idemcheck.Field("Image"))
 	case !started && len(s.Providers) > 0:
@@ -318,8 +318,11 @@ func (s Spec) checkTarget() error {
 		return usage("Instances", "%s %d is out of range: use 1 to %d", idemcheck.Field("Instances"), s.Instances, MaxInstances)
 	case s.Instances > 1 && s.Command == "":
 		return usage("Instances", "%s goes with %s: idemcheck runs replicas only of a target it starts", idemcheck.Field("Instances"), idemcheck.Field("Command"))
-	case s.Ready != "" && !strings.HasPrefix(s.Ready, "/"):
-		return usage("Ready", "%s %q must be a path starting with /, such as /healthz", idemcheck.Field("Ready"), s.Ready)
+	case s.Ready != "" && !strings.HasPrefix(s.Ready, "/") && (s.Ready != targets.ReadyTCP || s.Command == ""):
+		// With a command, tcp (its port accepting connections) is a
+		// readiness too.
+		return usage("Ready", "%s %q must be a path starting with /, such as /healthz (or, with %s, %s: wait until the port accepts connections)",
+			idemcheck.Field("Ready"), s.Ready, idemcheck.Field("Command"), targets.ReadyTCP)
 	case s.DB != nil && started:
 		return usage("DB", "%s goes with %s or %s; a started target's effects are counted in the database idemcheck hands it (%s)",
 			idemcheck.Field("DB"), idemcheck.Field("Handler"), idemcheck.Field("URL"), idemcheck.Field("DSN"))
@@ -799,7 +802,7 @@ func (l *Launch) Start(ctx context.Context, output, log io.Writer) (*Started, er
 		return &Started{URL: ct.URL, Powers: ct.Powers(), Replicas: 1, DB: ct.DB, stop: ct.Close}, nil
 	}
 	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: l.Command, Instances: l.Instances, DSN: l.DSN, Env: l.Env,
-		AllowRemote: l.AllowRemote, Logs: output, Providers: l.Providers})
+		AllowRemote: l.AllowRemote, Logs: output, Providers: l.Providers, Ready: l.Ready})
 	if err != nil {
 		return nil, err
 	}

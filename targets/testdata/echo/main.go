@@ -1,8 +1,9 @@
 // Command echo is the smallest target the process tests can start: it
 // answers GET / with what it was started with (its PORT, pid and the
 // variables a target is handed), so a test can tell which instance served a
-// request and what it was given. GET /healthz answers 200 and GET /unready
-// 503, for readiness probes that pass and fail; POST /exit exits at once. SIGTERM shuts it down
+// request and what it was given. GET /healthz answers 200 (unless
+// ECHO_NO_HEALTHZ=1) and GET /unready 503, for readiness probes that pass
+// and fail; POST /exit exits at once. SIGTERM shuts it down
 // gracefully and says so, so a test can tell a graceful stop from a kill.
 package main
 
@@ -31,9 +32,12 @@ func main() {
 		os.Exit(1)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
+	// ECHO_NO_HEALTHZ=1: no health route at all, as many services have none.
+	if os.Getenv("ECHO_NO_HEALTHZ") != "1" {
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(w, "ok")
+		})
+	}
 	mux.HandleFunc("GET /unready", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not ready", http.StatusServiceUnavailable)
 	})
