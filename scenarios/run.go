@@ -337,7 +337,7 @@ type session struct {
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
-	// cut says a db-cut of the running round landed, on cutSQL: the
+	// cut says a db-cut or db-cut-after of the running round landed, on cutSQL: the
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool
 	cutSQL string
@@ -830,7 +830,7 @@ func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landin
 	if f.Name != "db-cut" && f.Name != "db-cut-after" && f.Name != "db-hold" {
 		return
 	}
-	if f.Name == "db-cut" && l.Kind != "" {
+	if (f.Name == "db-cut" || f.Name == "db-cut-after") && l.Kind != "" {
 		s.cut, s.cutSQL = true, l.SQL
 	}
 	missed := dbMissed(f)

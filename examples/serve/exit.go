@@ -19,44 +19,54 @@ import (
 // 'error' ("Connection terminated unexpectedly"), nothing handles it, and
 // the process dies. Every later request is refused until it is restarted.
 func ExitOnConnError(cfg *pgconn.Config, who string) {
+	onConnError(cfg, func(err error) {
+		fmt.Fprintf(os.Stderr, "%s: database connection terminated unexpectedly: %v\n", who, err)
+		fmt.Fprintf(os.Stderr, "%s: exiting: nothing handles a database connection error (-exit-on-db-error)\n", who)
+		os.Exit(1)
+	})
+}
+
+// onConnError wraps every database connection of cfg so that failed is
+// called on each error of an established connection that its owner did
+// not cause by closing it or by a deadline (the driver uses deadlines to
+// interrupt reads on cancellation). A failed connect is an error the
+// caller gets and handles, and is not reported.
+func onConnError(cfg *pgconn.Config, failed func(error)) {
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
-			// A failed connect is an error the caller gets and handles.
 			return nil, err
 		}
-		return &fatalConn{Conn: conn, who: who}, nil
+		return &watchedConn{Conn: conn, failed: failed}, nil
 	}
 }
 
-// fatalConn exits the process on the first error of an established
-// connection that its owner did not cause by closing it or by a deadline
-// (the driver uses deadlines to interrupt reads on cancellation).
-type fatalConn struct {
+// watchedConn reports the errors of an established connection (onConnError).
+type watchedConn struct {
 	net.Conn
-	who    string
+	failed func(error)
 	closed atomic.Bool
 }
 
-func (c *fatalConn) Read(b []byte) (int, error) {
+func (c *watchedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.check(err)
 	return n, err
 }
 
-func (c *fatalConn) Write(b []byte) (int, error) {
+func (c *watchedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	c.check(err)
 	return n, err
 }
 
-func (c *fatalConn) Close() error {
+func (c *watchedConn) Close() error {
 	c.closed.Store(true)
 	return c.Conn.Close()
 }
 
-func (c *fatalConn) check(err error) {
+func (c *watchedConn) check(err error) {
 	if err == nil || c.closed.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
 		return
 	}
@@ -64,7 +74,5 @@ func (c *fatalConn) check(err error) {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "%s: database connection terminated unexpectedly: %v\n", c.who, err)
-	fmt.Fprintf(os.Stderr, "%s: exiting: nothing handles a database connection error (-exit-on-db-error)\n", c.who)
-	os.Exit(1)
+	c.failed(err)
 }

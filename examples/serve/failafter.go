@@ -1,10 +1,7 @@
 package serve
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -22,19 +19,12 @@ import (
 // connection ("connection already closed") until the worker is restarted.
 func FailAfterConnError(cfg *pgconn.Config, who string) func(http.Handler) http.Handler {
 	var broken atomic.Bool
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
+	onConnError(cfg, func(err error) {
+		if !broken.Swap(true) {
+			fmt.Fprintf(os.Stderr, "%s: database connection terminated unexpectedly: %v\n", who, err)
+			fmt.Fprintf(os.Stderr, "%s: every request fails from now on: nothing reconnects (-fail-after-db-error)\n", who)
 		}
-		return &watchedConn{Conn: conn, failed: func(err error) {
-			if !broken.Swap(true) {
-				fmt.Fprintf(os.Stderr, "%s: database connection terminated unexpectedly: %v\n", who, err)
-				fmt.Fprintf(os.Stderr, "%s: every request fails from now on: nothing reconnects (-fail-after-db-error)\n", who)
-			}
-		}}, nil
-	}
+	})
 	return func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if broken.Load() && !(r.Method == http.MethodGet && r.URL.Path == "/healthz") {
@@ -44,41 +34,4 @@ func FailAfterConnError(cfg *pgconn.Config, who string) func(http.Handler) http.
 			h.ServeHTTP(w, r)
 		})
 	}
-}
-
-// watchedConn reports the first error of an established connection that
-// its owner did not cause by closing it or by a deadline, as fatalConn
-// does, and goes on.
-type watchedConn struct {
-	net.Conn
-	failed func(error)
-	closed atomic.Bool
-}
-
-func (c *watchedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.check(err)
-	return n, err
-}
-
-func (c *watchedConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.check(err)
-	return n, err
-}
-
-func (c *watchedConn) Close() error {
-	c.closed.Store(true)
-	return c.Conn.Close()
-}
-
-func (c *watchedConn) check(err error) {
-	if err == nil || c.closed.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
-		return
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return
-	}
-	c.failed(err)
 }
