@@ -224,33 +224,43 @@ func (c *intentCheck) missedTakeover() string {
 	if !c.facts.RetryTakesOver || len(c.attempts) < 2 {
 		return ""
 	}
-	first, retries := c.attempts[0], []idemcheck.Attempt{}
+	first := c.attempts[0]
+	var retries, told []idemcheck.Attempt
 	for _, a := range c.attempts[1:] {
-		if a.Step == 2 {
-			retries = append(retries, a)
+		if a.Step != 2 {
+			continue
+		}
+		retries = append(retries, a)
+		if a.Outcome == idemcheck.Replied && c.policy.InProgress(a.Status) {
+			told = append(told, a)
 		}
 	}
 	if len(retries) == 0 {
 		return "no retry was sent while the first attempt was frozen"
 	}
 	last := retries[len(retries)-1]
+	tookOver := last.Outcome == idemcheck.Replied && c.policy.Replay(last.Status) &&
+		(first.Outcome != idemcheck.Replied || last.End.Before(first.End))
 	switch {
-	case last.Outcome != idemcheck.Replied:
-		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was not answered: %s", last.ID, last.Error)
-	case first.Outcome == idemcheck.Replied && !last.End.Before(first.End):
-		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was answered only after the first had resumed and "+
-			"finished: it waited for the first instead of taking the key over, so no fence was put to the test", last.ID)
-	case c.policy.InProgress(last.Status):
+	case tookOver:
+		return ""
+	case len(told) > 0:
+		// The last retry may still have been on its way when the wait
+		// ended (and was answered once the first had finished): the ones
+		// told the key was in progress say why no takeover came.
 		return idemcheck.Phrasef("%d %s sent while the first attempt was frozen (the first %.1fs after the first attempt, past the declared lease of %v) "+
 			"%s told the key was still in progress (%d): the target's lease is longer than the one declared, no retry took the key over, and "+
-			"no fence was put to the test; give the target's lease (%s)", len(retries), plural(len(retries), "retry", "retries"),
-			retries[0].Start.Sub(first.Start).Seconds(), c.policy.Lease, plural(len(retries), "was", "were all"), last.Status,
+			"no fence was put to the test; give the target's lease (%s)", len(told), plural(len(told), "retry", "retries"),
+			told[0].Start.Sub(first.Start).Seconds(), c.policy.Lease, plural(len(told), "was", "were all"), told[len(told)-1].Status,
 			idemcheck.Setting("Policy.Lease")).In(c.words)
-	case !c.policy.Replay(last.Status):
-		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was answered %d, not as executed: "+
-			"no retry took the key over, and no fence was put to the test", last.ID, last.Status)
+	case last.Outcome != idemcheck.Replied:
+		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was not answered: %s", last.ID, last.Error)
+	case c.policy.Replay(last.Status):
+		return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was answered only after the first had resumed and "+
+			"finished: it waited for the first instead of taking the key over, so no fence was put to the test", last.ID)
 	}
-	return ""
+	return fmt.Sprintf("the retry sent while the first attempt was frozen (attempt %d) was answered %d, not as executed: "+
+		"no retry took the key over, and no fence was put to the test", last.ID, last.Status)
 }
 
 // missedCorrection: an invalid body and its correction (corrected-retry)

@@ -237,10 +237,24 @@ func TestLeaseFencingWithoutATakeoverIsInconclusive(t *testing.T) {
 	assert.Contains(t, got.Reason, "3 retries sent while the first attempt was frozen (the first 1.5s after the first attempt, past the declared lease of 1s) "+
 		"were all told the key was still in progress (409)")
 
-	// A retry answered only once the first had resumed waited for it.
+	// The last retry was still on its way when the wait ended, and was
+	// answered once the first had finished: the two before it, told the
+	// key was in progress, say why there was no takeover.
 	b.h.Attempts[3].Status, b.h.Attempts[3].End = 201, t0.Add(2650*time.Millisecond)
 	b.h.Attempts[3].RespBody, b.h.Attempts[3].RespHeader = b.h.Attempts[4].RespBody, b.h.Attempts[4].RespHeader
 	r = Report(&b.h)
+	require.Empty(t, r.Anomalies)
+	got = status(t, r, c)
+	assert.Equal(t, idemcheck.Inconclusive, got.Status)
+	assert.Contains(t, got.Reason, "2 retries sent while the first attempt was frozen")
+
+	// A lone retry answered only once the first had resumed waited for it
+	// (on the frozen write's row lock, say).
+	w := newHist(t, p, c)
+	in = w.intent(c, 1, `1 0-2600 201 {"orderId":"A"}`, `2 1500-2610 201 {"orderId":"A"} replayed`, `3 2700-2702 201 {"orderId":"A"} replayed`)
+	w.fault(in, "db-hold:nth=2")
+	w.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: c, Landing: idemcheck.LandedAutocommitWrite})
+	r = Report(&w.h)
 	require.Empty(t, r.Anomalies)
 	got = status(t, r, c)
 	assert.Equal(t, idemcheck.Inconclusive, got.Status)
