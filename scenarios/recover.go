@@ -33,7 +33,11 @@ const RecoveryProbes = 4
 // unjudgeable, and the target is killed and started again, so the checks
 // after it meet a working target, as after an exit.
 func (s *session) recovered(ctx context.Context, placed idemcheck.Event, cutSQL string) error {
-	if s.Powers == nil {
+	if s.Powers == nil || s.Policy.AckOnly {
+		// Under an ack-only policy (a webhook consumer) a 5xx is a
+		// consumer's "not now, deliver it again", a fresh event's included:
+		// it proves nothing about recovery, and a consumer that never
+		// recovers is found by the redeliveries (never-acknowledged).
 		return nil
 	}
 	reqs := make([]wire.Request, RecoveryProbes)
