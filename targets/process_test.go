@@ -751,3 +751,20 @@ func TestProcessTargetReadyWithoutAHealthRoute(t *testing.T) {
 		})
 	}
 }
+
+// A target whose default readiness probe answers 404 is up, with no such
+// route: the start fails soon, after a short grace rather than the whole
+// wait, and says which readiness probe to give instead. The wait here is
+// long, so a start that waited it out would fail this test with the
+// timeout's message, not pass it late.
+func TestProcessReadyWithoutTheRouteSaysWhatToGive(t *testing.T) {
+	t.Parallel()
+	_, err := targets.StartProcess(context.Background(), targets.ProcessConfig{
+		Command: "exec " + echoCommand(t), Env: []string{"ECHO_NO_HEALTHZ=1"}, ReadyTimeout: 2 * time.Minute,
+	})
+	require.Error(t, err)
+	t.Log(err)
+	assert.Regexp(t, `is up but has no readiness route: GET http://127\.0\.0\.1:\d+/healthz answered 404 Not Found for 3s; .*--ready PATH.*--ready tcp`, err.Error())
+	assert.NotContains(t, err.Error(), "was not ready after")
+	assert.NotContains(t, err.Error(), "\n")
+}
