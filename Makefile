@@ -10,7 +10,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak bench-merge zoo fuzz
+.PHONY: all build install man example-api doc-blocks release-check demo test vet fmt-check postgres chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak bench-merge zoo fuzz
 
 all: build
 
@@ -32,6 +32,13 @@ install:
 	$(GO) build $(BUILDFLAGS) -o "$$dir/idemcheck-demo" ./examples/demo || exit 1; \
 	echo "make: installed $$dir/idemcheck ($$($$dir/idemcheck version)) and $$dir/idemcheck-demo (the demo and the example API)"; \
 	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "make: $$dir is not on your PATH: export PATH=\"$$dir:\$$PATH\"";; esac
+
+## man: man/idemcheck.1, the manual page, generated from the same text as idemcheck's help (idemcheck man);
+## read it with man -l man/idemcheck.1.
+man:
+	@mkdir -p man
+	$(GO) run ./cmd/idemcheck man > man/idemcheck.1.tmp && mv man/idemcheck.1.tmp man/idemcheck.1
+	@echo "make: wrote man/idemcheck.1 (man -l man/idemcheck.1)"
 
 ## example-api: serve the example orders API on 127.0.0.1:8080 with a throwaway PostgreSQL until Ctrl-C
 ## (it prints the DSN of its database; idemcheck-demo example-api --background does the same in the background).
@@ -159,7 +166,7 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin
+	rm -rf bin man
 
 ## bench: every benchmark, figures written to BENCHMARKS.md (about 13 minutes): first bench-product, then
 ## bench-bursts, then bench-soak. Note the load average: the first figure should be below 0.6 for a quiet machine.
