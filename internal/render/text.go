@@ -380,3 +380,33 @@ func strList(v []string, n int) string {
 	}
 	return strings.Join(v[:n], ", ") + fmt.Sprintf(" and %d more", len(v)-n)
 }
+
+// WriteSuiteVerdict prints the one line that ends a suite's run: the
+// suite's verdict (the worst of its endpoints') and how many endpoints
+// ended each way, so a long run's outcome is its last line.
+func WriteSuiteVerdict(w io.Writer, name string, reports []idemcheck.Report, verdict idemcheck.Status, colour bool) {
+	c := colours(colour)
+	word := c.green + "PASS" + c.reset
+	switch verdict {
+	case idemcheck.Fail:
+		word = c.red + "FAIL" + c.reset
+	case idemcheck.Pass:
+	default:
+		word = c.yellow + VerdictWords(verdict) + c.reset
+	}
+	pass, fail := 0, 0
+	for _, r := range reports {
+		switch r.Verdict {
+		case idemcheck.Pass:
+			pass++
+		case idemcheck.Fail:
+			fail++
+		}
+	}
+	endpoints := "endpoints"
+	if len(reports) == 1 {
+		endpoints = "endpoint"
+	}
+	fmt.Fprintf(w, "\nsuite %s: %s%s%s: %d %s, %d passed, %d failed, %d neither\n",
+		name, c.bold, word, c.bold+c.reset, len(reports), endpoints, pass, fail, len(reports)-pass-fail)
+}
