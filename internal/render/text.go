@@ -109,15 +109,20 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 	}
 	// One anomaly of each kind and check in full; the others of that
 	// kind are named by intent, so a run with many bursts stays readable.
+	// Another anomaly of the same intent (key-syntax finds one per
+	// malformed key) is a finding of its own, shown in full: naming its
+	// intent again would only repeat the headline.
 	type group struct {
 		first  idemcheck.Anomaly
 		others []string
 	}
 	var order []string
 	groups := map[string]*group{}
-	for _, a := range r.Anomalies {
+	for i, a := range r.Anomalies {
 		k := a.Check + "\x00" + string(a.Kind)
-		if g, ok := groups[k]; ok {
+		if g, ok := groups[k]; ok && g.first.Intent == a.Intent {
+			k += "\x00" + strconv.Itoa(i)
+		} else if ok {
 			g.others = append(g.others, a.Intent)
 			continue
 		}
