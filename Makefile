@@ -49,8 +49,10 @@ example-api: postgres
 ## doc-blocks: run every sh block of README.md and docs/*.md, as written, in a fresh clone of this commit
 ## (commit first), each file in one shell, in order (about 5 minutes); blocks marked doc-blocks: skip are
 ## listed with their reason and left out, needs docker ones run where an engine answers.
+## DOC_BLOCKS_ONLY=README.md,docs/ci.md runs those files alone.
+DOC_BLOCKS_ONLY ?=
 doc-blocks: postgres
-	IDEMCHECK_DOC_BLOCKS=1 $(GO) test -count=1 -v -timeout 30m -run '^TestDocBlocks$$' ./internal/docblocks
+	IDEMCHECK_DOC_BLOCKS=1 IDEMCHECK_DOC_BLOCKS_ONLY=$(DOC_BLOCKS_ONLY) $(GO) test -count=1 -v -timeout 30m -run '^TestDocBlocks$$' ./internal/docblocks
 
 ## release-check: build the release binaries (linux and darwin, amd64 and arm64) as .goreleaser.yaml
 ## describes them, and with goreleaser and docker buildx its image of idemcheck, without publishing anything.
