@@ -76,12 +76,20 @@ type commandHelp struct {
 // soak's help and the man page (README.md and docs/certify.md say it too).
 const cmdContract = `The --cmd contract: the command runs with sh -c and is given PORT (a free
 port to listen on), ADDR (127.0.0.1, the address to listen on) and
-DATABASE_URL (a new, empty PostgreSQL database of its own: the target must
-create its tables itself, running its migrations at start). It is ready when
-GET /healthz answers 2xx (within 30 s); --ready PATH names another path, and
+DATABASE_URL (idemcheck's proxy in front of --db or, without --db, of a new,
+empty PostgreSQL database: the target must create its tables itself, running
+its migrations at start). It is ready when GET /healthz answers 2xx (within
+30 s)`
+
+// certifyContract adds --ready, which only certify has.
+const certifyContract = cmdContract + `; --ready PATH names another path, and
 --ready tcp waits only until its port accepts connections. A target whose
 readiness path answers 404 is up without that route: idemcheck says so after
 3 s and names --ready.`
+
+// soakContract is the contract as soak, which has no --ready, holds it.
+const soakContract = cmdContract + `; a target without that route
+fails to start after 3 s of 404s (certify's --ready names another path).`
 
 var helps = map[string]commandHelp{
 	"certify": {
@@ -103,7 +111,7 @@ var helps = map[string]commandHelp{
 			`idemcheck certify --url "$API_URL" --path /orders --body … --header 'Authorization: Bearer ${TOKEN}' \`,
 			`  --json idemcheck.json --junit idemcheck.xml --history idemcheck.jsonl`,
 		},
-		notes: cmdContract,
+		notes: certifyContract,
 	},
 	"soak": {
 		usage:   []string{"idemcheck soak (--url URL | --cmd COMMAND) --path PATH --body TEMPLATE [flags]"},
@@ -113,7 +121,7 @@ var helps = map[string]commandHelp{
 			`  --db "$DATABASE_URL" --effect-sql 'SELECT count(*) FROM orders WHERE customer_id = $1' --effect-arg '{{intent}}' \`,
 			`  --rate 200 --duration 30s`,
 		},
-		notes: cmdContract,
+		notes: soakContract,
 	},
 	"run": {
 		usage:   []string{"idemcheck run -f SUITE.yaml [flags]", "idemcheck run --openapi SPEC --url URL [flags]"},
@@ -260,7 +268,8 @@ var collectFlags func(*flag.FlagSet)
 
 // flagsOf returns the flag set command registers, without running it:
 // the command stops at its parse (collectFlags). Commands without flags
-// get an empty set.
+// get an empty set. It is for the help's own commands (completion, man),
+// never while another command runs: collectFlags is the process's.
 func flagsOf(command string) *flag.FlagSet {
 	var got *flag.FlagSet
 	collectFlags = func(fs *flag.FlagSet) { got = fs }

@@ -68,7 +68,7 @@ func TestCertifyHelpIsGrouped(t *testing.T) {
 	for _, want := range []string{"certify --url http://", "certify --cmd './bin/orders", "--junit idemcheck.xml"} {
 		assert.Contains(t, examples, want)
 	}
-	for _, want := range []string{"PORT", "ADDR", "DATABASE_URL", "empty PostgreSQL database", "migrations", "--ready tcp", "--ready PATH", "/healthz"} {
+	for _, want := range []string{"PORT", "ADDR", "DATABASE_URL", "empty PostgreSQL", "migrations", "--ready tcp", "--ready PATH", "/healthz"} {
 		assert.Contains(t, out, want, "the --cmd contract")
 	}
 	last := 0
