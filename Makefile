@@ -126,7 +126,8 @@ images-if-docker: postgres
 # room for setup, so that a hung test is reported by go test, with its
 # stacks, before the job is cancelled. The slowest package, examples/zoo,
 # took 724 s under two busy loops while it still certified each reference
-# 20 times; README.md ("Tests") has the suite's measured time.
+# 20 times, and 152 s once each (load average 15-18); README.md ("Tests")
+# has the suite's measured time.
 TEST_TIMEOUT ?= 30m
 TEST_GO = $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
