@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // Readiness defaults of ProcessConfig, exported so flags can show them.
@@ -670,8 +672,12 @@ func (i *Instance) waitReady(ctx context.Context, r *processRun) error {
 		case noRouteSince.IsZero():
 			noRouteSince = time.Now()
 		case time.Since(noRouteSince) >= min(processMissingRouteGrace, i.p.cfg.ReadyTimeout):
-			err := fmt.Errorf("target %s %q is up but has no readiness route: %s for %v; give the path that answers 2xx once it serves (--ready PATH), or --ready tcp to wait only until its port accepts connections",
-				i.label, i.p.cfg.Command, oneLine(seen), min(processMissingRouteGrace, i.p.cfg.ReadyTimeout))
+			// The fix names its setting (Ready) for each caller to say in
+			// its words: --ready for the command.
+			ready := idemcheck.Field("Ready")
+			hint := idemcheck.Fieldf(idemcheck.ExitUnavailable, ready, "give %s PATH, a path that answers 2xx once it serves, or %s tcp to wait only until its port accepts connections", ready, ready)
+			err := fmt.Errorf("target %s %q is up but has no readiness route: %s for %v: %w",
+				i.label, i.p.cfg.Command, oneLine(seen), min(processMissingRouteGrace, i.p.cfg.ReadyTimeout), hint)
 			return i.failStart(r, err)
 		}
 		if ready {

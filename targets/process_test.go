@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/testctx"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
@@ -764,7 +765,10 @@ func TestProcessReadyWithoutTheRouteSaysWhatToGive(t *testing.T) {
 	})
 	require.Error(t, err)
 	t.Log(err)
-	assert.Regexp(t, `is up but has no readiness route: GET http://127\.0\.0\.1:\d+/healthz answered 404 Not Found for 3s; .*--ready PATH.*--ready tcp`, err.Error())
+	assert.Regexp(t, `is up but has no readiness route: GET http://127\.0\.0\.1:\d+/healthz answered 404 Not Found for 3s: give Ready PATH, .* or Ready tcp `, err.Error())
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe, "the hint names its setting, for the command to say --ready")
+	assert.Equal(t, idemcheck.Field("Ready"), fe.Field)
 	assert.NotContains(t, err.Error(), "was not ready after")
 	assert.NotContains(t, err.Error(), "\n")
 }

@@ -243,3 +243,14 @@ func TestFlagsReadTheEnvironment(t *testing.T) {
 	assert.Equal(t, idemcheck.ExitUsage, code)
 	assert.Contains(t, errOut, "--header: environment variable IC_TEST_UNSET_TOKEN is not set")
 }
+
+// A --cmd target whose readiness path answers 404 is up without that
+// route: certify exits 3 soon, not after the whole wait, and names the
+// flag to give, in the command's words.
+func TestCmdWithoutItsReadinessRouteNamesTheFlag(t *testing.T) {
+	code, out, errOut := cli(t, certifyCmdArgs(t, "", "--ready", "/no-such-route")...)
+	require.Equal(t, idemcheck.ExitUnavailable, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, errOut, "/no-such-route answered 404 Not Found for 3s")
+	assert.Contains(t, errOut, "give --ready PATH, a path that answers 2xx once it serves, or --ready tcp")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+}
