@@ -25,41 +25,104 @@ var flagGroups = []struct{ name, title string }{
 	{"other", "Other"},
 }
 
-// flagGroup places each flag of certify, soak and run in a group of
-// flagGroups: adding a flag is adding its line here (TestEveryFlagHasAGroup
-// fails on a flag in no group). A name may be listed before its flag
-// exists; it is then simply not shown.
-var flagGroup = map[string]string{
-	// target
-	"url": "target", "cmd": "target", "image": "target", "instances": "target", "env": "target",
-	"ready": "target", "db-image": "target", "provider-env": "target", "target-log": "target",
-	"f": "target", "openapi": "target", "methods": "target", "name": "target",
-	// request
-	"method": "request", "path": "request", "body": "request", "header": "request",
-	"failing-body": "request", "invalid-body": "request", "other-path": "request", "tenant": "request",
-	"key-header": "request", "key-pointer": "request", "protocol": "request",
-	"sign": "request", "sign-secret": "request", "sign-header": "request", "sign-skew": "request",
-	// effects
-	"db": "effects", "effect-sql": "effects", "effect-arg": "effects", "effect-http": "effects",
-	"effect-count": "effects", "effect-batch-sql": "effects", "count-during": "effects", "db-engine": "effects",
-	// checks
-	"checks": "checks", "skip-checks": "checks", "policy": "checks", "lease": "checks",
-	"replay-header": "checks", "resource-id": "checks", "ignore-field": "checks",
-	"mismatch-status": "checks", "missing-key-status": "checks", "in-progress-status": "checks",
-	"burst": "checks", "burst-rounds": "checks", "rounds": "checks", "fault-rounds": "checks",
-	"redeliveries": "checks", "retry-window": "checks", "timed-bursts": "checks",
-	"duration": "checks", "intents": "checks", "cut-share": "checks", "fault": "checks", "workers": "checks",
-	"seed": "checks", "shard": "checks", "shards": "checks",
-	// outputs
-	"json": "outputs", "junit": "outputs", "html": "outputs", "history": "outputs", "no-color": "outputs",
-	"allow-inconclusive": "outputs", "vegeta-results": "outputs", "progress": "outputs",
-	"progress-every": "outputs", "value": "outputs",
-	// tls
-	"cacert": "tls", "cert": "tls", "key": "tls", "insecure": "tls",
-	// safety
-	"allow-remote": "safety", "rate": "safety", "max-duration": "safety", "timeout": "safety",
-	"max-body": "safety", "redact-header": "safety", "redact-field": "safety", "redact-query": "safety",
+// flagTable places each flag of certify, soak and run in a group of
+// flagGroups, in the order the help shows them: adding a flag is adding its
+// line here (TestEveryFlagHasAGroup fails on a flag in no group). A name
+// may be listed before its flag exists; it is then simply not shown.
+var flagTable = []struct{ flag, group string }{
+	{"url", "target"},
+	{"cmd", "target"},
+	{"image", "target"},
+	{"instances", "target"},
+	{"ready", "target"},
+	{"env", "target"},
+	{"provider-env", "target"},
+	{"db-image", "target"},
+	{"target-log", "target"},
+	{"name", "target"},
+	{"f", "target"},
+	{"openapi", "target"},
+	{"methods", "target"},
+	{"method", "request"},
+	{"path", "request"},
+	{"body", "request"},
+	{"header", "request"},
+	{"tenant", "request"},
+	{"key-header", "request"},
+	{"key-pointer", "request"},
+	{"failing-body", "request"},
+	{"invalid-body", "request"},
+	{"other-path", "request"},
+	{"protocol", "request"},
+	{"sign", "request"},
+	{"sign-secret", "request"},
+	{"sign-header", "request"},
+	{"sign-skew", "request"},
+	{"db", "effects"},
+	{"effect-sql", "effects"},
+	{"effect-arg", "effects"},
+	{"effect-http", "effects"},
+	{"effect-count", "effects"},
+	{"effect-batch-sql", "effects"},
+	{"count-during", "effects"},
+	{"db-engine", "effects"},
+	{"checks", "checks"},
+	{"skip-checks", "checks"},
+	{"policy", "checks"},
+	{"lease", "checks"},
+	{"replay-header", "checks"},
+	{"resource-id", "checks"},
+	{"ignore-field", "checks"},
+	{"mismatch-status", "checks"},
+	{"missing-key-status", "checks"},
+	{"in-progress-status", "checks"},
+	{"burst", "checks"},
+	{"burst-rounds", "checks"},
+	{"rounds", "checks"},
+	{"fault-rounds", "checks"},
+	{"redeliveries", "checks"},
+	{"retry-window", "checks"},
+	{"timed-bursts", "checks"},
+	{"duration", "checks"},
+	{"intents", "checks"},
+	{"cut-share", "checks"},
+	{"fault", "checks"},
+	{"workers", "checks"},
+	{"seed", "checks"},
+	{"shard", "checks"},
+	{"shards", "checks"},
+	{"json", "outputs"},
+	{"junit", "outputs"},
+	{"html", "outputs"},
+	{"history", "outputs"},
+	{"no-color", "outputs"},
+	{"allow-inconclusive", "outputs"},
+	{"vegeta-results", "outputs"},
+	{"progress", "outputs"},
+	{"progress-every", "outputs"},
+	{"value", "outputs"},
+	{"cacert", "tls"},
+	{"cert", "tls"},
+	{"key", "tls"},
+	{"insecure", "tls"},
+	{"allow-remote", "safety"},
+	{"rate", "safety"},
+	{"max-duration", "safety"},
+	{"timeout", "safety"},
+	{"max-body", "safety"},
+	{"redact-header", "safety"},
+	{"redact-field", "safety"},
+	{"redact-query", "safety"},
 }
+
+// flagGroup is each flag's group, and flagRank its place in flagTable.
+var flagGroup, flagRank = func() (map[string]string, map[string]int) {
+	group, rank := map[string]string{}, map[string]int{}
+	for i, f := range flagTable {
+		group[f.flag], rank[f.flag] = f.group, i
+	}
+	return group, rank
+}()
 
 // groupedCommands are the commands whose help shows its flags in groups.
 var groupedCommands = map[string]bool{"certify": true, "soak": true, "run": true}
@@ -232,6 +295,15 @@ func groupFlags(fs *flag.FlagSet) []flagsInGroup {
 	var out []flagsInGroup
 	for _, g := range flagGroups {
 		if fl := byGroup[g.name]; len(fl) > 0 {
+			// In flagTable's order; a flag missing from it last.
+			sort.SliceStable(fl, func(i, j int) bool {
+				ri, iok := flagRank[fl[i].Name]
+				rj, jok := flagRank[fl[j].Name]
+				if iok != jok {
+					return iok
+				}
+				return ri < rj
+			})
 			out = append(out, flagsInGroup{g.title, fl})
 		}
 	}

@@ -22,8 +22,11 @@ func TestEveryFlagHasAGroup(t *testing.T) {
 	for _, g := range flagGroups {
 		known[g.name] = true
 	}
-	for name, g := range flagGroup {
-		assert.True(t, known[g], "flagGroup[%q] = %q is no group of flagGroups", name, g)
+	seen := map[string]bool{}
+	for _, f := range flagTable {
+		assert.True(t, known[f.group], "flagTable's --%s is in %q, no group of flagGroups", f.flag, f.group)
+		assert.False(t, seen[f.flag], "--%s is in flagTable twice", f.flag)
+		seen[f.flag] = true
 	}
 	for c := range groupedCommands {
 		fs := flagsOf(c)
