@@ -32,7 +32,7 @@ func TestEveryFlagHasAGroup(t *testing.T) {
 		fs := flagsOf(c)
 		require.NotEmpty(t, sortedFlagNames(fs), c)
 		for _, n := range sortedFlagNames(fs) {
-			assert.NotEmpty(t, flagGroup[n], "%s --%s is in no help group: add it to flagGroup in help.go", c, n)
+			assert.NotEmpty(t, flagGroup[n], "%s --%s is in no help group: add its line to flagTable in help.go", c, n)
 		}
 	}
 }
