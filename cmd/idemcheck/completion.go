@@ -23,7 +23,7 @@ func runCompletion(args []string, stdout io.Writer) (int, error) {
 	flags := map[string][]string{}
 	for _, c := range commands {
 		for _, n := range sortedFlagNames(flagsOf(c)) {
-			flags[c] = append(flags[c], "--"+n)
+			flags[c] = append(flags[c], dashed(n))
 		}
 	}
 	switch fs.Arg(0) {
@@ -75,7 +75,11 @@ func writeFish(w io.Writer, flags map[string][]string) {
 	fmt.Fprintf(w, "complete -c idemcheck -n __fish_use_subcommand -f -a %q\n", strings.Join(commands, " "))
 	for _, c := range commands {
 		for _, f := range flags[c] {
-			fmt.Fprintf(w, "complete -c idemcheck -n '__fish_seen_subcommand_from %s' -l %s\n", c, strings.TrimPrefix(f, "--"))
+			opt := "-l " + strings.TrimPrefix(f, "--")
+			if !strings.HasPrefix(f, "--") {
+				opt = "-s " + strings.TrimPrefix(f, "-")
+			}
+			fmt.Fprintf(w, "complete -c idemcheck -n '__fish_seen_subcommand_from %s' %s\n", c, opt)
 		}
 	}
 	fmt.Fprintf(w, "complete -c idemcheck -n '__fish_seen_subcommand_from completion' -f -a 'bash zsh fish'\n")

@@ -253,7 +253,7 @@ func writeHelp(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "\n%s:\n", g.title)
 		for _, f := range g.flags {
 			name, usage := flag.UnquoteUsage(f)
-			line := "  --" + f.Name
+			line := "  " + dashed(f.Name)
 			if name != "" {
 				line += " " + name
 			}
@@ -380,4 +380,13 @@ func wrap(text, indent string, width int) string {
 		}
 	}
 	return b.String()
+}
+
+// dashed is how a flag is written: -f and -o with one dash, as the usage
+// writes them, every longer name with two.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }

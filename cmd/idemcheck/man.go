@@ -73,7 +73,7 @@ func writeMan(w io.Writer) {
 			fmt.Fprintf(w, ".PP\n.I %s\n", roff(g.title))
 			for _, f := range g.flags {
 				name, usage := flag.UnquoteUsage(f)
-				fmt.Fprintf(w, ".TP\n.B \\-\\-%s", roff(f.Name))
+				fmt.Fprintf(w, ".TP\n.B %s", roff(dashed(f.Name)))
 				if name != "" {
 					fmt.Fprintf(w, " \" %s\"", roff(name))
 				}
