@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -203,14 +204,56 @@ func parseErrorReason(err error) string {
 
 // connectError is OpenDatabase's error: a redacted, one-line message that
 // still unwraps to pgx's error so callers can inspect it (errors.As with
-// *pgconn.PgError, for example).
+// *pgconn.PgError, for example). hint, when there is one, is the part of
+// the message that names the setting to fix (a FieldError about DSN), so
+// that each caller says it in its own words: --db, a suite's db, DSN.
 type connectError struct {
-	msg string
-	err error
+	msg  string
+	err  error
+	hint error
 }
 
 func (e *connectError) Error() string { return e.msg }
-func (e *connectError) Unwrap() error { return e.err }
+func (e *connectError) Unwrap() []error {
+	if e.hint == nil {
+		return []error{e.err}
+	}
+	return []error{e.err, e.hint}
+}
+
+// connectCause is what went wrong first, in a person's words, and what to
+// do, for the failures a newcomer meets: a wrong password, a host where
+// nothing listens, a server that refuses TLS, a database that does not
+// exist. ok is false for any other failure, which is then said as pgx
+// said it.
+func connectCause(err error) (cause string, hint error, ok bool) {
+	dsn := idemcheck.Field("DSN")
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "28P01": // invalid_password
+			return pe.Message, idemcheck.Fieldf(idemcheck.ExitUnavailable, dsn, "check the password in %s", dsn), true
+		case "28000": // invalid_authorization_specification: no pg_hba.conf entry, no such role
+			return pe.Message, idemcheck.Fieldf(idemcheck.ExitUnavailable, dsn, "check the user in %s, and that the server's pg_hba.conf lets it in", dsn), true
+		case "3D000": // invalid_catalog_name
+			return pe.Message, idemcheck.Fieldf(idemcheck.ExitUnavailable, dsn, "check the database name in %s, or create it", dsn), true
+		}
+		return "", nil, false
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "server refused TLS connection"):
+		return "the server refused TLS", idemcheck.Fieldf(idemcheck.ExitUnavailable, dsn,
+			"add sslmode=disable to %s for a server without TLS (on loopback, nothing crosses a network), or turn TLS on in the server", dsn), true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: nothing listens there", idemcheck.Fieldf(idemcheck.ExitUnavailable, dsn,
+			"check the host and port in %s, and that PostgreSQL runs there", dsn), true
+	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, context.DeadlineExceeded):
+		return "no answer in time", idemcheck.Fieldf(idemcheck.ExitUnavailable, dsn,
+			"check the host and port in %s, and that nothing drops the connection on the way", dsn), true
+	}
+	return "", nil, false
+}
 
 // blankRuns collapses line breaks with their indentation, because run
 // errors are printed one per line.
@@ -232,6 +275,16 @@ func newConnectError(dsn, password, reason string, err error) error {
 	reason = strings.Join(lines, " ")
 	if len(password) >= 4 {
 		reason = strings.ReplaceAll(reason, password, redactedPassword)
+	}
+	if cause, hint, ok := connectCause(err); ok {
+		// The cause first, then what to do: pgx's text puts the first
+		// host's first try (often a refused TLS under sslmode=prefer)
+		// before the failure that matters.
+		if len(password) >= 4 {
+			cause = strings.ReplaceAll(cause, password, redactedPassword)
+		}
+		msg := fmt.Sprintf("cannot connect to database %s: %s: %s", RedactDSN(dsn), cause, hint.Error())
+		return &connectError{msg: msg, err: err, hint: hint}
 	}
 	msg := fmt.Sprintf("cannot connect to database %s: %s", RedactDSN(dsn), reason)
 	return &connectError{msg: msg, err: err}

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // Readiness defaults of ProcessConfig, exported so flags can show them.
@@ -42,6 +44,12 @@ var (
 	// processReadyPoll is the pause between readiness probes: short,
 	// because every start and restart spends its time in this wait.
 	processReadyPoll = 20 * time.Millisecond
+	// processMissingRouteGrace is how long a readiness path may answer 404
+	// or 405 before the start fails with a hint: such an answer proves the
+	// server is up and has no such route, so waiting out ReadyTimeout would
+	// only delay the fix; the grace covers a router that mounts its health
+	// route a moment after it starts listening.
+	processMissingRouteGrace = 3 * time.Second
 	// processProbeTimeout bounds one readiness probe, so a target that accepts but
 	// never answers costs a second per probe, not the whole wait.
 	processProbeTimeout = time.Second
@@ -428,8 +436,9 @@ func (p *Process) env(port int) []string {
 }
 
 // probe runs the readiness probe once. It returns whether the instance is
-// ready and, if not, what the probe saw, for the timeout error.
-func (p *Process) probe(ctx context.Context, port int) (bool, string) {
+// ready and, if not, what the probe saw, for the timeout error, and
+// whether the answer proved the server up without that route (404, 405).
+func (p *Process) probe(ctx context.Context, port int) (ready bool, seen string, noRoute bool) {
 	ctx, cancel := context.WithTimeout(ctx, processProbeTimeout)
 	defer cancel()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -437,26 +446,27 @@ func (p *Process) probe(ctx context.Context, port int) (bool, string) {
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			return false, fmt.Sprintf("tcp probe of %s: %v", addr, processProbeCause(err))
+			return false, fmt.Sprintf("tcp probe of %s: %v", addr, processProbeCause(err)), false
 		}
 		_ = conn.Close()
-		return true, ""
+		return true, "", false
 	}
 	target := "http://" + addr + p.cfg.Ready
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return false, fmt.Sprintf("GET %s: %v", target, err)
+		return false, fmt.Sprintf("GET %s: %v", target, err), false
 	}
 	resp, err := p.probeClient.Do(req)
 	if err != nil {
-		return false, fmt.Sprintf("GET %s: %v", target, processProbeCause(err))
+		return false, fmt.Sprintf("GET %s: %v", target, processProbeCause(err)), false
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return true, ""
+		return true, "", false
 	}
-	return false, fmt.Sprintf("GET %s answered %s", target, resp.Status)
+	noRoute = resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed
+	return false, fmt.Sprintf("GET %s answered %s", target, resp.Status), noRoute
 }
 
 // processProbeCause strips the layers that repeat the address the message names
@@ -648,13 +658,28 @@ func (i *Instance) start() (*processRun, error) {
 func (i *Instance) waitReady(ctx context.Context, r *processRun) error {
 	timeout := time.NewTimer(i.p.cfg.ReadyTimeout)
 	defer timeout.Stop()
+	var noRouteSince time.Time
 	for {
 		select {
 		case <-r.exited:
 			return i.failStart(r, nil)
 		default:
 		}
-		ready, seen := i.p.probe(ctx, i.port)
+		ready, seen, noRoute := i.p.probe(ctx, i.port)
+		switch {
+		case !noRoute:
+			noRouteSince = time.Time{}
+		case noRouteSince.IsZero():
+			noRouteSince = time.Now()
+		case time.Since(noRouteSince) >= min(processMissingRouteGrace, i.p.cfg.ReadyTimeout):
+			// The fix names its setting (Ready) for each caller to say in
+			// its words: --ready for the command.
+			ready := idemcheck.Field("Ready")
+			hint := idemcheck.Fieldf(idemcheck.ExitUnavailable, ready, "give %s PATH, a path that answers 2xx once it serves, or %s tcp to wait only until its port accepts connections", ready, ready)
+			err := fmt.Errorf("target %s %q is up but has no readiness route: %s for %v: %w",
+				i.label, i.p.cfg.Command, oneLine(seen), min(processMissingRouteGrace, i.p.cfg.ReadyTimeout), hint)
+			return i.failStart(r, err)
+		}
 		if ready {
 			// Something answered; make sure it was not another process on
 			// a port ours failed to bind. From here on an end of the run

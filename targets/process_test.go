@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/testctx"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
@@ -750,4 +751,24 @@ func TestProcessTargetReadyWithoutAHealthRoute(t *testing.T) {
 			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the target really has no health route")
 		})
 	}
+}
+
+// A target whose default readiness probe answers 404 is up, with no such
+// route: the start fails soon, after a short grace rather than the whole
+// wait, and says which readiness probe to give instead. The wait here is
+// long, so a start that waited it out would fail this test with the
+// timeout's message, not pass it late.
+func TestProcessReadyWithoutTheRouteSaysWhatToGive(t *testing.T) {
+	t.Parallel()
+	_, err := targets.StartProcess(context.Background(), targets.ProcessConfig{
+		Command: "exec " + echoCommand(t), Env: []string{"ECHO_NO_HEALTHZ=1"}, ReadyTimeout: 2 * time.Minute,
+	})
+	require.Error(t, err)
+	t.Log(err)
+	assert.Regexp(t, `is up but has no readiness route: GET http://127\.0\.0\.1:\d+/healthz answered 404 Not Found for 3s: give Ready PATH, .* or Ready tcp `, err.Error())
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe, "the hint names its setting, for the command to say --ready")
+	assert.Equal(t, idemcheck.Field("Ready"), fe.Field)
+	assert.NotContains(t, err.Error(), "was not ready after")
+	assert.NotContains(t, err.Error(), "\n")
 }

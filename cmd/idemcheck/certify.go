@@ -160,9 +160,26 @@ var goneFlags = map[string]string{
 }
 
 // parseFlags parses args, turning the flag package's errors into one-line
-// usage errors that name the command (program.ParseFlags).
+// usage errors that name the command (program.ParseFlags); -h prints the
+// command's help (writeHelp).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if collectFlags != nil {
+		collectFlags(fs)
+		return errCollected
+	}
+	setHelp(fs)
 	return program.ParseFlags("idemcheck", fs, args, stdout, goneFlags)
+}
+
+// parseFlagsArgs is parseFlags for a command that takes arguments after
+// its flags.
+func parseFlagsArgs(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if collectFlags != nil {
+		collectFlags(fs)
+		return errCollected
+	}
+	setHelp(fs)
+	return program.ParseFlagsArgs("idemcheck", fs, args, stdout, goneFlags)
 }
 
 // given is the set of flags named on the command line.
@@ -194,7 +211,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	f.opts = scenarios.Defaults
 	def := idemcheck.IETF()
 	fs.StringVar(&f.rawURL, "url", "", "the target's base `URL`, such as http://127.0.0.1:8080 or ${API_URL} (or --cmd, or --image)")
-	fs.StringVar(&f.command, "cmd", "", "`command` that starts the target (run with sh -c, given PORT and DATABASE_URL): idemcheck then owns its process and database link, for the fault checks")
+	fs.StringVar(&f.command, "cmd", "", "`command` that starts the target (run with sh -c, given PORT, ADDR and DATABASE_URL, an empty database it must migrate itself; ready when GET /healthz answers 2xx, see --ready): idemcheck then owns its process and database link, for the fault checks")
 	fs.IntVar(&f.instances, "instances", 1, "with --cmd: instances behind a round-robin balancer (1 to 16)")
 	fs.StringVar(&f.image, "image", "", "container `image` of the target, already on the Docker host (never pulled), run on host networking with PORT, ADDR=127.0.0.1 and DATABASE_URL: idemcheck then owns its container and database link, for the fault checks")
 	fs.StringVar(&f.dbImage, "db-image", targets.DefaultPostgresImage, "with --image and no --db: the PostgreSQL `image` started for the target's database (without Docker or the image: the local PostgreSQL binaries)")

@@ -40,9 +40,8 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var out outputs
 	out.register(fs)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return 0, idemcheck.Usagef("check: %v (%s)", err, checkUsage)
+	if err := parseFlagsArgs(fs, args, stdout); err != nil {
+		return 0, err
 	}
 	if out.history != "" {
 		return 0, idemcheck.Usagef("check: --history is for runs that send traffic; check reads one")

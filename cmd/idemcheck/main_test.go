@@ -289,6 +289,11 @@ endpoints:
 	code, out, errOut := cli(t, "run", "-f", suitePath, "--json", jsonPath, "--junit", junitPath, "--history", histPath, "--no-color")
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "orders, wire only")
+	// The target's address, given as ${T_URL}, is no secret: the report
+	// says where the run went. The suite ends with its own verdict.
+	assert.Contains(t, out, "POST "+url+"/orders")
+	assert.NotContains(t, out, "[redacted]")
+	assert.True(t, strings.HasSuffix(out, "\nsuite "+suitePath+": PASS: 2 endpoints, 2 passed, 0 failed, 0 neither\n"), "the last line is the suite's verdict:\n%s", out)
 
 	var rep idemcheck.SuiteReport
 	b, err := os.ReadFile(jsonPath)

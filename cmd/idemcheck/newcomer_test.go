@@ -41,7 +41,7 @@ func TestUnknownCommandListsEveryCommand(t *testing.T) {
 	listed := regexp.MustCompile(`(?m)^  idemcheck ([a-z-]+)`).FindAllStringSubmatch(usage, -1)
 	require.NotEmpty(t, listed)
 	for _, m := range listed {
-		assert.Contains(t, errOut, m[1]+",", "the usage lists %s", m[1])
+		assert.Regexp(t, `[ ,]`+m[1]+`[, ]`, errOut, "the usage lists %s", m[1])
 	}
 	assert.Contains(t, errOut, "soak")
 }
@@ -242,4 +242,15 @@ func TestFlagsReadTheEnvironment(t *testing.T) {
 	code, _, errOut = cli(t, "certify", "--url", srv.URL, "--header", "Authorization: Bearer ${IC_TEST_UNSET_TOKEN}")
 	assert.Equal(t, idemcheck.ExitUsage, code)
 	assert.Contains(t, errOut, "--header: environment variable IC_TEST_UNSET_TOKEN is not set")
+}
+
+// A --cmd target whose readiness path answers 404 is up without that
+// route: certify exits 3 soon, not after the whole wait, and names the
+// flag to give, in the command's words.
+func TestCmdWithoutItsReadinessRouteNamesTheFlag(t *testing.T) {
+	code, out, errOut := cli(t, certifyCmdArgs(t, "", "--ready", "/no-such-route")...)
+	require.Equal(t, idemcheck.ExitUnavailable, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, errOut, "/no-such-route answered 404 Not Found for 3s")
+	assert.Contains(t, errOut, "give --ready PATH, a path that answers 2xx once it serves, or --ready tcp")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
 }

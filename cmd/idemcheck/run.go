@@ -165,6 +165,11 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := writeOutputs(results, rf.outputs, true, nil); err != nil {
 		return 0, err
 	}
+	reports := make([]idemcheck.Report, len(results))
+	for i, r := range results {
+		reports[i] = r.Report
+	}
+	render.WriteSuiteVerdict(stdout, file, reports, verdict, render.Colour(rf.noColour, stdout, os.Getenv))
 	return exitFor(rf.outputs, verdict), nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -23,7 +24,11 @@ func historyStart(h *idemcheck.History) time.Time {
 }
 
 func runVersion(args []string, stdout io.Writer) (int, error) {
-	if len(args) > 0 {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if err := parseFlagsArgs(fs, args, stdout); err != nil {
+		return 0, err
+	}
+	if fs.NArg() > 0 {
 		return 0, idemcheck.Usagef("version takes no arguments: idemcheck version")
 	}
 	fmt.Fprintln(stdout, tool.String())

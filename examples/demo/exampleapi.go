@@ -27,6 +27,12 @@ import (
 // background start reads up to this line and then lets the server go.
 const exampleAPIReady = "# the example orders API is ready"
 
+// exampleAPILogEnv names, for a server started by --background, the log
+// file its output goes to: the server removes it when it stops cleanly
+// (kill "$EXAMPLE_PID", Ctrl-C), as it removes its database, so that a
+// stopped example leaves nothing behind. A server that fails keeps it.
+const exampleAPILogEnv = "IDEMCHECK_EXAMPLE_API_LOG"
+
 // runExampleAPI serves the example orders API (examples/orders) on a
 // loopback port with a throwaway PostgreSQL, so that a newcomer has an API
 // and a database to certify by --url and --db before pointing idemcheck
@@ -95,12 +101,16 @@ func runExampleAPI(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 0, idemcheck.Unavailablef("example-api: %v", err)
 	}
 	fmt.Fprintln(stderr, "example-api: stopped; its database is removed")
+	if log := os.Getenv(exampleAPILogEnv); log != "" && strings.HasPrefix(filepath.Base(log), "idemcheck-example-api-") {
+		_ = os.Remove(log)
+	}
 	return idemcheck.ExitHeld, nil
 }
 
 // startExampleAPIBackground starts example-api again as a process of its
 // own session (so a closed terminal does not end it), its output in a log
-// file, and copies the lines it prints once ready. Its stdout is a pipe
+// file that it removes when it stops (exampleAPILogEnv), and copies the
+// lines it prints once ready. Its stdout is a pipe
 // that is closed when this process exits, so the server prints nothing
 // more to it after the ready line.
 func startExampleAPIBackground(ctx context.Context, port int, variant string, stdout io.Writer) (int, error) {
@@ -115,6 +125,7 @@ func startExampleAPIBackground(ctx context.Context, port int, variant string, st
 	defer logFile.Close()
 	cmd := exec.Command(self, "example-api", "--port", strconv.Itoa(port), "--variant", variant)
 	cmd.Stderr = logFile
+	cmd.Env = append(os.Environ(), exampleAPILogEnv+"="+logFile.Name())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -148,7 +159,7 @@ func startExampleAPIBackground(ctx context.Context, port int, variant string, st
 			}
 			got = append(got, l)
 			if strings.HasPrefix(l, exampleAPIReady) {
-				fmt.Fprintf(stdout, "%s\n# its log: %s\n", strings.Join(got, "\n"), logFile.Name())
+				fmt.Fprintf(stdout, "%s\n# its log: %s (removed when it stops)\n", strings.Join(got, "\n"), logFile.Name())
 				// The server runs on; this process does not wait for it.
 				_ = cmd.Process.Release()
 				return idemcheck.ExitHeld, nil

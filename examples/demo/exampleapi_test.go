@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +37,9 @@ func TestExampleAPIInTheBackground(t *testing.T) {
 	}
 	pid, err := strconv.Atoi(vars["EXAMPLE_PID"])
 	require.NoError(t, err, out)
+	logLine := regexp.MustCompile(`(?m)^# its log: (\S+)`).FindStringSubmatch(out)
+	require.NotNil(t, logLine, out)
+	require.FileExists(t, logLine[1])
 	reaped := false
 	t.Cleanup(func() {
 		if !reaped { // a failed test leaves no server behind; a reaped pid may be another process's
@@ -61,6 +65,7 @@ func TestExampleAPIInTheBackground(t *testing.T) {
 	require.NoError(t, err)
 	reaped = true
 	assert.True(t, ws.Exited() && ws.ExitStatus() == 0, "the server stops cleanly on SIGTERM: %v", ws)
+	assert.NoFileExists(t, logLine[1], "kill leaves no log behind")
 }
 
 // requireHeld requires a certification that held, or whose only doubt is

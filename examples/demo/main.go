@@ -43,8 +43,8 @@ Usage:
       eval "$(idemcheck-demo example-api --background)" sets EXAMPLE_URL,
       EXAMPLE_DB and EXAMPLE_PID, and kill "$EXAMPLE_PID" stops it
 
-Without make install: go run ./examples/demo … from a clone, or
-go run github.com/idemcheck/idemcheck/examples/demo@latest … anywhere.
+Without make install: go run ./examples/demo … from a clone of idemcheck
+(no release is published yet to go run from elsewhere).
 `
 
 func main() { program.Main(run) }
@@ -77,7 +77,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // parseFlags parses args, turning the flag package's errors into one-line
-// usage errors that name the command (program.ParseFlags).
+// usage errors that name the command (program.ParseFlags); -h prints the
+// usage, both commands included, then the command's own flags.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	program.SetHelp(fs, func(w io.Writer) {
+		fmt.Fprint(w, usage)
+		fmt.Fprintf(w, "\nFlags of %s:\n", helpName(fs.Name()))
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	})
 	return program.ParseFlags("idemcheck-demo", fs, args, stdout, nil)
+}
+
+// helpName is how the help names a command: the demo is the program alone.
+func helpName(command string) string {
+	if command == "demo" {
+		return "idemcheck-demo"
+	}
+	return "idemcheck-demo " + command
 }

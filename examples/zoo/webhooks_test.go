@@ -16,14 +16,15 @@ import (
 // events: a consumer asking for redelivery, as senders expect. Certified
 // with every check, several times, it is clean every time, and the
 // history shows why that is no empty pass: deliveries were refused with
-// 503, and redelivered until acknowledged.
+// 503, and redelivered until acknowledged. It runs once in make test
+// (IDEMCHECK_ZOO_RUNS for more; TestReferencesAreClean certifies it too).
 func TestFlakyReferenceIsCleanUnderRedelivery(t *testing.T) {
 	b := bins(t)
 	e, ok := zoo.Lookup("webhooks", "flaky-reference")
 	require.True(t, ok)
 	require.True(t, e.Reference())
 	dsn := pgtest.DSN(t)
-	for run := 1; run <= 5; run++ {
+	for run := 1; run <= referenceRuns(t); run++ {
 		res, err := b.Certify(context.Background(), e, zoo.Config{Options: zoo.Options(), DSN: dsn})
 		require.NoError(t, err, "run %d", run)
 		for _, a := range res.Report.Anomalies {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,19 +54,40 @@ func TestEveryVariantIsCaught(t *testing.T) {
 	}
 }
 
-// The references never cry wolf: 20 full certifications each, every
-// check, zero anomalies.
-func TestReferencesAreCleanOverTwentyCertifications(t *testing.T) {
+// referenceRuns is how many times the references are certified: once in
+// make test, which must stay short on a busy 2-core machine, and as many
+// times as IDEMCHECK_ZOO_RUNS says otherwise. The 20-run matrix, the
+// evidence that a reference never cries wolf, is `make zoo
+// ZOO_FLAGS="-runs 20 -expected-only"` (docs/bug-classes.md).
+func referenceRuns(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv("IDEMCHECK_ZOO_RUNS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("IDEMCHECK_ZOO_RUNS=%q: give a whole number, 1 or more", v)
+	}
+	return n
+}
+
+// The references never cry wolf: full certifications, every check, zero
+// anomalies (once each here; see referenceRuns).
+func TestReferencesAreClean(t *testing.T) {
 	b := bins(t)
 	o := zoo.Options()
 	o.BurstRounds, o.Rounds, o.FaultRounds = 2, 1, 1
+	runs := referenceRuns(t)
 	for _, e := range zoo.Entries() {
-		if !e.Reference() {
+		// The flaky reference has its own test, with every check proven
+		// as well (TestFlakyReferenceIsCleanUnderRedelivery).
+		if !e.Reference() || e.Name() == "webhooks/flaky-reference" {
 			continue
 		}
 		t.Run(e.Name(), func(t *testing.T) {
 			dsn := pgtest.DSN(t)
-			for run := 1; run <= 20; run++ {
+			for run := 1; run <= runs; run++ {
 				res, err := b.Certify(context.Background(), e, zoo.Config{Options: o, DSN: dsn})
 				require.NoError(t, err, "run %d", run)
 				for _, a := range res.Report.Anomalies {

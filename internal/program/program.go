@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/idemcheck/idemcheck"
@@ -33,25 +34,92 @@ var ErrHelp = errors.New("help shown")
 
 // ParseFlags parses the flags args of the command fs of the program prog
 // ("idemcheck", "idemcheck-demo"), turning the flag package's errors into
-// one-line usage errors that name the command; -h prints the flags on
-// stdout and returns ErrHelp. gone names flags the command no longer has,
-// each with what to do instead.
+// one-line usage errors that name the command; -h prints the help on
+// stdout (the command's own, SetHelp, else its flags) and returns
+// ErrHelp. An unknown flag is answered with the nearest one the command
+// has. gone names flags the command no longer has, each with what to do
+// instead.
 func ParseFlags(prog string, fs *flag.FlagSet, args []string, stdout io.Writer, gone map[string]string) error {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage of %s %s:\n", prog, fs.Name())
-			fs.PrintDefaults()
-			return ErrHelp
-		}
-		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && gone[name] != "" {
-			return idemcheck.Usagef("%s: --%s is not a flag of %s: %s", fs.Name(), name, fs.Name(), gone[name])
-		}
-		return idemcheck.Usagef("%s: %v (see %s %s -h)", fs.Name(), err, prog, fs.Name())
+	if err := ParseFlagsArgs(prog, fs, args, stdout, gone); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return idemcheck.Usagef("%s: unexpected argument %q (see %s %s -h)", fs.Name(), fs.Arg(0), prog, fs.Name())
 	}
 	return nil
+}
+
+// helps are the commands' own helps, by flag set (SetHelp).
+var helps sync.Map
+
+// SetHelp makes help what -h prints for the command fs.
+func SetHelp(fs *flag.FlagSet, help func(w io.Writer)) { helps.Store(fs, help) }
+
+// ParseFlagsArgs is ParseFlags for a command that takes arguments after
+// its flags (fs.Args).
+func ParseFlagsArgs(prog string, fs *flag.FlagSet, args []string, stdout io.Writer, gone map[string]string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			if h, ok := helps.Load(fs); ok {
+				h.(func(io.Writer))(stdout)
+			} else {
+				fmt.Fprintf(stdout, "Usage of %s %s:\n", prog, fs.Name())
+				fs.PrintDefaults()
+			}
+			return ErrHelp
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			if gone[name] != "" {
+				return idemcheck.Usagef("%s: --%s is not a flag of %s: %s", fs.Name(), name, fs.Name(), gone[name])
+			}
+			if near := Nearest(fs, name); near != "" {
+				return idemcheck.Usagef("%s: --%s is not a flag of %s: did you mean --%s? (see %s %s -h)", fs.Name(), name, fs.Name(), near, prog, fs.Name())
+			}
+		}
+		return idemcheck.Usagef("%s: %v (see %s %s -h)", fs.Name(), err, prog, fs.Name())
+	}
+	return nil
+}
+
+// Nearest is the flag of fs whose name is closest to name by edit
+// distance, when it is close enough to be the one meant (at most a third
+// of its letters, and at least one, differ); else "".
+func Nearest(fs *flag.FlagSet, name string) string {
+	best, bestDist := "", 0
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if d <= max(1, len(f.Name)/3) && (best == "" || d < bestDist) {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the edit distance between a and b in bytes (flag names
+// are ASCII), a swap of two neighbours counting as one edit, as typing
+// makes it one mistake.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }

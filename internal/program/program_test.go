@@ -3,6 +3,8 @@ package program
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +16,7 @@ import (
 func flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
 	fs.String("url", "", "the target's `URL`")
+	fs.String("body", "", "the request body")
 	return fs
 }
 
@@ -31,6 +34,8 @@ func TestParseFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--frob"}, "certify: flag provided but not defined: -frob (see idemcheck certify -h)"},
+		{[]string{"--bdy", "{}"}, "certify: --bdy is not a flag of certify: did you mean --body? (see idemcheck certify -h)"},
+		{[]string{"--ulr", "x"}, "certify: --ulr is not a flag of certify: did you mean --url? (see idemcheck certify -h)"},
 		{[]string{"--seed", "42"}, "certify: --seed is not a flag of certify: there is nothing to seed"},
 		{[]string{"--url", "http://127.0.0.1", "extra"}, `certify: unexpected argument "extra" (see idemcheck certify -h)`},
 	} {
@@ -42,4 +47,13 @@ func TestParseFlags(t *testing.T) {
 		assert.Empty(t, out.String(), "nothing on stdout but the help")
 	}
 	require.NoError(t, ParseFlags("idemcheck", flags(), []string{"--url", "http://127.0.0.1"}, &out, nil))
+}
+
+// A command's own help (SetHelp) is what -h prints.
+func TestParseFlagsOwnHelp(t *testing.T) {
+	fs := flags()
+	SetHelp(fs, func(w io.Writer) { fmt.Fprintln(w, "certify's own help") })
+	var out bytes.Buffer
+	require.ErrorIs(t, ParseFlags("idemcheck", fs, []string{"--help"}, &out, nil), ErrHelp)
+	assert.Equal(t, "certify's own help\n", out.String())
 }

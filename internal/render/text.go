@@ -109,15 +109,20 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 	}
 	// One anomaly of each kind and check in full; the others of that
 	// kind are named by intent, so a run with many bursts stays readable.
+	// Another anomaly of the same intent (key-syntax finds one per
+	// malformed key) is a finding of its own, shown in full: naming its
+	// intent again would only repeat the headline.
 	type group struct {
 		first  idemcheck.Anomaly
 		others []string
 	}
 	var order []string
 	groups := map[string]*group{}
-	for _, a := range r.Anomalies {
+	for i, a := range r.Anomalies {
 		k := a.Check + "\x00" + string(a.Kind)
-		if g, ok := groups[k]; ok {
+		if g, ok := groups[k]; ok && g.first.Intent == a.Intent {
+			k += "\x00" + strconv.Itoa(i)
+		} else if ok {
 			g.others = append(g.others, a.Intent)
 			continue
 		}
@@ -379,4 +384,34 @@ func strList(v []string, n int) string {
 		return strings.Join(v, ", ")
 	}
 	return strings.Join(v[:n], ", ") + fmt.Sprintf(" and %d more", len(v)-n)
+}
+
+// WriteSuiteVerdict prints the one line that ends a suite's run: the
+// suite's verdict (the worst of its endpoints') and how many endpoints
+// ended each way, so a long run's outcome is its last line.
+func WriteSuiteVerdict(w io.Writer, name string, reports []idemcheck.Report, verdict idemcheck.Status, colour bool) {
+	c := colours(colour)
+	word := c.green + "PASS" + c.reset
+	switch verdict {
+	case idemcheck.Fail:
+		word = c.red + "FAIL" + c.reset
+	case idemcheck.Pass:
+	default:
+		word = c.yellow + VerdictWords(verdict) + c.reset
+	}
+	pass, fail := 0, 0
+	for _, r := range reports {
+		switch r.Verdict {
+		case idemcheck.Pass:
+			pass++
+		case idemcheck.Fail:
+			fail++
+		}
+	}
+	endpoints := "endpoints"
+	if len(reports) == 1 {
+		endpoints = "endpoint"
+	}
+	fmt.Fprintf(w, "\nsuite %s: %s%s%s: %d %s, %d passed, %d failed, %d neither\n",
+		name, c.bold, word, c.bold+c.reset, len(reports), endpoints, pass, fail, len(reports)-pass-fail)
 }

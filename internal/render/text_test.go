@@ -210,3 +210,18 @@ func TestWriteShowsTargetThatDidNotRecover(t *testing.T) {
 	assert.Contains(t, out, "    during failed-attempt round 2 step 2: after its database link was cut at \"COMMIT\", the target answered a fresh request (a new key, probe 1 of 4 sent together) 500 connection already closed\n")
 	assert.NotContains(t, out, "ended")
 }
+
+// Two anomalies of one kind on the same intent (key-syntax finds one per
+// malformed key) are both shown in full, never as "1 more" of the
+// headline's own intent.
+func TestWriteShowsAnotherAnomalyOfTheSameIntentInFull(t *testing.T) {
+	r := report()
+	r.Anomalies[1].Intent = r.Anomalies[0].Intent
+	r.Anomalies[1].Explanation = "a second, different finding about the same intent."
+	var b bytes.Buffer
+	WriteText(&b, r, false)
+	out := b.String()
+	assert.Equal(t, 2, strings.Count(out, "duplicate-effect in concurrent-burst, intent ic-1"), out)
+	assert.Contains(t, out, "a second, different finding")
+	assert.NotContains(t, out, "more intents")
+}

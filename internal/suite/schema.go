@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,7 +93,7 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 		return err
 	}
 	d.spec.Instances = 1
-	if err := p.texts(f, field, d.places, text{key: "url", field: "URL", to: &d.spec.URL}, text{key: "db", field: "DSN", to: &d.spec.DSN},
+	if err := p.texts(f, field, d.places, text{key: "url", field: "URL", to: &d.spec.URL, url: true}, text{key: "db", field: "DSN", to: &d.spec.DSN},
 		text{key: "cmd", field: "Command", to: &d.spec.Command}, text{key: "image", field: "Image", to: &d.spec.Image},
 		text{key: "db_image", field: "DBImage", to: &d.spec.DBImage}, text{key: "log", field: "TargetLog", to: &d.spec.TargetLog}); err != nil {
 		return err
@@ -200,6 +201,38 @@ type text struct {
 	to    *string
 	opt   **string
 	body  bool
+	// url: the value is the target's address, printed in every report;
+	// of what ${NAME} put in it only the secrets a URL carries stay
+	// hidden (urlSecrets).
+	url bool
+}
+
+// urlSecrets are the parts of a target URL that are secrets: its
+// userinfo (the password above all) and its query values of 8 characters
+// or more (a token; a shorter value is a setting such as ?v=1, which,
+// hidden wherever it appears, would blank every report). Its scheme, host
+// and path name where the run went, which every report must say.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Not a URL: config.Build refuses it, quoting it; hide all of it.
+		return []string{raw}
+	}
+	var out []string
+	if u.User != nil {
+		out = append(out, u.User.String())
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw, url.QueryEscape(pw))
+		}
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if len(v) >= 8 {
+				out = append(out, v, url.QueryEscape(v))
+			}
+		}
+	}
+	return out
 }
 
 // texts reads the string fields ts of a block whose fields are f, and
@@ -214,9 +247,13 @@ func (p *parser) texts(f map[string]*yaml.Node, field string, pl places, ts ...t
 		if t.body {
 			read = p.body
 		}
+		before := len(p.secrets)
 		s, err := read(v, join(field, t.key))
 		if err != nil {
 			return err
+		}
+		if t.url && len(p.secrets) > before {
+			p.secrets = append(p.secrets[:before], urlSecrets(s)...)
 		}
 		if t.opt != nil {
 			*t.opt = &s
@@ -438,7 +475,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 			return e, err
 		}
 	}
-	if err := p.texts(f, field, pl, text{key: "url", field: "URL", to: &spec.URL}, text{key: "method", field: "Method", to: &spec.Method},
+	if err := p.texts(f, field, pl, text{key: "url", field: "URL", to: &spec.URL, url: true}, text{key: "method", field: "Method", to: &spec.Method},
 		text{key: "path", field: "Path", to: &spec.Path}, text{key: "db", field: "DSN", to: &spec.DSN},
 		text{key: "body", field: "Body", to: &spec.Body, body: true}, text{key: "mismatch_body", field: "MismatchBody", to: &spec.MismatchBody, body: true},
 		text{key: "failing_body", field: "FailingBody", to: &spec.FailingBody, body: true},

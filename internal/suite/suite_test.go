@@ -221,3 +221,20 @@ endpoints:
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "log goes with cmd or image")
 }
+
+// A URL read from ${NAME} is the target's address, which reports must
+// show: only the secrets a URL may carry (userinfo, query tokens, both
+// refused in a suite anyway) would stay hidden.
+func TestURLFromTheEnvironmentKeepsOnlyItsSecretsHidden(t *testing.T) {
+	raw := "http://127.0.0.1:8080/api"
+	s, err := Parse("s.yaml", []byte(`
+target: {url: "${TARGET_URL}"}
+endpoints:
+  - {name: orders, path: /orders, body: '{"id":"{{intent}}"}', headers: {Authorization: "Bearer ${TOKEN}"}}
+`), env(map[string]string{"TARGET_URL": raw, "TOKEN": "bearer-PLANTED3"}))
+	require.NoError(t, err)
+	assert.Contains(t, s.Secrets, "bearer-PLANTED3", "a header's value is still a secret")
+	assert.NotContains(t, s.Secrets, raw, "the address itself is shown")
+	assert.Equal(t, []string{"tok-PLANTED2", "tok-PLANTED2"}, urlSecrets("http://127.0.0.1/?token=tok-PLANTED2&v=1"), "a query token (which config.Build refuses anyway) stays hidden; v=1 is no token")
+	assert.Equal(t, []string{"ops:pw", "pw", "pw"}, urlSecrets("http://ops:pw@127.0.0.1/"))
+}
