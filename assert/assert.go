@@ -69,13 +69,24 @@ func Report(h *idemcheck.History) idemcheck.Report { return ReportIn(h, nil) }
 
 // ReportIn is Report with the settings its hints name said in words.
 func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
-	anomalies := check(h, words)
+	// The findings that count against the verdict are the report's
+	// anomalies; the rest (conformance remarks the policy does not
+	// require, robustness findings) are its remarks.
+	var anomalies, remarks []idemcheck.Anomaly
+	for _, a := range check(h, words) {
+		if h.Run.Policy.Counts(a) {
+			anomalies = append(anomalies, a)
+		} else {
+			remarks = append(remarks, a)
+		}
+	}
 	r := idemcheck.Report{
 		Version:   idemcheck.ReportVersion,
 		Verdict:   idemcheck.Pass,
 		Target:    h.Run.Target,
 		Policy:    h.Run.Policy,
 		Anomalies: anomalies,
+		Remarks:   remarks,
 		Stats: idemcheck.Stats{
 			Intents:             len(h.Intents),
 			Attempts:            len(h.Attempts),
@@ -96,6 +107,11 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 		for i, a := range anomalies {
 			if a.Check == pc.Name {
 				cr.Anomalies = append(cr.Anomalies, i)
+			}
+		}
+		for i, a := range remarks {
+			if a.Check == pc.Name {
+				cr.Remarks = append(cr.Remarks, i)
 			}
 		}
 		switch {
@@ -903,7 +919,7 @@ func (c *intentCheck) add(kind idemcheck.Kind, attempts []int, explanation strin
 		ev = append(ev, e)
 	}
 	c.out = append(c.out, idemcheck.Anomaly{
-		Kind: kind, Check: c.intent.Check, Intent: c.intent.ID, Key: c.intent.Key,
+		Kind: kind, Class: kind.Class(), Check: c.intent.Check, Intent: c.intent.ID, Key: c.intent.Key,
 		Explanation: explanation, Attempts: attempts, Evidence: ev, Observed: observed,
 	})
 }

@@ -685,7 +685,7 @@ var policyFields = map[string]string{
 	"in_progress_status": "InProgressStatus", "in_progress_statuses": "InProgressStatuses", "mismatch_status": "MismatchStatus",
 	"missing_key_status": "MissingKeyStatus", "replay_errors": "ReplayErrors", "replay_header": "ReplayHeader", "lease": "Lease",
 	"ignore_fields": "IgnoreFields", "resource_id": "ResourceID", "key_pointer": "KeyPointer", "ack_only": "AckOnly",
-	"save_rejected": "SaveRejected", "invalid_key_status": "InvalidKeyStatus",
+	"save_rejected": "SaveRejected", "invalid_key_status": "InvalidKeyStatus", "key_syntax": "KeySyntax",
 }
 
 // PolicyField is the Field of a policy's field by its policy-file name

@@ -251,7 +251,7 @@ func (p *parser) list(n *yaml.Node, field string, name idemcheck.Field, pl place
 // policyFields are the keys of a policy block: a preset and its overrides.
 var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only",
-	"save_rejected", "invalid_key_status"}
+	"save_rejected", "invalid_key_status", "key_syntax"}
 
 // policy reads a policy block over base: a preset replaces base, and each
 // override then replaces one field.
@@ -342,6 +342,8 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 			pol.SaveRejected, err = p.boolean(v, fk)
 		case "invalid_key_status":
 			pol.InvalidKeyStatus, err = p.status(v, fk)
+		case "key_syntax":
+			pol.KeySyntax, err = p.str(v, fk)
 		case "resource_id":
 			pol.ResourceID, err = p.str(v, fk)
 		}
