@@ -287,16 +287,17 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 	if err := f.statuses.apply(&pol, set); err != nil {
 		return config.Spec{}, err
 	}
-	db := f.db
+	db, dbFromEnv := f.db, false
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
+		dbFromEnv = db != ""
 	}
 	s := config.Spec{
 		Words: flagWords,
 		Name:  f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env, Providers: f.providers,
 		Method: f.method, Path: f.path, Body: body[0], Headers: splitHeaders(f.headers), Tenants: splitHeaders(f.tenants),
 		FailingBody: f.failingBody, InvalidBody: f.invalidBody, OtherPath: f.otherPath,
-		Policy: pol, DSN: db, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
+		Policy: pol, DSN: db, DSNDefault: dbFromEnv, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
 		Checks: splitList(f.checks), Options: f.opts,
 		Redact: f.redact, RedactFields: f.redactFields, RedactQuery: f.redactQuery, Secrets: secrets,
 	}

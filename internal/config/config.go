@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -135,6 +136,12 @@ type Spec struct {
 	// (from Go, with Handler or URL).
 	DSN string
 	DB  *pgxpool.Pool
+	// DSNDefault says DSN was not given for this endpoint alone but came
+	// by default (DATABASE_URL, or a suite's target shared by endpoints
+	// that count their effects there): a target reached by URL with no
+	// effect query then leaves it unused, where a DSN given for the
+	// endpoint without one is a usage error.
+	DSNDefault bool
 	// EffectSQL counts one intent's effects, with EffectArgs bound as
 	// $1, $2, …; or EffectHTTP, a GET of the API, counts them at the JSON
 	// pointer EffectCount (nil: not given).
@@ -253,7 +260,7 @@ func Build(s Spec) (*Built, error) {
 		// certifies.
 		c.Name = s.Image
 	}
-	if err := s.effects(&c, started); err != nil {
+	if err := s.effects(&c, started, e); err != nil {
 		return nil, err
 	}
 	if err := CheckChecks(s.Checks); err != nil {
@@ -275,7 +282,9 @@ func Build(s Spec) (*Built, error) {
 	if s.Handler != nil || started {
 		b.Launch = &Launch{Handler: s.Handler, Command: s.Command, Instances: max(s.Instances, 1), Image: s.Image,
 			DBImage: s.DBImage, Ready: s.Ready, Env: s.Env, Providers: s.Providers, DSN: s.DSN, AllowRemote: s.AllowRemote, Log: s.TargetLog}
-	} else if s.DSN != "" {
+	} else if s.DSN != "" && s.EffectSQL != "" {
+		// A DSN read from the environment with no query to run is left
+		// unused (effects): the report must not say effects were counted.
 		c.DSN, c.DBName = s.DSN, targets.RedactDSN(s.DSN)
 	}
 	b.Config = c
@@ -560,8 +569,29 @@ func isToken(s string) bool {
 
 // effects checks how effects are counted: in SQL, with its arguments and a
 // database, or through the API.
-func (s Spec) effects(c *certify.Config, started bool) error {
+//
+// A database given to a target reached by URL is there only to count
+// effects: without an effect query it would count nothing while the
+// report said effects were counted in it. An effect query's templates
+// must be ones the request sends, or the query counts what no attempt
+// made (a lost effect on every intent of a correct API).
+func (s Spec) effects(c *certify.Config, started bool, e scenarios.Endpoint) error {
+	dbGiven := s.DSN != "" && !s.DSNDefault || s.DB != nil
 	switch {
+	case !started && dbGiven && s.EffectSQL == "" && s.EffectHTTP != "":
+		field := idemcheck.Field("DSN")
+		if s.DB != nil {
+			field = "DB"
+		}
+		return usage(field, "%s goes with %s, and %s counts effects through the API: give one way to count, not both (leave %s out, or count in SQL)",
+			field, idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"), field)
+	case !started && dbGiven && s.EffectSQL == "":
+		field := idemcheck.Field("DSN")
+		if s.DB != nil {
+			field = "DB"
+		}
+		return usage(field, "%s needs %s, the query that counts one intent's effects there (such as SELECT count(*) FROM orders WHERE customer_id = $1): "+
+			"without one nothing is counted", field, idemcheck.Field("EffectSQL"))
 	case s.EffectSQL != "" && s.EffectHTTP != "":
 		return usage("EffectHTTP", "give %s or %s, not both: one effect count per endpoint", idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"))
 	case s.EffectCount != nil && s.EffectHTTP == "":
@@ -573,6 +603,11 @@ func (s Spec) effects(c *certify.Config, started bool) error {
 	if err != nil {
 		return err
 	}
+	for i, a := range args {
+		if err := unsent(idemcheck.Field(fmt.Sprintf("EffectArgs[%d]", i)), a, e); err != nil {
+			return err
+		}
+	}
 	c.EffectSQL, c.EffectArgs = s.EffectSQL, args
 	if s.EffectHTTP == "" {
 		return nil
@@ -580,6 +615,9 @@ func (s Spec) effects(c *certify.Config, started bool) error {
 	t, err := ParseEffectHTTP(s.EffectHTTP)
 	if err != nil {
 		return usage("EffectHTTP", "%s: %v", idemcheck.Field("EffectHTTP"), err)
+	}
+	if err := unsent("EffectHTTP", t, e); err != nil {
+		return err
 	}
 	if s.EffectCount == nil {
 		return usage("EffectHTTP", "%s needs %s: the JSON pointer of the array (its length is the count) or number in the answer, such as /data ('' for the whole answer)",
@@ -589,6 +627,21 @@ func (s Spec) effects(c *certify.Config, started bool) error {
 		return usage("EffectCount", "%s: %v", idemcheck.Field("EffectCount"), err)
 	}
 	c.EffectHTTP, c.EffectCount = &t, *s.EffectCount
+	return nil
+}
+
+// unsent refuses an effect template whose per-intent value ({{intent}},
+// {{seq}}) the request never sends: the query would look for what no
+// attempt carried. The key ({{key}}) is always sent.
+func unsent(field idemcheck.Field, t idemcheck.Template, e scenarios.Endpoint) error {
+	for _, name := range []string{"intent", "seq"} {
+		if !t.Uses(name) || e.Body.Uses(name) || e.Path.Uses(name) || slices.ContainsFunc(e.Header, func(h scenarios.Header) bool { return h.Value.Uses(name) }) {
+			continue
+		}
+		return usage(field, "%s uses {{%s}}, which the request never sends (not in %s, %s or %s): the count would find none of its effects; "+
+			"put {{%s}} in the body, such as {\"customerId\":\"{{%s}}\"}, or count by what the request sends ({{key}})",
+			field, name, idemcheck.Field("Body"), idemcheck.Field("Path"), idemcheck.Field("Headers"), name, name)
+	}
 	return nil
 }
 

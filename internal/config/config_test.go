@@ -118,6 +118,19 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 			goField: "idemchecktest: EffectSQL needs a database: set DB (or DSN for a Command or Image)",
 		},
 		{
+			rule: "an effect argument is something the request sends", field: "EffectArgs[0]",
+			flags: func(s *config.Spec) {
+				s.Body, s.DSN, s.EffectSQL, s.EffectArgs = `{"customerId":"c-fixed"}`, "postgres://127.0.0.1/app", "SELECT count(*) FROM orders WHERE customer_id = $1", []string{"{{intent}}"}
+			},
+			yaml: "target: {url: 'http://127.0.0.1:8080', db: 'postgres://127.0.0.1/app'}\nendpoints:\n  - path: /orders\n    body: '{\"customerId\":\"c-fixed\"}'\n" +
+				"    effect: {sql: 'SELECT count(*) FROM orders WHERE customer_id = $1', args: ['{{intent}}']}\n",
+			target: idemchecktest.Target{Command: "./bin/orders", Path: "/orders", Body: `{"customerId":"c-fixed"}`,
+				EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1"},
+			flag:    "--effect-arg uses {{intent}}, which the request never sends (not in --body, --path or --header)",
+			suite:   "s.yaml:5: endpoints[0].effect.args[0] uses {{intent}}, which the request never sends (not in body, path or headers)",
+			goField: "idemchecktest: EffectArgs[0] uses {{intent}}, which the request never sends (not in Body, Path or Header)",
+		},
+		{
 			rule: "one target", field: "Command",
 			flags:   func(s *config.Spec) { s.Command = "./bin/orders" },
 			yaml:    "target: {url: 'http://127.0.0.1:8080', cmd: ./bin/orders}\nendpoints:\n  - path: /orders\n",
@@ -162,6 +175,54 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A database given to a target reached by URL is there to count effects:
+// without an effect query it is a usage error, unless it came by default
+// (DATABASE_URL, a suite's shared target), when it is left unused and the
+// report does not say effects were counted in it.
+func TestADatabaseNeedsAnEffectQuery(t *testing.T) {
+	s := spec()
+	s.DSN = "postgres://127.0.0.1/app"
+	_, err := config.Build(s)
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+	assert.Equal(t, "--db needs --effect-sql, the query that counts one intent's effects there (such as SELECT count(*) FROM orders WHERE customer_id = $1): "+
+		"without one nothing is counted", fe.Text(config.FlagWords))
+
+	s.EffectHTTP, s.EffectCount = "GET /orders?customerId={{intent}}", new(string)
+	_, err = config.Build(s)
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Text(config.FlagWords), "--db goes with --effect-sql, and --effect-http counts effects through the API")
+
+	s = spec()
+	s.DSN, s.DSNDefault = "postgres://127.0.0.1/app", true
+	b, err := config.Build(s)
+	require.NoError(t, err)
+	assert.Empty(t, b.Config.DSN, "a default database with no query is left unused")
+	assert.Empty(t, b.Config.DBName)
+
+	// A started target is handed its database whether or not effects are
+	// counted there.
+	s = spec()
+	s.URL, s.Command, s.Instances, s.DSN = "", "./bin/orders", 1, "postgres://127.0.0.1/app"
+	_, err = config.Build(s)
+	require.NoError(t, err)
+
+	// The read-back's path is held to the same rule as an effect argument.
+	s = spec()
+	s.Body, s.EffectHTTP, s.EffectCount = `{"customerId":"c-fixed"}`, "GET /orders?customerId={{intent}}", new(string)
+	_, err = config.Build(s)
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Text(config.FlagWords), "--effect-http uses {{intent}}, which the request never sends")
+
+	// {{intent}} in a header, or the path, is sent; {{key}} always is.
+	s = spec()
+	s.Body, s.Headers = `{"customerId":"c-fixed"}`, []config.Header{config.SplitHeader("X-Request: {{intent}}")}
+	s.DSN, s.EffectSQL, s.EffectArgs = "postgres://127.0.0.1/app", "SELECT count(*) FROM orders WHERE customer_id = $1", []string{"{{intent}}", "{{key}}"}
+	_, err = config.Build(s)
+	require.NoError(t, err)
 }
 
 // A valid description becomes the certification the command has always

@@ -492,6 +492,11 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 			return e, err
 		}
 	}
+	if _, own := f["db"]; !own && spec.DSN != "" {
+		// The target's database, shared by the suite's endpoints: one
+		// that counts no effects leaves it unused.
+		spec.DSNDefault = true
+	}
 	// The loopback rule is the run's, which knows --allow-remote.
 	check := spec
 	check.AllowRemote = true
