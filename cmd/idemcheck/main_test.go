@@ -178,6 +178,16 @@ func TestBadInput(t *testing.T) {
 		{"rounds out of range", append(certifyArgs(url, dsn), "--rounds", "0"), idemcheck.ExitUsage, "--rounds 0 is out of range"},
 		{"not a number", append(certifyArgs(url, dsn), "--burst", "many"), idemcheck.ExitUsage, `invalid value "many" for flag -burst`},
 		{"unknown check", append(certifyArgs(url, dsn), "--checks", "concurrent-burst,nope"), idemcheck.ExitUsage, `unknown check "nope"`},
+		{"no checks", append(certifyArgs(url, dsn), "--checks", ""), idemcheck.ExitUsage, "--checks names no check"},
+		{"unknown skipped check", append(certifyArgs(url, dsn), "--skip-checks", "key-syntax,nope"), idemcheck.ExitUsage, `--skip-checks: unknown check "nope"`},
+		{"every check skipped", append(certifyArgs(url, dsn), "--checks", "key-syntax", "--skip-checks", "key-syntax"), idemcheck.ExitUsage,
+			"--skip-checks leaves no check to run"},
+		{"run with no checks", []string{"run", "-f", "suite.yaml", "--checks", ""}, idemcheck.ExitUsage, "--checks names no check"},
+		// A setup mistake, not an API bug: the effect query would look for
+		// what no request carried, or count nothing at all.
+		{"effect arg the request never sends", append(certifyArgs(url, dsn), "--body", `{"customerId":"c-fixed","totalCents":4000}`), idemcheck.ExitUsage,
+			"--effect-arg uses {{intent}}, which the request never sends (not in --body, --path or --header)"},
+		{"db without an effect query", []string{"certify", "--url", url, "--db", dsn}, idemcheck.ExitUsage, "--db needs --effect-sql"},
 		{"no url", []string{"certify"}, idemcheck.ExitUsage, "--url is required"},
 		{"bad url", []string{"certify", "--url", "127.0.0.1:8080"}, idemcheck.ExitUsage, "is not an absolute http:// or https:// URL"},
 		{"bad header", append(certifyArgs(url, dsn), "--header", "NoColon"), idemcheck.ExitUsage, "--header"},

@@ -150,9 +150,12 @@ type Spec struct {
 	EffectHTTP  string
 	EffectCount *string
 
-	// Checks to run; empty means all.
-	Checks  []string
-	Options scenarios.Options
+	// Checks to run; nil means all, and an empty list that is not nil (a
+	// --checks '' or checks: [] that names none) is a usage error.
+	Checks []string
+	// SkipChecks are checks left out of Checks (of all, when Checks is nil).
+	SkipChecks []string
+	Options    scenarios.Options
 	// Rate caps requests per second, Timeout each attempt, MaxDuration
 	// the run, MaxBody the reply bytes kept per attempt (0: the default).
 	Rate        float64
@@ -263,7 +266,7 @@ func Build(s Spec) (*Built, error) {
 	if err := s.effects(&c, started, e); err != nil {
 		return nil, err
 	}
-	if err := CheckChecks(s.Checks); err != nil {
+	if c.Checks, err = s.checks(); err != nil {
 		return nil, err
 	}
 	if err := s.Options.Validate(); err != nil {
@@ -683,6 +686,41 @@ func ParseEffectHTTP(s string) (idemcheck.Template, error) {
 		return t, fmt.Errorf("the path has no {{intent}}: it would count every intent's effects together, not one intent's")
 	}
 	return t, nil
+}
+
+// checks are the checks to run: Checks, or every check when nil, less
+// SkipChecks; nil when that is every check.
+func (s Spec) checks() ([]string, error) {
+	if s.Checks != nil && len(s.Checks) == 0 {
+		return nil, usage("Checks", "%s names no check: name the checks to run, such as concurrent-burst,lost-reply (leave it out to run every check)",
+			idemcheck.Field("Checks"))
+	}
+	if err := CheckChecks(s.Checks); err != nil {
+		return nil, err
+	}
+	if len(s.SkipChecks) == 0 {
+		return s.Checks, nil
+	}
+	for i, name := range s.SkipChecks {
+		if _, err := scenarios.Lookup(name); err != nil {
+			f := idemcheck.Field(fmt.Sprintf("SkipChecks[%d]", i))
+			return nil, usage(f, "%s: %v", f, err)
+		}
+	}
+	all := s.Checks
+	if all == nil {
+		all = scenarios.Names()
+	}
+	var out []string
+	for _, name := range all {
+		if !slices.Contains(s.SkipChecks, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, usage("SkipChecks", "%s leaves no check to run", idemcheck.Field("SkipChecks"))
+	}
+	return out, nil
 }
 
 // CheckChecks checks a list of check names.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,15 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 			flag:    `--checks: unknown check "burst" (known:`,
 			suite:   `s.yaml:4: endpoints[0].checks[1]: unknown check "burst" (known:`,
 			goField: `idemchecktest: Checks[1]: unknown check "burst" (known:`,
+		},
+		{
+			rule: "every skipped check is known", field: "SkipChecks[0]",
+			flags:   func(s *config.Spec) { s.SkipChecks = []string{"key-sintax"} },
+			yaml:    suiteHead + "    skip_checks: [key-sintax]\n",
+			target:  idemchecktest.Target{URL: "http://127.0.0.1:8080", Path: "/orders", SkipChecks: []string{"key-sintax"}},
+			flag:    `--skip-checks: unknown check "key-sintax" (known:`,
+			suite:   `s.yaml:4: endpoints[0].skip_checks[0]: unknown check "key-sintax" (known:`,
+			goField: `idemchecktest: SkipChecks[0]: unknown check "key-sintax" (known:`,
 		},
 		{
 			rule: "the body is a template", field: "Body",
@@ -175,6 +185,39 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Skipped checks leave the others, in their order; a list that names no
+// check is a usage error, never "every check".
+func TestSkipChecks(t *testing.T) {
+	s := spec()
+	s.SkipChecks = []string{idemcheck.CheckKeySyntax}
+	b, err := config.Build(s)
+	require.NoError(t, err)
+	want := slices.DeleteFunc(scenarios.Names(), func(n string) bool { return n == idemcheck.CheckKeySyntax })
+	assert.Equal(t, want, b.Config.Checks)
+
+	s = spec()
+	s.Checks, s.SkipChecks = []string{idemcheck.CheckLostReply, idemcheck.CheckKeySyntax}, []string{idemcheck.CheckKeySyntax}
+	b, err = config.Build(s)
+	require.NoError(t, err)
+	assert.Equal(t, []string{idemcheck.CheckLostReply}, b.Config.Checks)
+
+	s = spec()
+	s.Checks = []string{}
+	_, err = config.Build(s)
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, idemcheck.Field("Checks"), fe.Field)
+
+	// A suite's skip_checks, and an endpoint's replacing it.
+	su, err := suite.Parse("s.yaml", []byte("skip_checks: [key-syntax]\ntarget: {url: 'http://127.0.0.1:8080'}\nendpoints:\n  - path: /a\n  - path: /b\n    skip_checks: [lost-reply]\n"),
+		func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	assert.NotContains(t, su.Endpoints[0].Checks, idemcheck.CheckKeySyntax)
+	assert.Contains(t, su.Endpoints[0].Checks, idemcheck.CheckLostReply)
+	assert.Contains(t, su.Endpoints[1].Checks, idemcheck.CheckKeySyntax)
+	assert.NotContains(t, su.Endpoints[1].Checks, idemcheck.CheckLostReply)
 }
 
 // A database given to a target reached by URL is there to count effects:

@@ -33,6 +33,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Endpoint.Other":         {Name: "--other-path", Set: "pass --other-path"},
 		"Powers":                 {Name: "--cmd", Set: "--cmd or --image"},
 		"Checks":                 {Name: "--checks"},
+		"SkipChecks":             {Name: "--skip-checks"},
 		"DSN":                    {Name: "--db", Set: "pass --db DSN (or set DATABASE_URL)"},
 		"DB":                     {Name: "--db", Set: "pass --db DSN or set DATABASE_URL"},
 		"AllowRemote":            {Name: "--allow-remote", Set: "pass --allow-remote"},

@@ -27,7 +27,7 @@ type defaults struct {
 }
 
 func (p *parser) suite(n *yaml.Node) (*Suite, error) {
-	f, err := p.fields(n, "", "version", "target", "policy", "options", "checks", "endpoints")
+	f, err := p.fields(n, "", "version", "target", "policy", "options", "checks", "skip_checks", "endpoints")
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +53,11 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 	}
 	if c, ok := f["checks"]; ok {
 		if d.spec.Checks, err = p.checks(c, "checks", d.places); err != nil {
+			return nil, err
+		}
+	}
+	if c, ok := f["skip_checks"]; ok {
+		if d.spec.SkipChecks, err = p.list(c, "skip_checks", "SkipChecks", d.places, "a list of checks"); err != nil {
 			return nil, err
 		}
 	}
@@ -429,7 +434,7 @@ func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 
 func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, error) {
 	f, err := p.fields(n, field, "name", "url", "method", "path", "headers", "body", "mismatch_body", "failing_body", "tenants",
-		"cross_endpoint", "invalid_body", "policy", "effect", "db", "checks")
+		"cross_endpoint", "invalid_body", "policy", "effect", "db", "checks", "skip_checks")
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -484,6 +489,12 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 	}
 	if v, ok := f["checks"]; ok {
 		if spec.Checks, err = p.checks(v, join(field, "checks"), pl); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := f["skip_checks"]; ok {
+		// An endpoint's own list replaces the suite's.
+		if spec.SkipChecks, err = p.list(v, join(field, "skip_checks"), "SkipChecks", pl, "a list of checks"); err != nil {
 			return e, err
 		}
 	}
