@@ -51,6 +51,7 @@ func facts(h *idemcheck.History) map[string]idemcheck.PlannedCheck {
 		f.Faults = f.Faults || pc.Faults
 		f.FailureReleasesKey = f.FailureReleasesKey || pc.FailureReleasesKey
 		f.RetryTakesOver = f.RetryTakesOver || pc.RetryTakesOver
+		f.CountsExecutions = f.CountsExecutions || pc.CountsExecutions
 		m[pc.Name] = f
 	}
 	return m
@@ -122,8 +123,12 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 			// wrong, the contract was broken where it shows.
 			cr.Status = idemcheck.Fail
 		case cr.Attempts == 0:
-			// A check that sent nothing has shown nothing: never a pass.
-			cr.Status, cr.Reason = idemcheck.Skip, "no attempts were sent"
+			// A check that was planned to run and holds no attempt has
+			// shown nothing: never a pass, and not a skip either (it did
+			// apply). A history cut short, or a run stopped before it,
+			// holds no record of it.
+			cr.Status, cr.Reason = idemcheck.Inconclusive, "the history holds no attempt of it, though the plan names it: "+
+				"it was cut short, or the run stopped before this check"
 		default:
 			cr.Status, cr.Proof, cr.Reason = ev.verdict()
 		}
