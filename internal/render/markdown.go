@@ -212,7 +212,7 @@ func markdownRemarks(b *strings.Builder, remarks []idemcheck.Anomaly) {
 		if len(of) == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "\n#### %s (%s)\n\n%s\n", ClassHeading(class, len(of)), escapeInline(kindSummary(of)), escapeInline(ClassNote(class)))
+		fmt.Fprintf(b, "\n#### %s (%s)\n\nApart from the verdict: %s.\n", ClassHeading(class, len(of)), escapeInline(kindSummary(of)), escapeInline(ClassNote(class)))
 		for i, a := range of {
 			if i == MarkdownMaxAnomalies {
 				fmt.Fprintf(b, "\n…and %d more; the JSON report has them all.\n", len(of)-i)

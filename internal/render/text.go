@@ -223,7 +223,7 @@ func writeRemarks(w io.Writer, r idemcheck.Report, c palette) {
 		if len(of) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %s%s:%s %s\n", c.yellow, ClassHeading(class, len(of)), c.reset, ClassNote(class))
+		fmt.Fprintf(w, "  %s%s, apart from the verdict:%s %s\n", c.yellow, ClassHeading(class, len(of)), c.reset, ClassNote(class))
 		writeFindings(w, of, c, false)
 		fmt.Fprintln(w)
 	}
@@ -241,9 +241,9 @@ func ClassHeading(class idemcheck.FindingClass, n int) string {
 // ClassNote says why a class of findings leaves the verdict alone.
 func ClassNote(class idemcheck.FindingClass) string {
 	if class == idemcheck.ConformanceFinding {
-		return "apart from the verdict: nothing was lost or duplicated, and the policy does not require key syntax (key_syntax: required makes these fail)"
+		return "nothing was lost or duplicated, and the policy does not require key syntax (key_syntax: required in the policy makes these fail)"
 	}
-	return "apart from the verdict: how the target bore the faults, not how it kept its keys"
+	return "how the target bore the faults idemcheck applied, not how it kept its keys"
 }
 
 // VerdictWords names a verdict for a person: PASS, FAIL, and for a run

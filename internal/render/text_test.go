@@ -235,7 +235,7 @@ func TestWriteShowsEveryRemarkApartFromTheVerdict(t *testing.T) {
 	WriteText(&b, remarksReport(), false)
 	out := b.String()
 	assert.Contains(t, out, "PASS     key-syntax         1 intents, 5 attempts, 2 remarks apart from the verdict (malformed-key-accepted x2)")
-	assert.Contains(t, out, "2 conformance remarks: apart from the verdict")
+	assert.Contains(t, out, "2 conformance remarks, apart from the verdict: nothing was lost or duplicated")
 	// Both remarks are in one intent: each is shown in full, never as
 	// "1 more" naming the intent already shown.
 	assert.Contains(t, out, "attempt 2 (a key of 256 characters)")
