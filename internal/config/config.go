@@ -619,15 +619,15 @@ func (s Spec) effects(c *certify.Config, started bool, e scenarios.Endpoint) err
 	if err != nil {
 		return usage("EffectHTTP", "%s: %v", idemcheck.Field("EffectHTTP"), err)
 	}
-	if err := unsent("EffectHTTP", t, e); err != nil {
-		return err
-	}
 	if s.EffectCount == nil {
 		return usage("EffectHTTP", "%s needs %s: the JSON pointer of the array (its length is the count) or number in the answer, such as /data ('' for the whole answer)",
 			idemcheck.Field("EffectHTTP"), idemcheck.Field("EffectCount"))
 	}
 	if err := assert.ValidatePointer(*s.EffectCount); err != nil {
 		return usage("EffectCount", "%s: %v", idemcheck.Field("EffectCount"), err)
+	}
+	if err := unsent("EffectHTTP", t, e); err != nil {
+		return err
 	}
 	c.EffectHTTP, c.EffectCount = &t, *s.EffectCount
 	return nil
@@ -640,6 +640,12 @@ func unsent(field idemcheck.Field, t idemcheck.Template, e scenarios.Endpoint) e
 	for _, name := range []string{"intent", "seq"} {
 		if !t.Uses(name) || e.Body.Uses(name) || e.Path.Uses(name) || slices.ContainsFunc(e.Header, func(h scenarios.Header) bool { return h.Value.Uses(name) }) {
 			continue
+		}
+		if e.Body.Fill(idemcheck.Intent{}) == "" {
+			// The newcomer's mistake: no body at all.
+			return usage(field, "%s uses {{%s}}, but the request has no body (%s) and sends no {{%s}} in %s or %s: give the body, "+
+				"such as {\"customerId\":\"{{%s}}\",\"totalCents\":4000}, so the count finds what each intent created",
+				field, name, idemcheck.Field("Body"), name, idemcheck.Field("Path"), idemcheck.Field("Headers"), name)
 		}
 		return usage(field, "%s uses {{%s}}, which the request never sends (not in %s, %s or %s): the count would find none of its effects; "+
 			"put {{%s}} in the body, such as {\"customerId\":\"{{%s}}\"}, or count by what the request sends ({{key}})",
