@@ -17,9 +17,11 @@ func TestFindingClasses(t *testing.T) {
 	assert.Equal(t, ConformanceFinding, Anomaly{Kind: MalformedKeyAccepted}.Finding())
 	assert.Equal(t, ConformanceFinding, Anomaly{Kind: UnexpectedStatus, Class: ConformanceFinding}.Finding())
 
-	remark := Anomaly{Kind: MalformedKeyAccepted}
+	remark := Anomaly{Kind: MalformedKeyAccepted, Check: CheckKeySyntax}
 	assert.False(t, IETF().Counts(remark))
 	assert.True(t, Stripe().Counts(remark), "Stripe documents its key limit")
+	assert.False(t, Stripe().Counts(Anomaly{Kind: UnexpectedStatus, Class: ConformanceFinding, Check: CheckConcurrentBurst}),
+		"key_syntax requires the key-syntax check's remarks, no other")
 	assert.True(t, IETF().Counts(Anomaly{Kind: DuplicateEffect}))
 	p := IETF()
 	p.KeySyntax = KeySyntaxRequired

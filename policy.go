@@ -84,12 +84,12 @@ const (
 )
 
 // Counts reports whether a finding counts against the verdict under p:
-// every failure, and conformance remarks where p requires key syntax.
-// Robustness findings never do.
+// every failure, and the key-syntax check's conformance remarks where p
+// requires key syntax. Robustness findings never do.
 func (p Policy) Counts(a Anomaly) bool {
 	switch a.Finding() {
 	case ConformanceFinding:
-		return p.KeySyntax == KeySyntaxRequired
+		return p.KeySyntax == KeySyntaxRequired && a.Check == CheckKeySyntax
 	case RobustnessFinding:
 		return false
 	}

@@ -156,6 +156,10 @@ func Run(t *testing.T, target Target) {
 			for _, a := range rep.Anomalies {
 				t.Errorf("%s", Describe(a))
 			}
+			for _, a := range rep.Remarks {
+				// Apart from the verdict: said, never a failure.
+				t.Logf("%s finding, apart from the verdict: %s", a.Finding(), Describe(a))
+			}
 		})
 	}
 }
