@@ -175,7 +175,7 @@ func given(fs *flag.FlagSet) map[string]bool {
 // certifyFlags are certify's flags as given.
 type certifyFlags struct {
 	rawURL, method, path, body, db, effectSQL, checks, name      string
-	skipChecks                                                   string
+	skipChecks, keySyntax                                        string
 	effectHTTP, effectCount                                      string
 	keyHeader, replayHeader, resourceID, keyPointer              string
 	policyName, otherPath, command, failingBody                  string
@@ -215,7 +215,8 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.effectHTTP, "effect-http", "", "count effects through the API, without database access: a `GET` of the target whose answer counts one intent's effects, such as 'GET /orders?customerId={{intent}}' (only GET is ever sent)")
 	fs.StringVar(&f.effectCount, "effect-count", "", "with --effect-http: the JSON `pointer` of the array (its length is the count) or number in the answer, such as /data; empty for the whole answer")
 	fs.StringVar(&f.checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
-	fs.StringVar(&f.skipChecks, "skip-checks", "", "comma-separated `checks` left out of the run, such as key-syntax,soak")
+	fs.StringVar(&f.skipChecks, "skip-checks", "", "comma-separated `checks` left out of the run, such as key-syntax")
+	fs.StringVar(&f.keySyntax, "key-syntax", "", "`required`: a malformed key the target accepts fails key-syntax; remark: it is a conformance remark apart from the verdict (the default, but for --policy stripe)")
 	fs.StringVar(&f.name, "name", "", "label for the target in reports")
 	fs.StringVar(&f.keyHeader, "key-header", def.KeyHeader, "the idempotency key header")
 	fs.StringVar(&f.replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
@@ -285,6 +286,9 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 	}
 	if set["lease"] {
 		pol.Lease = f.lease
+	}
+	if set["key-syntax"] {
+		pol.KeySyntax = f.keySyntax
 	}
 	if err := f.statuses.apply(&pol, set); err != nil {
 		return config.Spec{}, err

@@ -179,6 +179,8 @@ func TestBadInput(t *testing.T) {
 		{"not a number", append(certifyArgs(url, dsn), "--burst", "many"), idemcheck.ExitUsage, `invalid value "many" for flag -burst`},
 		{"unknown check", append(certifyArgs(url, dsn), "--checks", "concurrent-burst,nope"), idemcheck.ExitUsage, `unknown check "nope"`},
 		{"no checks", append(certifyArgs(url, dsn), "--checks", ""), idemcheck.ExitUsage, "--checks names no check"},
+		{"key syntax neither required nor remark", append(certifyArgs(url, dsn), "--key-syntax", "strict"), idemcheck.ExitUsage,
+			`--key-syntax "strict" is neither required nor remark`},
 		{"unknown skipped check", append(certifyArgs(url, dsn), "--skip-checks", "key-syntax,nope"), idemcheck.ExitUsage, `--skip-checks: unknown check "nope"`},
 		{"every check skipped", append(certifyArgs(url, dsn), "--checks", "key-syntax", "--skip-checks", "key-syntax"), idemcheck.ExitUsage,
 			"--skip-checks leaves no check to run"},
@@ -350,7 +352,7 @@ func TestPolicyOverrideFlags(t *testing.T) {
 
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	code, out, _ = cli(t, append(args, "--policy", "stripe", "--mismatch-status", "422", "--missing-key-status", "400",
-		"--in-progress-status", "409,423", "--json", jsonPath)...)
+		"--in-progress-status", "409,423", "--key-syntax", "remark", "--json", jsonPath)...)
 	require.NotEqual(t, idemcheck.ExitUsage, code, out)
 	var rep idemcheck.Report
 	b, err := os.ReadFile(jsonPath)
@@ -361,6 +363,7 @@ func TestPolicyOverrideFlags(t *testing.T) {
 	assert.Equal(t, 409, rep.Policy.InProgressStatus)
 	assert.Equal(t, []int{409, 423}, rep.Policy.InProgressStatuses)
 	assert.Equal(t, "Idempotent-Replayed", rep.Policy.ReplayHeader, "the rest of the preset stays")
+	assert.Equal(t, idemcheck.KeySyntaxRemark, rep.Policy.KeySyntax, "stripe's required key syntax, overridden")
 }
 
 func TestPolicyFlag(t *testing.T) {

@@ -69,7 +69,8 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"ignore_fields": "--ignore-field", "key_pointer": "--key-pointer", "lease": "--lease",
 		"mismatch_status": "--mismatch-status", "missing_key_status": "--missing-key-status",
 		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",
-		"created_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "", "key_syntax": "",
+		"key_syntax":       "--key-syntax",
+		"created_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
 	} {
 		set := flag + ", or " + key + ": in the policy"
 		if flag == "" {
