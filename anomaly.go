@@ -161,16 +161,65 @@ const (
 	// no idempotency key, so the provider cannot tell that call's retry
 	// from a new charge.
 	ProviderCallWithoutKey Kind = "provider-call-without-key"
+	// TargetExitedFinding: the target process exited under a fault
+	// idemcheck applied (a dropped database link, say): a robustness
+	// finding, reported apart from the idempotency verdict. Its name is
+	// not TargetExited, the event of the same value.
+	TargetExitedFinding Kind = "target-exited"
+	// ServerErrorUnderFault: a 5xx on an attempt idemcheck itself broke
+	// (a cut link, a failed downstream call): the expected outcome of the
+	// fault, a robustness finding apart from the verdict.
+	ServerErrorUnderFault Kind = "server-error-under-fault"
 )
+
+// FindingClass says what a finding means for the verdict. Only failures
+// (and conformance remarks where the policy requires them) make a check
+// fail: a correct service must be able to pass while a remark about its
+// key syntax, or a crash under a fault, is still reported.
+type FindingClass string
+
+const (
+	// FailureFinding: a broken idempotency promise (a second effect, a
+	// lost effect, a wrong replay, a leak across tenants, a stuck key, a
+	// mismatch accepted, two keys taken for one). It fails the check.
+	FailureFinding FindingClass = "failure"
+	// ConformanceFinding: something oddly formed was accepted, or a status
+	// the policy did not expect answered where nothing was lost (a long or
+	// a list key taken). It is reported in its own section and fails the
+	// check only where the policy requires it (Policy.KeySyntax).
+	ConformanceFinding FindingClass = "conformance"
+	// RobustnessFinding: the target exited, or answered a 5xx, under a
+	// fault idemcheck applied. It is reported apart from the verdict.
+	RobustnessFinding FindingClass = "robustness"
+)
+
+// Class is the class of findings of kind k. It goes by the kind's value,
+// so a kind read from a report classifies the same; a kind it does not
+// know is a failure, never a remark.
+func (k Kind) Class() FindingClass {
+	switch k {
+	case MalformedKeyAccepted:
+		return ConformanceFinding
+	case TargetExitedFinding, ServerErrorUnderFault:
+		return RobustnessFinding
+	}
+	return FailureFinding
+}
 
 // Anomaly is one broken promise, with the evidence that witnesses it. The
 // data (attempts, evidence, observed counts) is kept apart from the prose
 // (Explanation), so a reviewer can verify the prose against the data.
 type Anomaly struct {
-	Kind   Kind   `json:"kind"`
-	Check  string `json:"check"`
-	Intent string `json:"intent"`
-	Key    string `json:"key,omitempty"`
+	Kind Kind `json:"kind"`
+	// Class is what the finding means for the verdict: usually its kind's
+	// Class, but a checker may say that one finding of a failure kind
+	// loses nothing (an unexpected status answering a malformed key is a
+	// conformance remark). Empty, in a report written before classes,
+	// means the kind's.
+	Class  FindingClass `json:"class,omitempty"`
+	Check  string       `json:"check"`
+	Intent string       `json:"intent"`
+	Key    string       `json:"key,omitempty"`
 	// Explanation says in a sentence or two what happened and why it breaks
 	// the contract, in terms a reviewer can check by hand.
 	Explanation string `json:"explanation"`
@@ -183,6 +232,14 @@ type Anomaly struct {
 	// Calls are the target's calls to a downstream provider that witness
 	// the anomaly (the provider-* kinds).
 	Calls []ProviderCall `json:"calls,omitempty"`
+}
+
+// Finding is the anomaly's class: Class, or its kind's when unset.
+func (a Anomaly) Finding() FindingClass {
+	if a.Class != "" {
+		return a.Class
+	}
+	return a.Kind.Class()
 }
 
 // Evidence is one attempt as the wire showed it.

@@ -323,4 +323,10 @@ type PlannedCheck struct {
 	// progress means the target's lease was longer than the one declared,
 	// and the fence was never put to the test.
 	RetryTakesOver bool `json:"retry_takes_over,omitempty"`
+	// CountsExecutions: the check's verdict rests on telling one execution
+	// from two (concurrent-burst, sequential-replay, lost-reply): by the
+	// effect count or, without one, by the resource ids its success replies
+	// carry. A round with neither (an empty 200 to everything, judged from
+	// the wire) shows nothing, and is not counted.
+	CountsExecutions bool `json:"counts_executions,omitempty"`
 }

@@ -26,11 +26,16 @@ var legacyFaultChecks = map[string]bool{
 // history.
 var legacyFailureReleasesKey = map[string]bool{CheckFailedAttempt: true}
 
+// legacyCountsExecutions are the checks that tell one execution from two,
+// for plans recorded before they said so; their plans say so now, always.
+var legacyCountsExecutions = map[string]bool{CheckConcurrentBurst: true, CheckSequentialReplay: true, CheckLostReply: true}
+
 // UnmarshalJSON reads a planned check. One recorded without a rule comes
 // from a history older than rules in plans: its fault flag is then the one
 // its name had (legacyFaultChecks), and its rule stays empty, which a
 // report shows as not recorded. One recorded without FailureReleasesKey
-// gets the flag its name had (legacyFailureReleasesKey).
+// gets the flag its name had (legacyFailureReleasesKey), and likewise
+// CountsExecutions (legacyCountsExecutions).
 func (pc *PlannedCheck) UnmarshalJSON(b []byte) error {
 	type plain PlannedCheck
 	if err := json.Unmarshal(b, (*plain)(pc)); err != nil {
@@ -40,6 +45,7 @@ func (pc *PlannedCheck) UnmarshalJSON(b []byte) error {
 		pc.Faults = pc.Faults || legacyFaultChecks[pc.Name]
 	}
 	pc.FailureReleasesKey = pc.FailureReleasesKey || legacyFailureReleasesKey[pc.Name]
+	pc.CountsExecutions = pc.CountsExecutions || legacyCountsExecutions[pc.Name]
 	return nil
 }
 

@@ -68,6 +68,32 @@ type Policy struct {
 	// InvalidKeyStatus answers a malformed key: an empty one, one over 255
 	// characters, one that is a list (a comma). 0 means no rule.
 	InvalidKeyStatus int `json:"invalid_key_status,omitempty"`
+	// KeySyntax says whether the key-syntax rules (InvalidKeyStatus) are
+	// required: KeySyntaxRequired makes an oddly formed key that was
+	// accepted fail the check, as it does for a provider that documents
+	// its key limits (Stripe: 255 characters). Empty (KeySyntaxRemark)
+	// reports it as a conformance remark apart from the verdict: nothing
+	// was lost or duplicated. Two keys taken for one is a failure either way.
+	KeySyntax string `json:"key_syntax,omitempty"`
+}
+
+// The values of Policy.KeySyntax.
+const (
+	KeySyntaxRemark   = "remark"
+	KeySyntaxRequired = "required"
+)
+
+// Counts reports whether a finding counts against the verdict under p:
+// every failure, and the key-syntax check's conformance remarks where p
+// requires key syntax. Robustness findings never do.
+func (p Policy) Counts(a Anomaly) bool {
+	switch a.Finding() {
+	case ConformanceFinding:
+		return p.KeySyntax == KeySyntaxRequired && a.Check == CheckKeySyntax
+	case RobustnessFinding:
+		return false
+	}
+	return true
 }
 
 // IETF is the policy of the IETF Idempotency-Key draft, idemcheck's
@@ -100,7 +126,7 @@ func IETF() Policy {
 // result is saved whether it succeeded or failed (500s included), and
 // replays carry Idempotent-Replayed: true. Nothing is saved when
 // validation fails before execution, and keys are at most 255 characters
-// (a longer one is a 400).
+// (a longer one is a 400): a documented limit, so key syntax is required.
 func Stripe() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
@@ -112,6 +138,7 @@ func Stripe() Policy {
 		Lease:            0,
 		SaveRejected:     false,
 		InvalidKeyStatus: 400,
+		KeySyntax:        KeySyntaxRequired,
 	}
 }
 
@@ -288,6 +315,11 @@ func (p Policy) Validate() error {
 		if p.Replay(s) {
 			return policyErrorf("in_progress_statuses", "in_progress_statuses: %d is also a success status, and a reply cannot be both", s)
 		}
+	}
+	switch p.KeySyntax {
+	case "", KeySyntaxRemark, KeySyntaxRequired:
+	default:
+		return policyErrorf("key_syntax", "key_syntax %q is neither %s nor %s", p.KeySyntax, KeySyntaxRequired, KeySyntaxRemark)
 	}
 	if len(p.InProgressStatuses) > 0 && !slices.Contains(p.InProgressStatuses, p.InProgressStatus) {
 		return policyErrorf("in_progress_statuses", "in_progress_statuses %v does not hold in_progress_status %d: list every in-progress status, the main one first",

@@ -82,10 +82,14 @@ type CheckResult struct {
 	Reason string `json:"reason,omitempty"`
 	// Rule is the contract rule the check enforces, in a sentence.
 	Rule string `json:"rule,omitempty"`
-	// Anomalies are indexes into Report.Anomalies.
+	// Anomalies are indexes into Report.Anomalies: the findings that
+	// decide the check's status.
 	Anomalies []int `json:"anomalies"`
-	Intents   int   `json:"intents"`
-	Attempts  int   `json:"attempts"`
+	// Remarks are indexes into Report.Remarks: what the check found that
+	// does not count against it (conformance remarks, robustness findings).
+	Remarks  []int `json:"remarks,omitempty"`
+	Intents  int   `json:"intents"`
+	Attempts int   `json:"attempts"`
 	// Answered counts the check's attempts that got a complete reply.
 	Answered int `json:"answered"`
 	// Proof says what shows the check's scenario happened: where its fault
@@ -191,10 +195,17 @@ type Report struct {
 	// A report has no seed: a certification makes no random choice (keys
 	// are UUIDs). Earlier reports carried a "seed" that chose nothing; the
 	// schema keeps it, optional, for them.
-	Target    Target        `json:"target"`
-	Policy    Policy        `json:"policy"`
-	Checks    []CheckResult `json:"checks"`
-	Anomalies []Anomaly     `json:"anomalies"`
+	Target Target        `json:"target"`
+	Policy Policy        `json:"policy"`
+	Checks []CheckResult `json:"checks"`
+	// Anomalies are the findings the verdict rests on: every failure, and
+	// conformance remarks where the policy requires them.
+	Anomalies []Anomaly `json:"anomalies"`
+	// Remarks are the findings reported apart from the verdict:
+	// conformance remarks the policy does not require (a long or a list
+	// key accepted) and robustness findings (the target exited under a
+	// fault). Each says its class.
+	Remarks []Anomaly `json:"remarks,omitempty"`
 	// Contract lists every rule idemcheck knows, as held, broken or not
 	// checked (and why), so the report can stand on its own in a review.
 	Contract []RuleResult `json:"contract"`

@@ -51,6 +51,7 @@ func facts(h *idemcheck.History) map[string]idemcheck.PlannedCheck {
 		f.Faults = f.Faults || pc.Faults
 		f.FailureReleasesKey = f.FailureReleasesKey || pc.FailureReleasesKey
 		f.RetryTakesOver = f.RetryTakesOver || pc.RetryTakesOver
+		f.CountsExecutions = f.CountsExecutions || pc.CountsExecutions
 		m[pc.Name] = f
 	}
 	return m
@@ -69,13 +70,24 @@ func Report(h *idemcheck.History) idemcheck.Report { return ReportIn(h, nil) }
 
 // ReportIn is Report with the settings its hints name said in words.
 func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
-	anomalies := check(h, words)
+	// The findings that count against the verdict are the report's
+	// anomalies; the rest (conformance remarks the policy does not
+	// require, robustness findings) are its remarks.
+	var anomalies, remarks []idemcheck.Anomaly
+	for _, a := range check(h, words) {
+		if h.Run.Policy.Counts(a) {
+			anomalies = append(anomalies, a)
+		} else {
+			remarks = append(remarks, a)
+		}
+	}
 	r := idemcheck.Report{
 		Version:   idemcheck.ReportVersion,
 		Verdict:   idemcheck.Pass,
 		Target:    h.Run.Target,
 		Policy:    h.Run.Policy,
 		Anomalies: anomalies,
+		Remarks:   remarks,
 		Stats: idemcheck.Stats{
 			Intents:             len(h.Intents),
 			Attempts:            len(h.Attempts),
@@ -98,6 +110,11 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 				cr.Anomalies = append(cr.Anomalies, i)
 			}
 		}
+		for i, a := range remarks {
+			if a.Check == pc.Name {
+				cr.Remarks = append(cr.Remarks, i)
+			}
+		}
 		switch {
 		case pc.Skip != "":
 			cr.Status, cr.Reason = idemcheck.Skip, pc.Skip
@@ -106,8 +123,12 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 			// wrong, the contract was broken where it shows.
 			cr.Status = idemcheck.Fail
 		case cr.Attempts == 0:
-			// A check that sent nothing has shown nothing: never a pass.
-			cr.Status, cr.Reason = idemcheck.Skip, "no attempts were sent"
+			// A check that was planned to run and holds no attempt has
+			// shown nothing: never a pass, and not a skip either (it did
+			// apply). A history cut short, or a run stopped before it,
+			// holds no record of it.
+			cr.Status, cr.Reason = idemcheck.Inconclusive, "the history holds no attempt of it, though the plan names it: "+
+				"it was cut short, or the run stopped before this check"
 		default:
 			cr.Status, cr.Proof, cr.Reason = ev.verdict()
 		}
@@ -903,7 +924,7 @@ func (c *intentCheck) add(kind idemcheck.Kind, attempts []int, explanation strin
 		ev = append(ev, e)
 	}
 	c.out = append(c.out, idemcheck.Anomaly{
-		Kind: kind, Check: c.intent.Check, Intent: c.intent.ID, Key: c.intent.Key,
+		Kind: kind, Class: kind.Class(), Check: c.intent.Check, Intent: c.intent.ID, Key: c.intent.Key,
 		Explanation: explanation, Attempts: attempts, Evidence: ev, Observed: observed,
 	})
 }

@@ -304,7 +304,8 @@ func TestReportSkipsAndEmptyChecks(t *testing.T) {
 
 	empty := newHist(t, idemcheck.IETF(), burst)
 	r = Report(&empty.h)
-	assert.Equal(t, idemcheck.Skip, r.Checks[0].Status, "a check that sent nothing never passes")
+	assert.Equal(t, idemcheck.Inconclusive, r.Checks[0].Status, "a planned check that sent nothing never passes, and did not skip")
+	assert.Contains(t, r.Checks[0].Reason, "the history holds no attempt of it")
 }
 
 func TestResourceID(t *testing.T) {

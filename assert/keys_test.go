@@ -234,3 +234,74 @@ func TestLongKeysRefused(t *testing.T) {
 	assert.Empty(t, Check(&b.h))
 	assert.Contains(t, lastIntent(b).missedScenario(), "did not execute the request under a valid key of 200 characters (attempt 1: 400")
 }
+
+// A correct service that takes a 256-character key and a key with a comma
+// loses nothing: under the IETF default the two are conformance remarks,
+// apart from the verdict, and the check passes; where the policy requires
+// key syntax (Stripe documents its 255-character limit) they fail it.
+func TestAcceptedMalformedKeysAreRemarksUnlessRequired(t *testing.T) {
+	hist := func(p idemcheck.Policy) *histBuilder {
+		b := newHist(t, p, keySyntax)
+		b.intent(keySyntax, 4,
+			`1:empty-key 0-1 400 {}`,
+			`2:overlong-key 2-3 201 {"orderId":"A"}`,
+			`3:list-key 4-5 201 {"orderId":"B"}`,
+			`4:long-key 6-7 201 {"orderId":"C"}`,
+			`5:long-key-twin 8-9 201 {"orderId":"D"}`,
+		)
+		b.h.Attempts[1].Key = strings.Repeat("k", idemcheck.MaxKeyLen+1)
+		b.h.Attempts[2].Key = "k-1,k-2"
+		longKeys(b)
+		return b
+	}
+	r := Report(&hist(idemcheck.IETF()).h)
+	assert.Equal(t, idemcheck.Pass, r.Verdict)
+	assert.Empty(t, r.Anomalies)
+	require.Len(t, r.Remarks, 2)
+	for _, a := range r.Remarks {
+		assert.Equal(t, idemcheck.MalformedKeyAccepted, a.Kind)
+		assert.Equal(t, idemcheck.ConformanceFinding, a.Class)
+	}
+	require.Len(t, r.Checks, 1)
+	assert.Equal(t, idemcheck.Pass, r.Checks[0].Status)
+	assert.Equal(t, []int{0, 1}, r.Checks[0].Remarks)
+	assert.Empty(t, r.Checks[0].Anomalies)
+
+	p := idemcheck.IETF()
+	p.KeySyntax = idemcheck.KeySyntaxRequired
+	r = Report(&hist(p).h)
+	assert.Equal(t, idemcheck.Fail, r.Verdict)
+	assert.Len(t, r.Anomalies, 2)
+	assert.Empty(t, r.Remarks)
+	assert.Equal(t, idemcheck.Fail, r.Checks[0].Status)
+
+	s := idemcheck.Stripe()
+	s.CreatedStatuses = []int{201}
+	assert.Equal(t, idemcheck.Fail, Report(&hist(s).h).Verdict, "the Stripe preset requires key syntax")
+}
+
+// A malformed key refused with another status than the policy's loses
+// nothing either: a remark on the status, not a failure.
+func TestMalformedKeyRefusedWithAnotherStatusIsARemark(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), keySyntax)
+	b.intent(keySyntax, 0, `1:empty-key 0-1 400 {}`, `2:overlong-key 2-3 422 {}`, `3:list-key 4-5 400 {}`)
+	r := Report(&b.h)
+	assert.Equal(t, idemcheck.Pass, r.Verdict)
+	require.Len(t, r.Remarks, 1)
+	assert.Equal(t, idemcheck.UnexpectedStatus, r.Remarks[0].Kind)
+	assert.Equal(t, idemcheck.ConformanceFinding, r.Remarks[0].Finding())
+}
+
+// Two long keys taken for one is a failure whatever the policy says of
+// key syntax: one client is answered with another's response.
+func TestCollidingLongKeysFailWithoutKeySyntaxRequired(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), keySyntax)
+	b.intent(keySyntax, 1, `1:long-key 0-1 201 {"orderId":"A"}`, `2:long-key-twin 2-3 201 {"orderId":"A"} replayed`)
+	longKeys(b)
+	r := Report(&b.h)
+	assert.Equal(t, idemcheck.Fail, r.Verdict)
+	require.Len(t, r.Anomalies, 1)
+	assert.Equal(t, idemcheck.OverDeduplication, r.Anomalies[0].Kind)
+	assert.Equal(t, idemcheck.FailureFinding, r.Anomalies[0].Class)
+	assert.Empty(t, r.Remarks)
+}

@@ -52,12 +52,17 @@ type checkEvidence struct {
 	// (a key still in progress with no lease declared): the check cannot
 	// pass while one round is undecided.
 	undecided string
+	// uncounted are the rounds with no effect count in a history whose
+	// run counted effects (Run.EffectQuery): its records were cut or
+	// edited, and what it lacks could have failed the check.
+	uncounted int
 }
 
 // gatherEvidence reads the check's intents, attempts and events.
 func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event, words Words) *checkEvidence {
 	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}, links: map[string]*linkTally{}}
 	planned := facts(h)
+	obs := h.ObservationsByIntent()
 	for _, e := range h.Events {
 		if e.Check == name && e.Kind == idemcheck.TargetExited {
 			ev.exits = append(ev.exits, e)
@@ -125,6 +130,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			}
 		}
 		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name], words: words}
+		if o, ok := obs[in.ID]; ok {
+			ic.obs = &o
+		} else if h.Run.EffectQuery != "" {
+			ev.uncounted++
+		}
 		if why := ic.stuckWithoutLease(); why != "" && ev.undecided == "" {
 			ev.undecided = why
 		}
@@ -143,6 +153,10 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			// A check's own condition for its scenario (a refused invalid
 			// body, long keys the target took) did not hold.
 			ev.missed[scenario]++
+		case ic.unidentified():
+			ev.missed[idemcheck.Phrasef("its success replies carry no resource id and no effect was counted, so nothing told one execution "+
+				"from two: count effects (%s, or %s), or give the id's place in the reply (%s)",
+				idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"), idemcheck.Field("Policy.ResourceID")).In(words)]++
 		default:
 			ev.counted++
 		}
@@ -235,6 +249,11 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	if ev.undecided != "" {
 		return idemcheck.Inconclusive, "", ev.undecided
 	}
+	if ev.uncounted > 0 {
+		return idemcheck.Inconclusive, "", fmt.Sprintf("%s of its %s %s no effect count in the history, though the run counted effects: "+
+			"the history was cut short or edited, and a pass would rest on what it lacks", plural(ev.uncounted, "one", fmt.Sprint(ev.uncounted)),
+			count(ev.rounds, "round"), plural(ev.uncounted, "has", "have"))
+	}
 	if ev.answered == 0 {
 		why := fmt.Sprintf("none of its %d attempts was answered", ev.attempts)
 		if ev.refused > 0 {
@@ -309,6 +328,28 @@ func after(e idemcheck.Event) string {
 		return ", after " + e.Fault
 	}
 	return ""
+}
+
+// unidentified reports whether the intent's check tells one execution from
+// two (CountsExecutions) and this intent gave it nothing to tell them by:
+// no effect count, and success replies none of which carries a resource
+// id (an empty 200, say), where two executions and one replayed read the
+// same. Under an ack-only policy replies never carry one, and the rule
+// is the effect count's alone.
+func (c *intentCheck) unidentified() bool {
+	if !c.facts.CountsExecutions || c.obs != nil || c.policy.AckOnly {
+		return false
+	}
+	succ := c.successes()
+	if len(succ) == 0 {
+		return false
+	}
+	for _, s := range succ {
+		if s.idField != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // eventsByIntent groups events by the intent in whose time they happened.

@@ -153,7 +153,7 @@ func TestRunsWithNothingToJudge(t *testing.T) {
 	e := newHist(t, idemcheck.IETF(), burst, seq)
 	r := Report(&e.h)
 	assert.Equal(t, idemcheck.Empty, r.Verdict)
-	assert.Equal(t, idemcheck.Skip, status(t, r, burst).Status)
+	assert.Equal(t, idemcheck.Inconclusive, status(t, r, burst).Status)
 	assert.Equal(t, idemcheck.ExitInconclusive, idemcheck.VerdictExit(r.Verdict, true), "no opt-out for an empty run")
 }
 

@@ -203,11 +203,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	h := &idemcheck.History{Run: idemcheck.Run{
 		Target: idemcheck.Target{
 			Name: cfg.Name, URL: cfg.Endpoint.Base.String(), Method: cfg.Endpoint.Method,
-			Path: cfg.Endpoint.Path.Fill(idemcheck.Intent{ID: "{{intent}}", Key: "{{key}}"}), Database: cfg.DBName,
+			Path: cfg.Endpoint.Path.Fill(idemcheck.Intent{ID: "{{intent}}", Key: "{{key}}"}),
 		},
 		Policy:      cfg.Policy,
 		EffectQuery: cfg.EffectSQL,
 	}}
+	if cfg.EffectSQL != "" {
+		// The report says effects were counted in the database only when
+		// they were: a database handed to a started target, with no query
+		// to count in it, counts nothing.
+		h.Run.Target.Database = cfg.DBName
+	}
 	if effects != nil && effects.HTTP != nil {
 		// The read-back's path may carry a suite's secret (${NAME}).
 		desc := effects.HTTP.Describe()

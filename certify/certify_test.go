@@ -236,3 +236,22 @@ func TestResolveTargetPinsTheCheckedAddress(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "localhost:"+u.Port(), addr)
 }
+
+// The report names a database as where effects were counted only when an
+// effect query ran there: one handed to a target with no query to count
+// in it counted nothing.
+func TestReportNamesTheDatabaseOnlyWhereEffectsWereCounted(t *testing.T) {
+	base, pool, _ := serveOrders(t, orders.Reference)
+	cfg := ordersConfig(base, pool)
+	cfg.Checks, cfg.Options.Rounds = []string{idemcheck.CheckSequentialReplay}, 1
+	cfg.DBName = "postgres://app@127.0.0.1/app"
+	res, err := certify.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, cfg.DBName, res.Report.Target.Database)
+
+	cfg.DB, cfg.EffectSQL, cfg.EffectArgs = nil, "", nil
+	res, err = certify.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Empty(t, res.Report.Target.Database, "no effect query, so nothing was counted in it")
+	assert.Equal(t, idemcheck.Pass, res.Report.Verdict, "the reference's replies carry their order ids: the wire alone judges them")
+}

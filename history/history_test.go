@@ -18,7 +18,7 @@ import (
 )
 
 func sample(seed int64, attempts int) *idemcheck.History {
-	h := &idemcheck.History{Run: idemcheck.Run{Seed: seed, Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckSequentialReplay}}}}
+	h := &idemcheck.History{Run: idemcheck.Run{Seed: seed, Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckSequentialReplay, CountsExecutions: true}}}}
 	h.Intents = []idemcheck.Intent{{ID: "ic-1", Key: "k1", Seq: 1, Check: idemcheck.CheckSequentialReplay, Round: 1}}
 	for i := 1; i <= attempts; i++ {
 		h.Attempts = append(h.Attempts, idemcheck.Attempt{ID: i, Intent: "ic-1", Key: "k1", Check: idemcheck.CheckSequentialReplay,

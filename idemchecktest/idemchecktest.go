@@ -102,6 +102,8 @@ type Target struct {
 	EffectArgs []string
 	// Checks default to every check with a scenario.
 	Checks []string
+	// SkipChecks are left out of Checks (of every check, by default).
+	SkipChecks []string
 	// Options default to scenarios.Defaults.
 	Options *scenarios.Options
 }
@@ -128,15 +130,15 @@ func Check(ctx context.Context, t Target) (idemcheck.Report, error) {
 // starts (Command, Image) is started once for all the checks.
 func Run(t *testing.T, target Target) {
 	t.Helper()
-	checks := target.Checks
-	if len(checks) == 0 {
-		checks = scenarios.Names()
-	}
 	cfg, stop, err := target.config(t.Context())
 	if err != nil {
 		t.Fatalf("idemcheck could not start: %v", err)
 	}
 	defer stop()
+	checks := cfg.Checks
+	if len(checks) == 0 {
+		checks = scenarios.Names()
+	}
 	for _, name := range checks {
 		t.Run(name, func(t *testing.T) {
 			one := cfg
@@ -153,6 +155,10 @@ func Run(t *testing.T, target Target) {
 			}
 			for _, a := range rep.Anomalies {
 				t.Errorf("%s", Describe(a))
+			}
+			for _, a := range rep.Remarks {
+				// Apart from the verdict: said, never a failure.
+				t.Logf("%s finding, apart from the verdict: %s", a.Finding(), Describe(a))
 			}
 		})
 	}
@@ -210,7 +216,10 @@ func (t Target) config(ctx context.Context) (certify.Config, func(), error) {
 		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, Providers: t.Providers, DSN: t.DSN,
 		Method: t.Method, Path: t.Path, Body: t.Body, OtherPath: t.OtherPath,
 		Policy: idemcheck.IETF(), DB: t.DB, EffectSQL: t.EffectSQL, EffectArgs: t.EffectArgs,
-		Checks: t.Checks, Options: scenarios.Defaults, Words: targetWords,
+		Checks: t.Checks, SkipChecks: t.SkipChecks, Options: scenarios.Defaults, Words: targetWords,
+	}
+	if len(spec.Checks) == 0 {
+		spec.Checks = nil // in Go an empty list is no list: every check
 	}
 	names := slices.Sorted(maps.Keys(t.Header))
 	for _, k := range names {

@@ -35,6 +35,10 @@ type Check struct {
 	// first attempt is frozen, and its rounds count only when that retry
 	// took the key over (see idemcheck.PlannedCheck).
 	RetryTakesOver bool
+	// CountsExecutions: the check tells one execution from two, by the
+	// effect count or the success replies' resource ids; a round with
+	// neither is not counted (see idemcheck.PlannedCheck).
+	CountsExecutions bool
 	// Build returns the check's scenarios for a target it applies to:
 	// some checks have a half for each thing the harness may do to it.
 	// Plan labels each scenario with the check's Name.
@@ -58,7 +62,7 @@ func (c Check) skip(p idemcheck.Policy, e Endpoint, t target, words map[idemchec
 // that is not "".
 func (c Check) Planned(skip string) idemcheck.PlannedCheck {
 	return idemcheck.PlannedCheck{Name: c.Name, Skip: skip, Rule: c.Rule, Faults: c.Faults, FailureReleasesKey: c.FailureReleasesKey,
-		RetryTakesOver: c.RetryTakesOver}
+		RetryTakesOver: c.RetryTakesOver, CountsExecutions: c.CountsExecutions}
 }
 
 // Checks returns every check in the order a certification runs them.
@@ -194,7 +198,8 @@ func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phr
 // here, with a test; nothing else needs to know the list.
 var registry = []Check{
 	{
-		Name: idemcheck.CheckConcurrentBurst,
+		Name:             idemcheck.CheckConcurrentBurst,
+		CountsExecutions: true,
 		Rule: "IETF Idempotency-Key draft, section 2.7: a request that duplicates one still in progress gets 409 Conflict; " +
 			"concurrent duplicates leave exactly one effect and every success describes the same resource.",
 		// Two halves: the burst whose held writes go together (every
@@ -213,7 +218,8 @@ var registry = []Check{
 		},
 	},
 	{
-		Name: idemcheck.CheckSequentialReplay,
+		Name:             idemcheck.CheckSequentialReplay,
+		CountsExecutions: true,
 		Rule: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
 			"(same status, same body), never the in-progress status, and leaves no second effect.",
 		Build: func(o Options, _ Endpoint, _ target) []Scenario {
@@ -224,7 +230,8 @@ var registry = []Check{
 		},
 	},
 	{
-		Name: idemcheck.CheckLostReply,
+		Name:             idemcheck.CheckLostReply,
+		CountsExecutions: true,
 		Rule: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
 			"and gets the original result; the effect happens once.",
 		Build: rounds(LostReply),

@@ -52,7 +52,7 @@ func TestPlanRecordsRulesAndFaults(t *testing.T) {
 	crash, _ := Lookup(idemcheck.CheckCrashLease)
 	assert.Equal(t, idemcheck.PlannedCheck{Name: crash.Name, Skip: noPowers.String(), Rule: crash.Rule, Faults: true}, plan[0])
 	replay, _ := Lookup(idemcheck.CheckSequentialReplay)
-	assert.Equal(t, idemcheck.PlannedCheck{Name: replay.Name, Rule: replay.Rule}, plan[1])
+	assert.Equal(t, idemcheck.PlannedCheck{Name: replay.Name, Rule: replay.Rule, CountsExecutions: true}, plan[1])
 
 	_, plan2, err := Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`)}, nil, nil)
 	require.NoError(t, err)

@@ -189,6 +189,20 @@ func TestReportSchema(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, s.Validate(vc), "a report with a provider anomaly's calls")
 
+	// Remarks apart from the verdict, each with its class, and a check's
+	// indexes into them.
+	withRemarks := reports[0]
+	withRemarks.Remarks = []idemcheck.Anomaly{{Kind: idemcheck.MalformedKeyAccepted, Class: idemcheck.ConformanceFinding, Check: "key-syntax",
+		Intent: "ic-x-1", Key: "k", Explanation: "a key of 256 characters was taken", Attempts: []int{1}}}
+	withRemarks.Checks = slices.Clone(withRemarks.Checks)
+	withRemarks.Checks[0].Remarks = []int{0}
+	var wr bytes.Buffer
+	require.NoError(t, withRemarks.WriteJSON(&wr))
+	require.Contains(t, wr.String(), `"class": "conformance"`)
+	vr, err := jsonschema.UnmarshalJSON(&wr)
+	require.NoError(t, err)
+	assert.NoError(t, s.Validate(vr), "a report with remarks")
+
 	var b bytes.Buffer
 	require.NoError(t, idemcheck.NewSuiteReport(reports).WriteJSON(&b))
 	suiteJSON := b.String()

@@ -192,6 +192,7 @@ func given(fs *flag.FlagSet) map[string]bool {
 // certifyFlags are certify's flags as given.
 type certifyFlags struct {
 	rawURL, method, path, body, db, effectSQL, checks, name      string
+	skipChecks, keySyntax                                        string
 	effectHTTP, effectCount                                      string
 	keyHeader, replayHeader, resourceID, keyPointer              string
 	policyName, otherPath, command, failingBody                  string
@@ -231,6 +232,8 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.effectHTTP, "effect-http", "", "count effects through the API, without database access: a `GET` of the target whose answer counts one intent's effects, such as 'GET /orders?customerId={{intent}}' (only GET is ever sent)")
 	fs.StringVar(&f.effectCount, "effect-count", "", "with --effect-http: the JSON `pointer` of the array (its length is the count) or number in the answer, such as /data; empty for the whole answer")
 	fs.StringVar(&f.checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
+	fs.StringVar(&f.skipChecks, "skip-checks", "", "comma-separated `checks` left out of the run, such as key-syntax")
+	fs.StringVar(&f.keySyntax, "key-syntax", "", "`required`: a malformed key the target accepts fails key-syntax; remark: it is a conformance remark apart from the verdict (the default, but for --policy stripe)")
 	fs.StringVar(&f.name, "name", "", "label for the target in reports")
 	fs.StringVar(&f.keyHeader, "key-header", def.KeyHeader, "the idempotency key header")
 	fs.StringVar(&f.replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
@@ -301,22 +304,30 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 	if set["lease"] {
 		pol.Lease = f.lease
 	}
+	if set["key-syntax"] {
+		pol.KeySyntax = f.keySyntax
+	}
 	if err := f.statuses.apply(&pol, set); err != nil {
 		return config.Spec{}, err
 	}
-	db := f.db
+	db, dbFromEnv := f.db, false
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
+		dbFromEnv = db != ""
 	}
 	s := config.Spec{
 		Words: flagWords,
 		Name:  f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env, Providers: f.providers,
 		Method: f.method, Path: f.path, Body: body[0], Headers: splitHeaders(f.headers), Tenants: splitHeaders(f.tenants),
 		FailingBody: f.failingBody, InvalidBody: f.invalidBody, OtherPath: f.otherPath,
-		Policy: pol, DSN: db, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
+		Policy: pol, DSN: db, DSNDefault: dbFromEnv, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
 		Checks: splitList(f.checks), Options: f.opts,
 		Redact: f.redact, RedactFields: f.redactFields, RedactQuery: f.redactQuery, Secrets: secrets,
 	}
+	if set["checks"] && s.Checks == nil {
+		s.Checks = []string{} // --checks '' names none: a usage error, not every check
+	}
+	s.SkipChecks = splitList(f.skipChecks)
 	if set["effect-count"] {
 		s.EffectCount = &f.effectCount
 	}

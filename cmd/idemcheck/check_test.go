@@ -176,3 +176,34 @@ func copyFixture(t *testing.T, name, to string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o644))
 }
+
+// A history cut to its first lines, or with its effect counts taken out,
+// proves nothing of what it lacks: check says INCONCLUSIVE (exit 4),
+// never PASS, where the whole history passes.
+func TestCheckOnAHistoryMissingItsRecordsIsInconclusive(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "assert", "testdata", "reference.jsonl"))
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(b), "\n")
+	var noCounts []string
+	for _, l := range lines {
+		if !strings.HasPrefix(l, `{"observation":`) {
+			noCounts = append(noCounts, l)
+		}
+	}
+	require.Less(t, len(noCounts), len(lines), "the fixture counted effects")
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"first-lines.jsonl": strings.Join(lines[:5], ""),
+		"cut.jsonl":         strings.Join(lines[:len(lines)/2], ""),
+		"no-counts.jsonl":   strings.Join(noCounts, ""),
+	} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+		code, out, errOut := cli(t, "check", "--no-color", p)
+		assert.Equal(t, idemcheck.ExitInconclusive, code, "%s:\n%s%s", name, out, errOut)
+		assert.NotContains(t, out, "verdict PASS", name)
+		if name != "first-lines.jsonl" { // its lines hold no attempt: EMPTY
+			assert.Contains(t, out, "verdict INCONCLUSIVE", name)
+		}
+	}
+}

@@ -178,6 +178,18 @@ func TestBadInput(t *testing.T) {
 		{"rounds out of range", append(certifyArgs(url, dsn), "--rounds", "0"), idemcheck.ExitUsage, "--rounds 0 is out of range"},
 		{"not a number", append(certifyArgs(url, dsn), "--burst", "many"), idemcheck.ExitUsage, `invalid value "many" for flag -burst`},
 		{"unknown check", append(certifyArgs(url, dsn), "--checks", "concurrent-burst,nope"), idemcheck.ExitUsage, `unknown check "nope"`},
+		{"no checks", append(certifyArgs(url, dsn), "--checks", ""), idemcheck.ExitUsage, "--checks names no check"},
+		{"key syntax neither required nor remark", append(certifyArgs(url, dsn), "--key-syntax", "strict"), idemcheck.ExitUsage,
+			`--key-syntax "strict" is neither required nor remark`},
+		{"unknown skipped check", append(certifyArgs(url, dsn), "--skip-checks", "key-syntax,nope"), idemcheck.ExitUsage, `--skip-checks: unknown check "nope"`},
+		{"every check skipped", append(certifyArgs(url, dsn), "--checks", "key-syntax", "--skip-checks", "key-syntax"), idemcheck.ExitUsage,
+			"--skip-checks leaves no check to run"},
+		{"run with no checks", []string{"run", "-f", "suite.yaml", "--checks", ""}, idemcheck.ExitUsage, "--checks names no check"},
+		// A setup mistake, not an API bug: the effect query would look for
+		// what no request carried, or count nothing at all.
+		{"effect arg the request never sends", append(certifyArgs(url, dsn), "--body", `{"customerId":"c-fixed","totalCents":4000}`), idemcheck.ExitUsage,
+			"--effect-arg uses {{intent}}, which the request never sends (not in --body, --path or --header)"},
+		{"db without an effect query", []string{"certify", "--url", url, "--db", dsn}, idemcheck.ExitUsage, "--db needs --effect-sql"},
 		{"no url", []string{"certify"}, idemcheck.ExitUsage, "--url is required"},
 		{"bad url", []string{"certify", "--url", "127.0.0.1:8080"}, idemcheck.ExitUsage, "is not an absolute http:// or https:// URL"},
 		{"bad header", append(certifyArgs(url, dsn), "--header", "NoColon"), idemcheck.ExitUsage, "--header"},
@@ -345,7 +357,7 @@ func TestPolicyOverrideFlags(t *testing.T) {
 
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	code, out, _ = cli(t, append(args, "--policy", "stripe", "--mismatch-status", "422", "--missing-key-status", "400",
-		"--in-progress-status", "409,423", "--json", jsonPath)...)
+		"--in-progress-status", "409,423", "--key-syntax", "remark", "--json", jsonPath)...)
 	require.NotEqual(t, idemcheck.ExitUsage, code, out)
 	var rep idemcheck.Report
 	b, err := os.ReadFile(jsonPath)
@@ -356,6 +368,7 @@ func TestPolicyOverrideFlags(t *testing.T) {
 	assert.Equal(t, 409, rep.Policy.InProgressStatus)
 	assert.Equal(t, []int{409, 423}, rep.Policy.InProgressStatuses)
 	assert.Equal(t, "Idempotent-Replayed", rep.Policy.ReplayHeader, "the rest of the preset stays")
+	assert.Equal(t, idemcheck.KeySyntaxRemark, rep.Policy.KeySyntax, "stripe's required key syntax, overridden")
 }
 
 func TestPolicyFlag(t *testing.T) {

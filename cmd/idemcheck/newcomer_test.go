@@ -161,9 +161,11 @@ func TestSame4xxOnEveryFirstAttemptIsAUsageError(t *testing.T) {
 }
 
 // The newcomer's mistake itself: the example orders API certified with
-// every flag but --body. The API refuses the empty request with 400, and
-// the run stops on the hint instead of reporting every attempt as an
-// unexpected-status anomaly.
+// every flag but --body. The effect query's {{intent}} is then sent
+// nowhere, and the run stops before anything is sent, on a hint that
+// names --body, instead of reporting every attempt as an
+// unexpected-status anomaly. (A body the target refuses is the
+// pre-flight's: TestSame4xxOnEveryFirstAttemptIsAUsageError.)
 func TestMissingBodyAgainstTheExampleAPIIsAUsageError(t *testing.T) {
 	url, dsn := ordersAPI(t, orders.Reference)
 	var args []string
@@ -179,8 +181,8 @@ func TestMissingBodyAgainstTheExampleAPIIsAUsageError(t *testing.T) {
 	code, out, errOut := cli(t, append(args, "--json", jsonPath)...)
 	require.Equal(t, idemcheck.ExitUsage, code, "%s\n%s", out, errOut)
 	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
-	assert.Contains(t, errOut, "the target answers 400 to the request itself")
-	assert.Contains(t, errOut, "check --body, --header, --path")
+	assert.Contains(t, errOut, "--effect-arg uses {{intent}}, but the request has no body (--body)")
+	assert.Contains(t, errOut, `give the body, such as {"customerId":"{{intent}}","totalCents":4000}`)
 	assert.NotContains(t, out, "unexpected-status")
 	assert.NoFileExists(t, jsonPath, "no report")
 }

@@ -21,7 +21,7 @@ import (
 // and writes one report for them all.
 func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var file, rawURL, checks string
+	var file, rawURL, checks, skipChecks string
 	var rf runFlags
 	var of openapiFlags
 	var headers listFlag
@@ -30,6 +30,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.StringVar(&rawURL, "url", "", "with --openapi: the target's base `URL`")
 	fs.Var(&headers, "header", "with --openapi: a header 'Name: value' sent to every endpoint, such as credentials (repeatable; ${NAME} is read from the environment, and what it expands to is hidden in every report)")
 	fs.StringVar(&checks, "checks", "", "comma-separated `checks` every endpoint runs, in place of the suite's own (default: the suite's, or all)")
+	fs.StringVar(&skipChecks, "skip-checks", "", "comma-separated `checks` every endpoint leaves out")
 	rf.register(fs)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return 0, err
@@ -39,6 +40,10 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := config.CheckChecks(only); err != nil {
 		return 0, err
 	}
+	if given(fs)["checks"] && len(only) == 0 {
+		return 0, idemcheck.Usagef("--checks names no check: name the checks to run, such as concurrent-burst,lost-reply (leave it out to run the suite's)")
+	}
+	skip := splitList(skipChecks)
 	var s *suite.Suite
 	var err error
 	// A generated body must be accepted before its checks run.
@@ -77,6 +82,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if len(only) > 0 {
 			spec.Checks = only
 		}
+		spec.SkipChecks = append(spec.SkipChecks, skip...)
 		if set["rate"] || spec.Rate == 0 {
 			spec.Rate = rf.rate
 		}
@@ -176,7 +182,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 // runFlagFields are the fields of a suite's run that run's own flags may
 // set, by flag.
 var runFlagFields = map[idemcheck.Field]string{
-	"URL": "url", "Endpoint.Base": "url", "Headers": "header", "Checks": "checks", "Rate": "rate", "Timeout": "timeout",
+	"URL": "url", "Endpoint.Base": "url", "Headers": "header", "Checks": "checks", "SkipChecks": "skip-checks", "Rate": "rate", "Timeout": "timeout",
 	"MaxDuration": "max-duration", "TargetLog": "target-log", "MaxBody": "max-body", "Protocol": "protocol",
 }
 

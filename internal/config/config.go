@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -135,6 +136,12 @@ type Spec struct {
 	// (from Go, with Handler or URL).
 	DSN string
 	DB  *pgxpool.Pool
+	// DSNDefault says DSN was not given for this endpoint alone but came
+	// by default (DATABASE_URL, or a suite's target shared by endpoints
+	// that count their effects there): a target reached by URL with no
+	// effect query then leaves it unused, where a DSN given for the
+	// endpoint without one is a usage error.
+	DSNDefault bool
 	// EffectSQL counts one intent's effects, with EffectArgs bound as
 	// $1, $2, …; or EffectHTTP, a GET of the API, counts them at the JSON
 	// pointer EffectCount (nil: not given).
@@ -143,9 +150,12 @@ type Spec struct {
 	EffectHTTP  string
 	EffectCount *string
 
-	// Checks to run; empty means all.
-	Checks  []string
-	Options scenarios.Options
+	// Checks to run; nil means all, and an empty list that is not nil (a
+	// --checks '' or checks: [] that names none) is a usage error.
+	Checks []string
+	// SkipChecks are checks left out of Checks (of all, when Checks is nil).
+	SkipChecks []string
+	Options    scenarios.Options
 	// Rate caps requests per second, Timeout each attempt, MaxDuration
 	// the run, MaxBody the reply bytes kept per attempt (0: the default).
 	Rate        float64
@@ -253,10 +263,10 @@ func Build(s Spec) (*Built, error) {
 		// certifies.
 		c.Name = s.Image
 	}
-	if err := s.effects(&c, started); err != nil {
+	if err := s.effects(&c, started, e); err != nil {
 		return nil, err
 	}
-	if err := CheckChecks(s.Checks); err != nil {
+	if c.Checks, err = s.checks(); err != nil {
 		return nil, err
 	}
 	if err := s.Options.Validate(); err != nil {
@@ -275,7 +285,9 @@ func Build(s Spec) (*Built, error) {
 	if s.Handler != nil || started {
 		b.Launch = &Launch{Handler: s.Handler, Command: s.Command, Instances: max(s.Instances, 1), Image: s.Image,
 			DBImage: s.DBImage, Ready: s.Ready, Env: s.Env, Providers: s.Providers, DSN: s.DSN, AllowRemote: s.AllowRemote, Log: s.TargetLog}
-	} else if s.DSN != "" {
+	} else if s.DSN != "" && s.EffectSQL != "" {
+		// A DSN read from the environment with no query to run is left
+		// unused (effects): the report must not say effects were counted.
 		c.DSN, c.DBName = s.DSN, targets.RedactDSN(s.DSN)
 	}
 	b.Config = c
@@ -560,8 +572,29 @@ func isToken(s string) bool {
 
 // effects checks how effects are counted: in SQL, with its arguments and a
 // database, or through the API.
-func (s Spec) effects(c *certify.Config, started bool) error {
+//
+// A database given to a target reached by URL is there only to count
+// effects: without an effect query it would count nothing while the
+// report said effects were counted in it. An effect query's templates
+// must be ones the request sends, or the query counts what no attempt
+// made (a lost effect on every intent of a correct API).
+func (s Spec) effects(c *certify.Config, started bool, e scenarios.Endpoint) error {
+	dbGiven := s.DSN != "" && !s.DSNDefault || s.DB != nil
 	switch {
+	case !started && dbGiven && s.EffectSQL == "" && s.EffectHTTP != "":
+		field := idemcheck.Field("DSN")
+		if s.DB != nil {
+			field = "DB"
+		}
+		return usage(field, "%s goes with %s, and %s counts effects through the API: give one way to count, not both (leave %s out, or count in SQL)",
+			field, idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"), field)
+	case !started && dbGiven && s.EffectSQL == "":
+		field := idemcheck.Field("DSN")
+		if s.DB != nil {
+			field = "DB"
+		}
+		return usage(field, "%s needs %s, the query that counts one intent's effects there (such as SELECT count(*) FROM orders WHERE customer_id = $1): "+
+			"without one nothing is counted", field, idemcheck.Field("EffectSQL"))
 	case s.EffectSQL != "" && s.EffectHTTP != "":
 		return usage("EffectHTTP", "give %s or %s, not both: one effect count per endpoint", idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"))
 	case s.EffectCount != nil && s.EffectHTTP == "":
@@ -572,6 +605,11 @@ func (s Spec) effects(c *certify.Config, started bool) error {
 	args, err := ParseEffectArgs(s.EffectSQL, s.EffectArgs)
 	if err != nil {
 		return err
+	}
+	for i, a := range args {
+		if err := unsent(idemcheck.Field(fmt.Sprintf("EffectArgs[%d]", i)), a, e); err != nil {
+			return err
+		}
 	}
 	c.EffectSQL, c.EffectArgs = s.EffectSQL, args
 	if s.EffectHTTP == "" {
@@ -588,7 +626,31 @@ func (s Spec) effects(c *certify.Config, started bool) error {
 	if err := assert.ValidatePointer(*s.EffectCount); err != nil {
 		return usage("EffectCount", "%s: %v", idemcheck.Field("EffectCount"), err)
 	}
+	if err := unsent("EffectHTTP", t, e); err != nil {
+		return err
+	}
 	c.EffectHTTP, c.EffectCount = &t, *s.EffectCount
+	return nil
+}
+
+// unsent refuses an effect template whose per-intent value ({{intent}},
+// {{seq}}) the request never sends: the query would look for what no
+// attempt carried. The key ({{key}}) is always sent.
+func unsent(field idemcheck.Field, t idemcheck.Template, e scenarios.Endpoint) error {
+	for _, name := range []string{"intent", "seq"} {
+		if !t.Uses(name) || e.Body.Uses(name) || e.Path.Uses(name) || slices.ContainsFunc(e.Header, func(h scenarios.Header) bool { return h.Value.Uses(name) }) {
+			continue
+		}
+		if e.Body.Fill(idemcheck.Intent{}) == "" {
+			// The newcomer's mistake: no body at all.
+			return usage(field, "%s uses {{%s}}, but the request has no body (%s) and sends no {{%s}} in %s or %s: give the body, "+
+				"such as {\"customerId\":\"{{%s}}\",\"totalCents\":4000}, so the count finds what each intent created",
+				field, name, idemcheck.Field("Body"), name, idemcheck.Field("Path"), idemcheck.Field("Headers"), name)
+		}
+		return usage(field, "%s uses {{%s}}, which the request never sends (not in %s, %s or %s): the count would find none of its effects; "+
+			"put {{%s}} in the body, such as {\"customerId\":\"{{%s}}\"}, or count by what the request sends ({{key}})",
+			field, name, idemcheck.Field("Body"), idemcheck.Field("Path"), idemcheck.Field("Headers"), name, name)
+	}
 	return nil
 }
 
@@ -630,6 +692,41 @@ func ParseEffectHTTP(s string) (idemcheck.Template, error) {
 		return t, fmt.Errorf("the path has no {{intent}}: it would count every intent's effects together, not one intent's")
 	}
 	return t, nil
+}
+
+// checks are the checks to run: Checks, or every check when nil, less
+// SkipChecks; nil when that is every check.
+func (s Spec) checks() ([]string, error) {
+	if s.Checks != nil && len(s.Checks) == 0 {
+		return nil, usage("Checks", "%s names no check: name the checks to run, such as concurrent-burst,lost-reply (leave it out to run every check)",
+			idemcheck.Field("Checks"))
+	}
+	if err := CheckChecks(s.Checks); err != nil {
+		return nil, err
+	}
+	if len(s.SkipChecks) == 0 {
+		return s.Checks, nil
+	}
+	for i, name := range s.SkipChecks {
+		if _, err := scenarios.Lookup(name); err != nil {
+			f := idemcheck.Field(fmt.Sprintf("SkipChecks[%d]", i))
+			return nil, usage(f, "%s: %v", f, err)
+		}
+	}
+	all := s.Checks
+	if all == nil {
+		all = scenarios.Names()
+	}
+	var out []string
+	for _, name := range all {
+		if !slices.Contains(s.SkipChecks, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, usage("SkipChecks", "%s leaves no check to run", idemcheck.Field("SkipChecks"))
+	}
+	return out, nil
 }
 
 // CheckChecks checks a list of check names.
@@ -685,7 +782,7 @@ var policyFields = map[string]string{
 	"in_progress_status": "InProgressStatus", "in_progress_statuses": "InProgressStatuses", "mismatch_status": "MismatchStatus",
 	"missing_key_status": "MissingKeyStatus", "replay_errors": "ReplayErrors", "replay_header": "ReplayHeader", "lease": "Lease",
 	"ignore_fields": "IgnoreFields", "resource_id": "ResourceID", "key_pointer": "KeyPointer", "ack_only": "AckOnly",
-	"save_rejected": "SaveRejected", "invalid_key_status": "InvalidKeyStatus",
+	"save_rejected": "SaveRejected", "invalid_key_status": "InvalidKeyStatus", "key_syntax": "KeySyntax",
 }
 
 // PolicyField is the Field of a policy's field by its policy-file name

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,15 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 			goField: `idemchecktest: Checks[1]: unknown check "burst" (known:`,
 		},
 		{
+			rule: "every skipped check is known", field: "SkipChecks[0]",
+			flags:   func(s *config.Spec) { s.SkipChecks = []string{"key-sintax"} },
+			yaml:    suiteHead + "    skip_checks: [key-sintax]\n",
+			target:  idemchecktest.Target{URL: "http://127.0.0.1:8080", Path: "/orders", SkipChecks: []string{"key-sintax"}},
+			flag:    `--skip-checks: unknown check "key-sintax" (known:`,
+			suite:   `s.yaml:4: endpoints[0].skip_checks[0]: unknown check "key-sintax" (known:`,
+			goField: `idemchecktest: SkipChecks[0]: unknown check "key-sintax" (known:`,
+		},
+		{
 			rule: "the body is a template", field: "Body",
 			flags:   func(s *config.Spec) { s.Body = `{"a":"{{uuid}}"}` },
 			yaml:    suiteHead + "    body: '{\"a\":\"{{uuid}}\"}'\n",
@@ -116,6 +126,19 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 			flag:    "--effect-sql needs a database: pass --db DSN or set DATABASE_URL",
 			suite:   "s.yaml:4: endpoints[0].effect.sql needs a database: set db here or under target (such as db: ${DATABASE_URL})",
 			goField: "idemchecktest: EffectSQL needs a database: set DB (or DSN for a Command or Image)",
+		},
+		{
+			rule: "an effect argument is something the request sends", field: "EffectArgs[0]",
+			flags: func(s *config.Spec) {
+				s.Body, s.DSN, s.EffectSQL, s.EffectArgs = `{"customerId":"c-fixed"}`, "postgres://127.0.0.1/app", "SELECT count(*) FROM orders WHERE customer_id = $1", []string{"{{intent}}"}
+			},
+			yaml: "target: {url: 'http://127.0.0.1:8080', db: 'postgres://127.0.0.1/app'}\nendpoints:\n  - path: /orders\n    body: '{\"customerId\":\"c-fixed\"}'\n" +
+				"    effect: {sql: 'SELECT count(*) FROM orders WHERE customer_id = $1', args: ['{{intent}}']}\n",
+			target: idemchecktest.Target{Command: "./bin/orders", Path: "/orders", Body: `{"customerId":"c-fixed"}`,
+				EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1"},
+			flag:    "--effect-arg uses {{intent}}, which the request never sends (not in --body, --path or --header)",
+			suite:   "s.yaml:5: endpoints[0].effect.args[0] uses {{intent}}, which the request never sends (not in body, path or headers)",
+			goField: "idemchecktest: EffectArgs[0] uses {{intent}}, which the request never sends (not in Body, Path or Header)",
 		},
 		{
 			rule: "one target", field: "Command",
@@ -162,6 +185,87 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Skipped checks leave the others, in their order; a list that names no
+// check is a usage error, never "every check".
+func TestSkipChecks(t *testing.T) {
+	s := spec()
+	s.SkipChecks = []string{idemcheck.CheckKeySyntax}
+	b, err := config.Build(s)
+	require.NoError(t, err)
+	want := slices.DeleteFunc(scenarios.Names(), func(n string) bool { return n == idemcheck.CheckKeySyntax })
+	assert.Equal(t, want, b.Config.Checks)
+
+	s = spec()
+	s.Checks, s.SkipChecks = []string{idemcheck.CheckLostReply, idemcheck.CheckKeySyntax}, []string{idemcheck.CheckKeySyntax}
+	b, err = config.Build(s)
+	require.NoError(t, err)
+	assert.Equal(t, []string{idemcheck.CheckLostReply}, b.Config.Checks)
+
+	s = spec()
+	s.Checks = []string{}
+	_, err = config.Build(s)
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, idemcheck.Field("Checks"), fe.Field)
+
+	// A suite's skip_checks, and an endpoint's replacing it.
+	su, err := suite.Parse("s.yaml", []byte("skip_checks: [key-syntax]\ntarget: {url: 'http://127.0.0.1:8080'}\nendpoints:\n  - path: /a\n  - path: /b\n    skip_checks: [lost-reply]\n"),
+		func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	assert.NotContains(t, su.Endpoints[0].Checks, idemcheck.CheckKeySyntax)
+	assert.Contains(t, su.Endpoints[0].Checks, idemcheck.CheckLostReply)
+	assert.Contains(t, su.Endpoints[1].Checks, idemcheck.CheckKeySyntax)
+	assert.NotContains(t, su.Endpoints[1].Checks, idemcheck.CheckLostReply)
+}
+
+// A database given to a target reached by URL is there to count effects:
+// without an effect query it is a usage error, unless it came by default
+// (DATABASE_URL, a suite's shared target), when it is left unused and the
+// report does not say effects were counted in it.
+func TestADatabaseNeedsAnEffectQuery(t *testing.T) {
+	s := spec()
+	s.DSN = "postgres://127.0.0.1/app"
+	_, err := config.Build(s)
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+	assert.Equal(t, "--db needs --effect-sql, the query that counts one intent's effects there (such as SELECT count(*) FROM orders WHERE customer_id = $1): "+
+		"without one nothing is counted", fe.Text(config.FlagWords))
+
+	s.EffectHTTP, s.EffectCount = "GET /orders?customerId={{intent}}", new(string)
+	_, err = config.Build(s)
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Text(config.FlagWords), "--db goes with --effect-sql, and --effect-http counts effects through the API")
+
+	s = spec()
+	s.DSN, s.DSNDefault = "postgres://127.0.0.1/app", true
+	b, err := config.Build(s)
+	require.NoError(t, err)
+	assert.Empty(t, b.Config.DSN, "a default database with no query is left unused")
+	assert.Empty(t, b.Config.DBName)
+
+	// A started target is handed its database whether or not effects are
+	// counted there.
+	s = spec()
+	s.URL, s.Command, s.Instances, s.DSN = "", "./bin/orders", 1, "postgres://127.0.0.1/app"
+	_, err = config.Build(s)
+	require.NoError(t, err)
+
+	// The read-back's path is held to the same rule as an effect argument.
+	s = spec()
+	s.Body, s.EffectHTTP, s.EffectCount = `{"customerId":"c-fixed"}`, "GET /orders?customerId={{intent}}", new(string)
+	_, err = config.Build(s)
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Text(config.FlagWords), "--effect-http uses {{intent}}, which the request never sends")
+
+	// {{intent}} in a header, or the path, is sent; {{key}} always is.
+	s = spec()
+	s.Body, s.Headers = `{"customerId":"c-fixed"}`, []config.Header{config.SplitHeader("X-Request: {{intent}}")}
+	s.DSN, s.EffectSQL, s.EffectArgs = "postgres://127.0.0.1/app", "SELECT count(*) FROM orders WHERE customer_id = $1", []string{"{{intent}}", "{{key}}"}
+	_, err = config.Build(s)
+	require.NoError(t, err)
 }
 
 // A valid description becomes the certification the command has always

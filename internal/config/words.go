@@ -33,6 +33,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Endpoint.Other":         {Name: "--other-path", Set: "pass --other-path"},
 		"Powers":                 {Name: "--cmd", Set: "--cmd or --image"},
 		"Checks":                 {Name: "--checks"},
+		"SkipChecks":             {Name: "--skip-checks"},
 		"DSN":                    {Name: "--db", Set: "pass --db DSN (or set DATABASE_URL)"},
 		"DB":                     {Name: "--db", Set: "pass --db DSN or set DATABASE_URL"},
 		"AllowRemote":            {Name: "--allow-remote", Set: "pass --allow-remote"},
@@ -68,6 +69,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"ignore_fields": "--ignore-field", "key_pointer": "--key-pointer", "lease": "--lease",
 		"mismatch_status": "--mismatch-status", "missing_key_status": "--missing-key-status",
 		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",
+		"key_syntax":       "--key-syntax",
 		"created_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
 	} {
 		set := flag + ", or " + key + ": in the policy"

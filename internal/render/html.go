@@ -617,6 +617,8 @@ type htmlCheckView struct {
 	idemcheck.CheckResult
 	*htmlCheck
 	Anomalies []htmlAnomalyView
+	// Notes are the check's findings apart from the verdict (Remarks).
+	Notes []idemcheck.Anomaly
 }
 
 type htmlAnomalyView struct {
@@ -692,6 +694,12 @@ func WriteHTML(w io.Writer, pages []*HTMLPage) error {
 					av.Evidence = a.Evidence[:HTMLMaxEvidence]
 				}
 				cv.Anomalies = append(cv.Anomalies, av)
+			}
+			for _, i := range ch.Remarks {
+				if i < 0 || i >= len(r.Remarks) {
+					return fmt.Errorf("report %q, check %s: remark index %d is outside the report's %d remarks", suiteName(r), ch.Name, i, len(r.Remarks))
+				}
+				cv.Notes = append(cv.Notes, r.Remarks[i])
 			}
 			v.Checks = append(v.Checks, cv)
 		}

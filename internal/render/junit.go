@@ -166,6 +166,15 @@ func junitSuiteOf(r idemcheck.Report) (junitSuite, error) {
 		if ch.Rule != "" {
 			out = "rule: " + ch.Rule + "\n" + out
 		}
+		for _, i := range ch.Remarks {
+			if i < 0 || i >= len(r.Remarks) {
+				return s, fmt.Errorf("report %q, check %s: remark index %d is outside the report's %d remarks", suiteName(r), ch.Name, i, len(r.Remarks))
+			}
+			// JUnit has no warning: a remark apart from the verdict is
+			// said in the test's output, never as a failure.
+			a := r.Remarks[i]
+			out += fmt.Sprintf("\n%s (a %s finding apart from the verdict), intent %s, key %s: %s", a.Kind, a.Finding(), a.Intent, a.Key, oneLine(a.Explanation, 1<<12))
+		}
 		c.SystemOut = &junitText{Text: clean(out)}
 		s.Tests++
 		switch ch.Status {

@@ -180,6 +180,8 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 		}
 	}
 
+	markdownRemarks(b, r.Remarks)
+
 	for _, f := range failures {
 		fmt.Fprintf(b, "\n#### %s: %s", escapeInline(oneLine(f.check, 100)), plural(len(f.as), "anomaly", "anomalies"))
 		if len(f.as) > 0 {
@@ -195,6 +197,30 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 		}
 	}
 	return nil
+}
+
+// markdownRemarks states the findings apart from the verdict, each class
+// under its own heading.
+func markdownRemarks(b *strings.Builder, remarks []idemcheck.Anomaly) {
+	for _, class := range []idemcheck.FindingClass{idemcheck.ConformanceFinding, idemcheck.RobustnessFinding} {
+		var of []idemcheck.Anomaly
+		for _, a := range remarks {
+			if a.Finding() == class {
+				of = append(of, a)
+			}
+		}
+		if len(of) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n#### %s (%s)\n\nApart from the verdict: %s.\n", ClassHeading(class, len(of)), escapeInline(kindSummary(of)), escapeInline(ClassNote(class)))
+		for i, a := range of {
+			if i == MarkdownMaxAnomalies {
+				fmt.Fprintf(b, "\n…and %d more; the JSON report has them all.\n", len(of)-i)
+				break
+			}
+			markdownAnomaly(b, a)
+		}
+	}
 }
 
 // markdownContract states, for each contract rule the run judged, its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,7 +98,10 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 			detail += fmt.Sprintf(", provider: %s calls per intent (max %d), %d charges", strconv.FormatFloat(p.CallsPerIntent, 'f', -1, 64), p.MaxCallsPerIntent, p.Charges)
 		}
 		if len(ch.Anomalies) > 0 {
-			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindTally(r, ch.Anomalies))
+			detail += fmt.Sprintf(", %d anomalies (%s)", len(ch.Anomalies), kindTally(r.Anomalies, ch.Anomalies))
+		}
+		if len(ch.Remarks) > 0 {
+			detail += fmt.Sprintf(", %s apart from the verdict (%s)", plural(len(ch.Remarks), "remark", "remarks"), kindTally(r.Remarks, ch.Remarks))
 		}
 		if ch.Status == idemcheck.Skip || ch.Status == idemcheck.Inconclusive {
 			detail = ch.Reason
@@ -107,32 +111,73 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 			fmt.Fprintf(w, "  %s%s%s\n", c.dim, indent(wrap(ch.Proof, 90), "           "), c.reset)
 		}
 	}
-	// One anomaly of each kind and check in full; the others of that
-	// kind are named by intent, so a run with many bursts stays readable.
-	// Another anomaly of the same intent (key-syntax finds one per
-	// malformed key) is a finding of its own, shown in full: naming its
-	// intent again would only repeat the headline.
+	writeFindings(w, r.Anomalies, c, true)
+	if len(r.Anomalies) > 0 {
+		fmt.Fprintf(w, "\n")
+	}
+	writeRemarks(w, r, c)
+	writeExits(w, r, c)
+	verdict := c.green + "PASS" + c.reset
+	switch r.Verdict {
+	case idemcheck.Fail:
+		verdict = c.red + "FAIL" + c.reset
+	case idemcheck.Pass:
+	default:
+		verdict = c.yellow + VerdictWords(r.Verdict) + c.reset
+	}
+	spread := ""
+	if r.Stats.BurstSpreadMedianUS > 0 {
+		spread = fmt.Sprintf(", client burst release spread %d us (median", r.Stats.BurstSpreadMedianUS)
+		if r.Stats.BurstProtocol != "" {
+			spread += ", " + r.Stats.BurstProtocol
+		}
+		spread += ")"
+	}
+	remarks := ""
+	if len(r.Remarks) > 0 {
+		remarks = fmt.Sprintf(" (and %s apart from it)", plural(len(r.Remarks), "remark", "remarks"))
+	}
+	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies%s, %d attempts in %.1fs%s\n",
+		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), remarks, r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread)
+}
+
+// writeFindings shows findings: one of each kind and check in full, and
+// the others of that kind in other intents named by intent, so a run
+// with many bursts stays readable. A second finding in the same intent
+// (two malformed keys accepted) is shown in full too: naming its intent
+// again would hide it.
+func writeFindings(w io.Writer, as []idemcheck.Anomaly, c palette, counted bool) {
+	col := c.yellow
+	if counted {
+		col = c.red
+	}
 	type group struct {
 		first  idemcheck.Anomaly
 		others []string
 	}
-	var order []string
+	var order []*group
 	groups := map[string]*group{}
-	for i, a := range r.Anomalies {
+	for _, a := range as {
 		k := a.Check + "\x00" + string(a.Kind)
-		if g, ok := groups[k]; ok && g.first.Intent == a.Intent {
-			k += "\x00" + strconv.Itoa(i)
-		} else if ok {
-			g.others = append(g.others, a.Intent)
+		if g, ok := groups[k]; ok && g.first.Intent != a.Intent {
+			if !slices.Contains(g.others, a.Intent) {
+				g.others = append(g.others, a.Intent)
+			}
 			continue
 		}
-		groups[k] = &group{first: a}
-		order = append(order, k)
+		g := &group{first: a}
+		if _, ok := groups[k]; !ok {
+			groups[k] = g
+		}
+		order = append(order, g)
 	}
-	for _, k := range order {
-		g := groups[k]
+	for _, g := range order {
 		a := g.first
-		fmt.Fprintf(w, "\n  %s%s%s in %s, intent %s, key %s\n", c.red, a.Kind, c.reset, a.Check, a.Intent, a.Key)
+		class := ""
+		if a.Finding() == idemcheck.ConformanceFinding && counted {
+			class = " (a conformance remark the policy requires)"
+		}
+		fmt.Fprintf(w, "\n  %s%s%s%s in %s, intent %s, key %s\n", col, a.Kind, c.reset, class, a.Check, a.Intent, a.Key)
 		fmt.Fprintf(w, "%s\n", indent(wrap(a.Explanation, 96), "    "))
 		for i, e := range a.Evidence {
 			if i == MaxEvidence {
@@ -159,31 +204,46 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 			fmt.Fprintf(w, "    %s%s%s\n", c.dim, callLine(call, 100), c.reset)
 		}
 		if len(g.others) > 0 {
-			fmt.Fprintf(w, "    and in %d more intents of %s: %s\n", len(g.others), a.Check, strList(g.others, 4))
+			fmt.Fprintf(w, "    and in %s of %s: %s\n", plural(len(g.others), "more intent", "more intents"), a.Check, strList(g.others, 4))
 		}
 	}
-	if len(r.Anomalies) > 0 {
-		fmt.Fprintf(w, "\n")
-	}
-	writeExits(w, r, c)
-	verdict := c.green + "PASS" + c.reset
-	switch r.Verdict {
-	case idemcheck.Fail:
-		verdict = c.red + "FAIL" + c.reset
-	case idemcheck.Pass:
-	default:
-		verdict = c.yellow + VerdictWords(r.Verdict) + c.reset
-	}
-	spread := ""
-	if r.Stats.BurstSpreadMedianUS > 0 {
-		spread = fmt.Sprintf(", client burst release spread %d us (median", r.Stats.BurstSpreadMedianUS)
-		if r.Stats.BurstProtocol != "" {
-			spread += ", " + r.Stats.BurstProtocol
+}
+
+// writeRemarks shows the findings apart from the verdict, each class
+// under its own heading: conformance remarks the policy does not
+// require, then robustness findings.
+func writeRemarks(w io.Writer, r idemcheck.Report, c palette) {
+	for _, class := range []idemcheck.FindingClass{idemcheck.ConformanceFinding, idemcheck.RobustnessFinding} {
+		var of []idemcheck.Anomaly
+		for _, a := range r.Remarks {
+			if a.Finding() == class {
+				of = append(of, a)
+			}
 		}
-		spread += ")"
+		if len(of) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s%s, apart from the verdict:%s %s\n", c.yellow, ClassHeading(class, len(of)), c.reset, ClassNote(class))
+		writeFindings(w, of, c, false)
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "  verdict %s%s%s: %d anomalies, %d attempts in %.1fs%s\n",
-		c.bold, verdict, c.bold+c.reset, len(r.Anomalies), r.Stats.Attempts, float64(r.Stats.DurationMS)/1000, spread)
+}
+
+// ClassHeading names a section of findings apart from the verdict:
+// "1 conformance remark", "2 robustness findings".
+func ClassHeading(class idemcheck.FindingClass, n int) string {
+	if class == idemcheck.ConformanceFinding {
+		return plural(n, "conformance remark", "conformance remarks")
+	}
+	return plural(n, string(class)+" finding", string(class)+" findings")
+}
+
+// ClassNote says why a class of findings leaves the verdict alone.
+func ClassNote(class idemcheck.FindingClass) string {
+	if class == idemcheck.ConformanceFinding {
+		return "nothing was lost or duplicated, and the policy does not require key syntax (key_syntax: required in the policy makes these fail)"
+	}
+	return "how the target bore the faults idemcheck applied, not how it kept its keys"
 }
 
 // VerdictWords names a verdict for a person: PASS, FAIL, and for a run
@@ -273,10 +333,12 @@ func times(n int) string {
 
 // kindTally counts the anomalies idx names by kind, "kind xN" each, in
 // the order of the kinds' names.
-func kindTally(r idemcheck.Report, idx []int) string {
+func kindTally(as []idemcheck.Anomaly, idx []int) string {
 	n := map[idemcheck.Kind]int{}
 	for _, i := range idx {
-		n[r.Anomalies[i].Kind]++
+		if i >= 0 && i < len(as) {
+			n[as[i].Kind]++
+		}
 	}
 	var parts []string
 	for k, v := range n {

@@ -41,7 +41,7 @@ func TestWriteGroupsAnomaliesAndCapsEvidence(t *testing.T) {
 	assert.Contains(t, out, "FAIL     concurrent-burst   5 intents, 160 attempts, 2 anomalies (duplicate-effect x2)")
 	assert.Contains(t, out, "SKIP     cross-endpoint     no second endpoint")
 	assert.Equal(t, 1, strings.Count(out, "duplicate-effect in concurrent-burst"), "one anomaly of a kind in full")
-	assert.Contains(t, out, "and in 1 more intents of concurrent-burst: ic-2")
+	assert.Contains(t, out, "and in 1 more intent of concurrent-burst: ic-2")
 	assert.Contains(t, out, "… 2 more witnesses: attempts 5, 6", "evidence capped at MaxEvidence")
 	assert.Contains(t, out, "verdict FAIL: 2 anomalies, 160 attempts in 1.5s, client burst release spread 9 us (median, h2)\n")
 	assert.NotContains(t, out, "seed", "a certification makes no random choice: no seed is reported")
@@ -224,4 +224,37 @@ func TestWriteShowsAnotherAnomalyOfTheSameIntentInFull(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(out, "duplicate-effect in concurrent-burst, intent ic-1"), out)
 	assert.Contains(t, out, "a second, different finding")
 	assert.NotContains(t, out, "more intents")
+}
+
+// remarksReport is a passing key-syntax check with two malformed keys
+// accepted in its one intent: conformance remarks apart from the verdict.
+func remarksReport() idemcheck.Report {
+	remark := func(attempt int, what string) idemcheck.Anomaly {
+		return idemcheck.Anomaly{Kind: idemcheck.MalformedKeyAccepted, Class: idemcheck.ConformanceFinding, Check: "key-syntax", Intent: "ks-1", Key: "k-1",
+			Explanation: "attempt " + what + " was executed under a key that is not a valid key.", Attempts: []int{attempt},
+			Evidence: []idemcheck.Evidence{{Attempt: attempt, Step: 1, Status: 201, Body: `{"id":"o1"}`}}}
+	}
+	return idemcheck.Report{
+		Verdict: idemcheck.Pass,
+		Target:  idemcheck.Target{URL: "http://127.0.0.1:8080", Method: "POST", Path: "/orders"},
+		Checks: []idemcheck.CheckResult{
+			{Name: "key-syntax", Status: idemcheck.Pass, Anomalies: []int{}, Remarks: []int{0, 1}, Intents: 1, Attempts: 5, Proof: "1 of 1 rounds happened as meant"},
+		},
+		Remarks: []idemcheck.Anomaly{remark(2, "2 (a key of 256 characters)"), remark(3, "3 (a key with a comma)")},
+		Stats:   idemcheck.Stats{Attempts: 5, DurationMS: 100},
+	}
+}
+
+func TestWriteShowsEveryRemarkApartFromTheVerdict(t *testing.T) {
+	var b bytes.Buffer
+	WriteText(&b, remarksReport(), false)
+	out := b.String()
+	assert.Contains(t, out, "PASS     key-syntax         1 intents, 5 attempts, 2 remarks apart from the verdict (malformed-key-accepted x2)")
+	assert.Contains(t, out, "2 conformance remarks, apart from the verdict: nothing was lost or duplicated")
+	// Both remarks are in one intent: each is shown in full, never as
+	// "1 more" naming the intent already shown.
+	assert.Contains(t, out, "attempt 2 (a key of 256 characters)")
+	assert.Contains(t, out, "attempt 3 (a key with a comma)")
+	assert.NotContains(t, out, "more intent")
+	assert.Contains(t, out, "verdict PASS: 0 anomalies (and 2 remarks apart from it)")
 }

@@ -28,7 +28,7 @@ type defaults struct {
 }
 
 func (p *parser) suite(n *yaml.Node) (*Suite, error) {
-	f, err := p.fields(n, "", "version", "target", "policy", "options", "checks", "endpoints")
+	f, err := p.fields(n, "", "version", "target", "policy", "options", "checks", "skip_checks", "endpoints")
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +54,11 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 	}
 	if c, ok := f["checks"]; ok {
 		if d.spec.Checks, err = p.checks(c, "checks", d.places); err != nil {
+			return nil, err
+		}
+	}
+	if c, ok := f["skip_checks"]; ok {
+		if d.spec.SkipChecks, err = p.list(c, "skip_checks", "SkipChecks", d.places, "a list of checks"); err != nil {
 			return nil, err
 		}
 	}
@@ -288,7 +293,7 @@ func (p *parser) list(n *yaml.Node, field string, name idemcheck.Field, pl place
 // policyFields are the keys of a policy block: a preset and its overrides.
 var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only",
-	"save_rejected", "invalid_key_status"}
+	"save_rejected", "invalid_key_status", "key_syntax"}
 
 // policy reads a policy block over base: a preset replaces base, and each
 // override then replaces one field.
@@ -379,6 +384,8 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 			pol.SaveRejected, err = p.boolean(v, fk)
 		case "invalid_key_status":
 			pol.InvalidKeyStatus, err = p.status(v, fk)
+		case "key_syntax":
+			pol.KeySyntax, err = p.str(v, fk)
 		case "resource_id":
 			pol.ResourceID, err = p.str(v, fk)
 		}
@@ -464,7 +471,7 @@ func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 
 func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, error) {
 	f, err := p.fields(n, field, "name", "url", "method", "path", "headers", "body", "mismatch_body", "failing_body", "tenants",
-		"cross_endpoint", "invalid_body", "policy", "effect", "db", "checks")
+		"cross_endpoint", "invalid_body", "policy", "effect", "db", "checks", "skip_checks")
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -522,10 +529,21 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 			return e, err
 		}
 	}
+	if v, ok := f["skip_checks"]; ok {
+		// An endpoint's own list replaces the suite's.
+		if spec.SkipChecks, err = p.list(v, join(field, "skip_checks"), "SkipChecks", pl, "a list of checks"); err != nil {
+			return e, err
+		}
+	}
 	if v, ok := f["effect"]; ok {
 		if err := p.effect(v, join(field, "effect"), &spec, pl); err != nil {
 			return e, err
 		}
+	}
+	if _, own := f["db"]; !own && spec.DSN != "" {
+		// The target's database, shared by the suite's endpoints: one
+		// that counts no effects leaves it unused.
+		spec.DSNDefault = true
 	}
 	// The loopback rule is the run's, which knows --allow-remote.
 	check := spec

@@ -366,7 +366,7 @@ var Words = func() map[idemcheck.Field]idemcheck.Word {
 		"OtherMethod": {Name: "cross_endpoint.method"}, "OtherPath": {Name: "cross_endpoint.path"}, "OtherBody": {Name: "cross_endpoint.body"},
 		"DSN": {Name: "db"}, "DB": {Name: "db", Set: "set db here or under target (such as db: ${DATABASE_URL})"},
 		"EffectSQL": {Name: "sql"}, "EffectArgs": {Name: "args"}, "EffectHTTP": {Name: "http"}, "EffectCount": {Name: "count"},
-		"Checks": {Name: "checks"}, "Options.BurstSize": {Name: "burst"}, "Options.BurstRounds": {Name: "burst_rounds"},
+		"Checks": {Name: "checks"}, "SkipChecks": {Name: "skip_checks"}, "Options.BurstSize": {Name: "burst"}, "Options.BurstRounds": {Name: "burst_rounds"},
 		"Options.Rounds": {Name: "rounds"}, "Options.FaultRounds": {Name: "fault_rounds"}, "Options.Redeliveries": {Name: "redeliveries"},
 		"Options.RetryWindow": {Name: "retry_window"}, "Rate": {Name: "rate"}, "Timeout": {Name: "timeout"}, "MaxDuration": {Name: "max_duration"},
 		"AllowRemote": {Name: "allow_remote", Set: "set options.allow_remote: true (or pass --allow-remote)"},

@@ -71,7 +71,7 @@ func TestErrors(t *testing.T) {
 		{"not yaml", "endpoints: [\n", "s.yaml:1: not valid YAML: did not find expected node content"},
 		{"empty", "", "s.yaml: the suite is empty"},
 		{"no endpoints", "version: 1\n", "s.yaml:1: endpoints: missing"},
-		{"unknown top field", "endpoint: []\n", `s.yaml:1: endpoint: unknown field (known: checks, endpoints, options, policy, target, version)`},
+		{"unknown top field", "endpoint: []\n", `s.yaml:1: endpoint: unknown field (known: checks, endpoints, options, policy, skip_checks, target, version)`},
 		{"bad version", "version: 2\nendpoints: [{path: /a, url: 'http://127.0.0.1'}]\n", "s.yaml:1: version: 2 is out of range: use 1 to 1"},
 		{"unknown check", "endpoints:\n  - url: http://127.0.0.1\n    path: /a\n    checks: [concurrent-burst, burst]\n",
 			`s.yaml:4: endpoints[0].checks[1]: unknown check "burst" (known:`},
