@@ -69,6 +69,7 @@ var flagTable = []struct{ flag, group string }{
 	{"checks", "checks"},
 	{"skip-checks", "checks"},
 	{"policy", "checks"},
+	{"key-syntax", "checks"},
 	{"lease", "checks"},
 	{"replay-header", "checks"},
 	{"resource-id", "checks"},
