@@ -744,6 +744,9 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	}
 	n := c.obs.Effects
 	observed := map[string]any{"effects": n, "query": c.obs.Query, "args": c.obs.Args, "statuses": c.statusCounts()}
+	if len(c.obs.Keys) > 0 {
+		observed["effects_by_key"] = effectsByKey(c.obs)
+	}
 	allowed := int64(v.explained)
 	if c.hasSameRequest() {
 		allowed++
@@ -761,8 +764,8 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	switch {
 	case n > allowed:
 		c.add(idemcheck.DuplicateEffect, witness,
-			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s with %s). One intent must leave exactly one effect.%s",
-				len(c.attempts), c.intent.Key, n, allowed, c.obs.Query, strings.Join(c.obs.Args, ", "), c.scheduleText()+c.cutAfterText()),
+			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s). One intent must leave exactly one effect.%s",
+				len(c.attempts), c.intent.Key, n, allowed, effectQueryText(c.obs), c.scheduleText()+c.cutAfterText()),
 			observed)
 	case n < promised:
 		first := c.attempts[0].ID
@@ -773,15 +776,15 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 			if a, ok := c.firstAck(); ok {
 				c.add(idemcheck.LostEffect, []int{a.ID},
 					fmt.Sprintf("attempt %d delivered event %s and was acknowledged with %d, so the sender will not deliver it again; yet the effect query counts %d "+
-						"where %d acknowledged events must have left theirs (%s with %s): the event was skipped, and nothing will ever apply it.",
-						a.ID, a.Key, a.Status, n, promised, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+						"where %d acknowledged events must have left theirs (%s): the event was skipped, and nothing will ever apply it.",
+						a.ID, a.Key, a.Status, n, promised, effectQueryText(c.obs)),
 					observed)
 				return
 			}
 		}
 		c.add(idemcheck.LostEffect, []int{first},
-			fmt.Sprintf("the client was told of %d successful executions (attempt %d first), yet the effect query counts %d (%s with %s): work the client was promised is not there.",
-				promised, first, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			fmt.Sprintf("the client was told of %d successful executions (attempt %d first), yet the effect query counts %d (%s): work the client was promised is not there.",
+				promised, first, n, effectQueryText(c.obs)),
 			observed)
 	}
 }

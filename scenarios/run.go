@@ -337,6 +337,9 @@ type session struct {
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
+	// keys are the keys the running round's requests carried, in order:
+	// an effect query stated per key counts each (Effects.CountKeys).
+	keys []string
 	// cut says a db-cut or db-cut-after of the running round landed, on cutSQL: the
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool
@@ -356,6 +359,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
 	s.cut = false
+	s.keys = nil
 	// acted: an earlier step of the intent may have taken effect (it was
 	// answered with success, or its reply was cut, or its database write
 	// was let through before a fault), so a later success may be a replay,
@@ -381,6 +385,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			st.ProviderFault = fs[(round-1)%len(fs)]
 		}
 		req, key := s.request(in, st.Variant)
+		if !slices.Contains(s.keys, key) {
+			s.keys = append(s.keys, key)
+		}
 		addr, err := s.addr(st.Fault)
 		if err != nil {
 			return false, fmt.Errorf("fault %s: %w", st.Fault.Name, err)
@@ -1262,12 +1269,15 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if s.Effects == nil {
 		return nil
 	}
-	o, err := s.Effects.Count(ctx, in)
+	o, err := s.Effects.CountKeys(ctx, in, s.keys)
 	if err != nil {
 		return err
 	}
 	// A read-back's path may carry a secret of the suite.
 	o.Query = s.scrub(o.Query)
+	for i := range o.Keys {
+		o.Keys[i].Query = s.scrub(o.Keys[i].Query)
+	}
 	s.rec.observation(o)
 	return nil
 }

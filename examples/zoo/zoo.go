@@ -124,6 +124,9 @@ type Config struct {
 	// starts a throwaway one per entry.
 	DSN  string
 	Logs io.Writer
+	// Adjust, when set, changes the entry's configuration before it is
+	// certified (an effect query stated another way, say).
+	Adjust func(*certify.Config)
 }
 
 // Certify starts the entry as a process target (two instances behind a
@@ -147,6 +150,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	cfg.Name = e.Name()
 	cfg.Checks = c.Checks
 	cfg.Options = c.Options
+	if c.Adjust != nil {
+		c.Adjust(&cfg)
+	}
 	return certify.Run(ctx, cfg)
 }
 
