@@ -111,6 +111,16 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 		default:
 			cr.Status, cr.Proof, cr.Reason = ev.verdict()
 		}
+		// Refusals before the handler: how many rounds really ran
+		// concurrently inside it (refusals.go).
+		if adm, none := admissionProof(h, pc.Name, words); adm != "" && pc.Skip == "" {
+			switch {
+			case none && cr.Status == idemcheck.Pass:
+				cr.Status, cr.Proof, cr.Reason = idemcheck.Inconclusive, "", adm
+			case cr.Status == idemcheck.Pass:
+				cr.Proof += "; " + adm
+			}
+		}
 		// A check that sends bursts states how tightly they were released;
 		// when some round never got a burst tight enough to mean anything,
 		// its pass would rest on nothing.
@@ -214,7 +224,7 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 	}
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
-		atts := byIntent[in.ID]
+		atts := withoutRefusals(byIntent[in.ID])
 		if len(atts) == 0 {
 			continue
 		}

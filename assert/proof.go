@@ -48,15 +48,20 @@ type checkEvidence struct {
 	// cuts the database link in some rounds and breaks the provider link in
 	// others) has happened only when each kind landed at least once.
 	links map[string]*linkTally
+	// refusals counts the attempts refused before the handler (a 429, or
+	// a 503 with Retry-After), limited the rounds whose scenario they kept
+	// from the handler (refusedRound).
+	refusals, limited int
 	// undecided says why a round's outcome could not be judged either way
 	// (a key still in progress with no lease declared): the check cannot
 	// pass while one round is undecided.
 	undecided string
+	words     Words
 }
 
 // gatherEvidence reads the check's intents, attempts and events.
 func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event, words Words) *checkEvidence {
-	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}, links: map[string]*linkTally{}}
+	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}, links: map[string]*linkTally{}, words: words}
 	planned := facts(h)
 	for _, e := range h.Events {
 		if e.Check == name && e.Kind == idemcheck.TargetExited {
@@ -70,11 +75,15 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		if in.Check != name {
 			continue
 		}
-		atts := byIntent[in.ID]
-		if len(atts) == 0 {
+		all := byIntent[in.ID]
+		if len(all) == 0 {
 			continue
 		}
 		ev.rounds++
+		limitedWhy := refusedRound(all)
+		atts := withoutRefusals(all)
+		ev.refusals += len(all) - len(atts)
+		ev.attempts += len(all) - len(atts)
 		faulted, retryAnswered, anyAnswered := false, false, false
 		for _, a := range atts {
 			ev.attempts++
@@ -130,6 +139,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		}
 		scenario := ic.missedScenario()
 		switch {
+		case limitedWhy != "":
+			// A rate limit kept the scenario from the handler: whatever
+			// else happened, it did not happen there.
+			ev.limited++
+			ev.missed[limitedWhy]++
 		case faulted && !landed:
 			if missedWhy == "" {
 				missedWhy = fmt.Sprintf("its fault (%s) never landed", faultOf(atts))
@@ -235,6 +249,11 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	if ev.undecided != "" {
 		return idemcheck.Inconclusive, "", ev.undecided
 	}
+	if ev.counted == 0 && ev.limited > 0 {
+		return idemcheck.Inconclusive, "", fmt.Sprintf("a rate limit refused %d of its %d attempts before the handler (429, or 503 with Retry-After), "+
+			"and its scenario reached the handler in none of its %d rounds (a round refused is sent again after Retry-After, with a fresh intent): %s. %s",
+			ev.refusals, ev.attempts, ev.rounds, ev.missedSummary(), rateLimitAdvice(ev.words))
+	}
 	if ev.answered == 0 {
 		why := fmt.Sprintf("none of its %d attempts was answered", ev.attempts)
 		if ev.refused > 0 {
@@ -256,6 +275,9 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 		parts = append(parts, fmt.Sprintf("target killed and restarted %d times", ev.kills))
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d attempts answered", ev.answered, ev.attempts))
+	if ev.refusals > 0 {
+		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit, and sent again after Retry-After)", ev.refusals)
+	}
 	proof = strings.Join(parts, "; ")
 	if ev.counted < ev.rounds {
 		proof += "; the others did not count: " + ev.missedSummary()
