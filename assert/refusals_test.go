@@ -115,3 +115,17 @@ func TestRefusedRetryIsNotJudged(t *testing.T) {
 	assert.Equal(t, idemcheck.Inconclusive, c.Status)
 	assert.Contains(t, c.Reason, "refused every send of its step 2")
 }
+
+// A 5xx on the attempt whose provider call the harness broke is that
+// fault's outcome, not an unexpected status; the same 5xx on an attempt
+// the harness did not break is still judged.
+func TestServerErrorOnTheProviderFaultIsNoAnomaly(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed)
+	in := b.intent(failed, 1, `1 0-5 500 {"title":"Internal Server Error"}`, `2 6-9 201 {"orderId":"A"}`)
+	b.h.Attempts[0].Fault, b.h.Attempts[0].FaultLinks = "provider-error", []string{idemcheck.LinkProvider}
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed})
+	assert.Empty(t, Check(&b.h))
+
+	b.h.Attempts[0].Fault, b.h.Attempts[0].FaultLinks = "", nil
+	assert.Equal(t, []idemcheck.Kind{idemcheck.UnexpectedStatus}, kinds(Check(&b.h)))
+}

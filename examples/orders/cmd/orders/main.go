@@ -2,7 +2,7 @@
 // POST /payments) for idemcheck to certify: the reference, or one of the
 // zoo's variants, each with one bug.
 //
-//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1] [-exit-on-db-error] [-fail-after-db-error] [-rate-limit N]
+//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1] [-exit-on-db-error] [-fail-after-db-error] [-rate-limit N] [-provider-tries N]
 //
 // It listens on 127.0.0.1:$PORT (ADDR overrides the host), creates its
 // tables, sweeps expired keys every minute and shuts down gracefully on
@@ -80,6 +80,8 @@ func run() error {
 		"answer 500 to every request but GET /healthz once a database connection has failed under the process, as a Python worker on one global psycopg2 connection does (env ORDERS_FAIL_AFTER_DB_ERROR)")
 	rateLimit := flag.Int("rate-limit", 0,
 		"put a rate limiter in front of the API: at most N requests of one client (its Authorization header) in the handler at once, the rest refused with 429 and Retry-After: 1 (0: none)")
+	providerTries := flag.Int("provider-tries", 0,
+		"calls to the payment provider one attempt makes before it fails with 500 (0: 3; 1 passes a provider failure to the client at once)")
 	flag.Parse()
 	if *rateLimit < 0 {
 		return errors.New("orders: -rate-limit must not be negative")
@@ -104,7 +106,7 @@ func run() error {
 			var handlers []http.Handler
 			for range *instances {
 				api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute, Autocommit: *autocommit,
-					Provider: os.Getenv(orders.ProviderEnv)})
+					Provider: os.Getenv(orders.ProviderEnv), ProviderTries: *providerTries})
 				apis = append(apis, api)
 				handlers = append(handlers, api)
 			}
