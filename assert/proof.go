@@ -251,7 +251,7 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	}
 	if ev.counted == 0 && ev.limited > 0 {
 		return idemcheck.Inconclusive, "", fmt.Sprintf("a rate limit refused %d of its %d attempts before the handler (429, or 503 with Retry-After), "+
-			"and its scenario reached the handler in none of its %d rounds (a round refused is sent again after Retry-After, with a fresh intent): %s. %s",
+			"and its scenario reached the handler in none of its %d rounds, repeats included (a refused round is sent again after Retry-After, with a fresh intent): %s. %s",
 			ev.refusals, ev.attempts, ev.rounds, ev.missedSummary(), rateLimitAdvice(ev.words))
 	}
 	if ev.answered == 0 {
@@ -276,7 +276,7 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d attempts answered", ev.answered, ev.attempts))
 	if ev.refusals > 0 {
-		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit, and sent again after Retry-After)", ev.refusals)
+		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit: 429, or 503 with Retry-After)", ev.refusals)
 	}
 	proof = strings.Join(parts, "; ")
 	if ev.counted < ev.rounds {

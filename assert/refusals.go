@@ -138,7 +138,7 @@ func admissionProof(h *idemcheck.History, check string, words Words) (proof stri
 			refused, attempts, count(rounds, "round"), rateLimitAdvice(words)), true
 	}
 	return fmt.Sprintf("%d of %d rounds admitted two or more same-key attempts into the handler together "+
-		"(%d of the bursts' %d attempts were refused before the handler by a rate limit, and prove nothing about concurrency)",
+		"(%d of the bursts' %d attempts were refused before it, and prove nothing about concurrency)",
 		admitted, rounds, refused, attempts), false
 }
 

@@ -83,7 +83,7 @@ func TestAdmittedBurstStatesItsRounds(t *testing.T) {
 	c := status(t, r, burst)
 	require.Equal(t, idemcheck.Pass, c.Status, c.Reason)
 	assert.Contains(t, c.Proof, "2 of 2 rounds admitted two or more same-key attempts into the handler together")
-	assert.Contains(t, c.Proof, "4 of the bursts' 9 attempts were refused before the handler")
+	assert.Contains(t, c.Proof, "4 of the bursts' 9 attempts were refused before it")
 }
 
 // A retry refused with 429 (or 503 with Retry-After) is sent again: the
