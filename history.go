@@ -133,10 +133,13 @@ type Observation struct {
 // KeyEffects is what an effect query stated at the grain of a key counted
 // for one of an intent's keys.
 type KeyEffects struct {
-	Key     string   `json:"key"`
-	Effects int64    `json:"effects"`
-	Query   string   `json:"query,omitempty"`
-	Args    []string `json:"args,omitempty"`
+	Key     string `json:"key"`
+	Effects int64  `json:"effects"`
+	// Query is what counted this key where it is not the observation's
+	// Query (a read-back, whose path holds the key); Args are the bound
+	// arguments of the key's run.
+	Query string   `json:"query,omitempty"`
+	Args  []string `json:"args,omitempty"`
 }
 
 // ViaHTTP marks an effect count read back through the API (a GET).

@@ -94,7 +94,11 @@ func (e *Effects) CountKeys(ctx context.Context, in idemcheck.Intent, keys []str
 		} else {
 			sum.Effects += o.Effects
 		}
-		sum.Keys = append(sum.Keys, idemcheck.KeyEffects{Key: k, Effects: o.Effects, Args: o.Args, Query: o.Query})
+		ke := idemcheck.KeyEffects{Key: k, Effects: o.Effects, Args: o.Args}
+		if o.Query != sum.Query {
+			ke.Query = o.Query // a read-back's path holds the key
+		}
+		sum.Keys = append(sum.Keys, ke)
 	}
 	return sum, nil
 }
