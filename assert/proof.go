@@ -52,6 +52,9 @@ type checkEvidence struct {
 	// a 503 with Retry-After), limited the rounds whose scenario they kept
 	// from the handler (refusedRound).
 	refusals, limited int
+	// limitedBursts says some of those rounds were bursts, which are sent
+	// again after Retry-After with a fresh intent.
+	limitedBursts bool
 	// undecided says why a round's outcome could not be judged either way
 	// (a key still in progress with no lease declared): the check cannot
 	// pass while one round is undecided.
@@ -80,7 +83,8 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			continue
 		}
 		ev.rounds++
-		limitedWhy := refusedRound(all)
+		limitedWhy, limitedBurst := refusedRound(all)
+		ev.limitedBursts = ev.limitedBursts || limitedBurst
 		atts := withoutRefusals(all)
 		ev.refusals += len(all) - len(atts)
 		ev.attempts += len(all) - len(atts)
@@ -250,9 +254,14 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 		return idemcheck.Inconclusive, "", ev.undecided
 	}
 	if ev.counted == 0 && ev.limited > 0 {
+		rounds, advice := count(ev.rounds, "round"), stepLimitAdvice(ev.words)
+		if ev.limitedBursts {
+			rounds += ", repeats included (a round whose burst was refused is sent again after Retry-After, with a fresh intent)"
+			advice = rateLimitAdvice(ev.words)
+		}
 		return idemcheck.Inconclusive, "", fmt.Sprintf("a rate limit refused %d of its %d attempts before the handler (429, or 503 with Retry-After), "+
-			"and its scenario reached the handler in none of its %d rounds, repeats included (a refused round is sent again after Retry-After, with a fresh intent): %s. %s",
-			ev.refusals, ev.attempts, ev.rounds, ev.missedSummary(), rateLimitAdvice(ev.words))
+			"and its scenario reached the handler in none of its %s: %s. %s",
+			ev.refusals, ev.attempts, rounds, ev.missedSummary(), advice)
 	}
 	if ev.answered == 0 {
 		why := fmt.Sprintf("none of its %d attempts was answered", ev.attempts)

@@ -36,7 +36,7 @@ func withoutRefusals(atts []idemcheck.Attempt) []idemcheck.Attempt {
 // scenario from happening, or "": a burst of which fewer than two attempts
 // were admitted (so nothing ran concurrently inside the handler), or a step
 // every attempt of which was refused.
-func refusedRound(atts []idemcheck.Attempt) string {
+func refusedRound(atts []idemcheck.Attempt) (why string, burst bool) {
 	type tally struct{ admitted, refused int }
 	bursts, steps := map[int]*tally{}, map[int]*tally{}
 	var order []int
@@ -61,15 +61,15 @@ func refusedRound(atts []idemcheck.Attempt) string {
 	}
 	for _, id := range slices.Sorted(maps.Keys(bursts)) {
 		if t := bursts[id]; t.refused > 0 && t.admitted < 2 {
-			return fmt.Sprintf("the rate limit let %d of its burst's %d same-key attempts reach the handler, so none ran concurrently there", t.admitted, t.admitted+t.refused)
+			return fmt.Sprintf("the rate limit let %d of its burst's %d same-key attempts reach the handler, so none ran concurrently there", t.admitted, t.admitted+t.refused), true
 		}
 	}
 	for _, step := range order {
 		if t := steps[step]; t.refused > 0 && t.admitted == 0 {
-			return fmt.Sprintf("the rate limit refused every send of its step %d (%s), so that step never reached the handler", step, count(t.refused, "refusal"))
+			return fmt.Sprintf("the rate limit refused every send of its step %d (%s), so that step never reached the handler", step, count(t.refused, "refusal")), false
 		}
 	}
-	return ""
+	return "", false
 }
 
 // admission tallies a check's bursts by round: how many rounds admitted
@@ -146,4 +146,13 @@ func admissionProof(h *idemcheck.History, check string, words Words) (proof stri
 func rateLimitAdvice(words Words) string {
 	return idemcheck.Phrasef("Raise the limit for the test's client (a staging environment), send fewer attempts at once (%s), or fewer per second (%s)",
 		idemcheck.Field("Options.BurstSize"), idemcheck.Field("Rate")).In(words)
+}
+
+// stepLimitAdvice says what lets a check run whose steps were refused: a
+// retry sent while an earlier attempt is held in the handler needs a limit
+// that admits two requests of the client at once.
+func stepLimitAdvice(words Words) string {
+	return idemcheck.Phrasef("A retry sent while an earlier attempt is still in the handler needs a limit that admits two requests of the client at once: "+
+		"raise it for the test's client (a staging environment); where the limit counts requests per second, send fewer (%s)",
+		idemcheck.Field("Rate")).In(words)
 }
