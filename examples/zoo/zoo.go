@@ -331,14 +331,18 @@ func WriteMatrix(w io.Writer, rows []Row) {
 		}
 		return b.String()
 	}
-	fmt.Fprintf(w, "%-34s", "variant (expected check → anomaly)")
+	width := 34 // the header's
+	for _, r := range rows {
+		width = max(width, len(r.Entry.Name()))
+	}
+	fmt.Fprintf(w, "%-*s", width, "variant (expected check → anomaly)")
 	for _, c := range checks {
 		fmt.Fprintf(w, " %-9s", short(c))
 	}
 	fmt.Fprintf(w, " verdict\n")
 	caught, total := 0, 0
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-34s", r.Entry.Name())
+		fmt.Fprintf(w, "%-*s", width, r.Entry.Name())
 		for _, c := range checks {
 			cell := "-"
 			if _, ok := r.Skipped[c]; ok {
