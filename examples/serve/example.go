@@ -28,8 +28,8 @@ const ExampleCommand = "__example-server"
 // Example serves examples/orders or examples/webhooks on 127.0.0.1:$PORT
 // with $DATABASE_URL until ctx ends. args are what follows ExampleCommand:
 // the example's name, then its flags (-variant, -lease,
-// -exit-on-db-error, -rate-limit, -provider-tries). Its errors carry idemcheck's exit codes
-// (idemcheck.ExitCode).
+// -exit-on-db-error, -rate-limit, -provider-tries). Its errors carry
+// idemcheck's exit codes (idemcheck.ExitCode).
 func Example(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(args) == 0 {
 		return idemcheck.Usagef("%s: name orders or webhooks", ExampleCommand)
