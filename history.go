@@ -122,6 +122,24 @@ type Observation struct {
 	// Via says where the count came from: ViaHTTP for a read-back through
 	// the API; empty for the database.
 	Via string `json:"via,omitempty"`
+	// Keys, for an effect query stated at the grain of a key (one of its
+	// arguments is {{key}}) and an intent that sent several keys, are the
+	// counts of each key: the query ran once per key, and Effects is their
+	// sum, what the intent as a whole left. Query and Args then are the
+	// first key's. Empty when the query ran once.
+	Keys []KeyEffects `json:"keys,omitempty"`
+}
+
+// KeyEffects is what an effect query stated at the grain of a key counted
+// for one of an intent's keys.
+type KeyEffects struct {
+	Key     string `json:"key"`
+	Effects int64  `json:"effects"`
+	// Query is what counted this key where it is not the observation's
+	// Query (a read-back, whose path holds the key); Args are the bound
+	// arguments of the key's run.
+	Query string   `json:"query,omitempty"`
+	Args  []string `json:"args,omitempty"`
 }
 
 // ViaHTTP marks an effect count read back through the API (a GET).

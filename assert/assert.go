@@ -132,6 +132,16 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 		default:
 			cr.Status, cr.Proof, cr.Reason = ev.verdict()
 		}
+		// Refusals before the handler: how many rounds really ran
+		// concurrently inside it (refusals.go).
+		if adm, none := admissionProof(h, pc.Name, words); adm != "" && pc.Skip == "" {
+			switch {
+			case none && cr.Status == idemcheck.Pass:
+				cr.Status, cr.Proof, cr.Reason = idemcheck.Inconclusive, "", adm
+			case cr.Status == idemcheck.Pass:
+				cr.Proof += "; " + adm
+			}
+		}
 		// A check that sends bursts states how tightly they were released;
 		// when some round never got a burst tight enough to mean anything,
 		// its pass would rest on nothing.
@@ -235,7 +245,7 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 	}
 	var out []idemcheck.Anomaly
 	for _, in := range h.Intents {
-		atts := byIntent[in.ID]
+		atts := withoutRefusals(byIntent[in.ID])
 		if len(atts) == 0 {
 			continue
 		}
@@ -617,6 +627,12 @@ func (c *intentCheck) checkStatuses() {
 		if a.FaultOn(idemcheck.LinkDB) {
 			continue // the harness broke this attempt inside the server on purpose
 		}
+		if a.FaultOn(idemcheck.LinkProvider) && a.Status >= 500 {
+			// The harness broke this attempt's call to the provider: a
+			// failure answer is that fault's expected outcome. Its retry
+			// is what is judged (effects, provider charges, statuses).
+			continue
+		}
 		falseMismatch := a.Variant == idemcheck.Reordered && p.MismatchStatus != 0 && a.Status == p.MismatchStatus
 		if d := c.completedBefore(a); d != nil && a.Status < 500 && !falseMismatch {
 			// The intent had completed before a was sent: a was due the
@@ -765,6 +781,9 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	}
 	n := c.obs.Effects
 	observed := map[string]any{"effects": n, "query": c.obs.Query, "args": c.obs.Args, "statuses": c.statusCounts()}
+	if len(c.obs.Keys) > 0 {
+		observed["effects_by_key"] = effectsByKey(c.obs)
+	}
 	allowed := int64(v.explained)
 	if c.hasSameRequest() {
 		allowed++
@@ -782,8 +801,8 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	switch {
 	case n > allowed:
 		c.add(idemcheck.DuplicateEffect, witness,
-			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s with %s). One intent must leave exactly one effect.%s",
-				len(c.attempts), c.intent.Key, n, allowed, c.obs.Query, strings.Join(c.obs.Args, ", "), c.scheduleText()+c.cutAfterText()),
+			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s). One intent must leave exactly one effect.%s",
+				len(c.attempts), c.intent.Key, n, allowed, effectQueryText(c.obs), c.scheduleText()+c.cutAfterText()),
 			observed)
 	case n < promised:
 		first := c.attempts[0].ID
@@ -794,15 +813,15 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 			if a, ok := c.firstAck(); ok {
 				c.add(idemcheck.LostEffect, []int{a.ID},
 					fmt.Sprintf("attempt %d delivered event %s and was acknowledged with %d, so the sender will not deliver it again; yet the effect query counts %d "+
-						"where %d acknowledged events must have left theirs (%s with %s): the event was skipped, and nothing will ever apply it.",
-						a.ID, a.Key, a.Status, n, promised, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+						"where %d acknowledged events must have left theirs (%s): the event was skipped, and nothing will ever apply it.",
+						a.ID, a.Key, a.Status, n, promised, effectQueryText(c.obs)),
 					observed)
 				return
 			}
 		}
 		c.add(idemcheck.LostEffect, []int{first},
-			fmt.Sprintf("the client was told of %d successful executions (attempt %d first), yet the effect query counts %d (%s with %s): work the client was promised is not there.",
-				promised, first, n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			fmt.Sprintf("the client was told of %d successful executions (attempt %d first), yet the effect query counts %d (%s): work the client was promised is not there.",
+				promised, first, n, effectQueryText(c.obs)),
 			observed)
 	}
 }

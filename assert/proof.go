@@ -48,6 +48,13 @@ type checkEvidence struct {
 	// cuts the database link in some rounds and breaks the provider link in
 	// others) has happened only when each kind landed at least once.
 	links map[string]*linkTally
+	// refusals counts the attempts refused before the handler (a 429, or
+	// a 503 with Retry-After), limited the rounds whose scenario they kept
+	// from the handler (refusedRound).
+	refusals, limited int
+	// limitedBursts says some of those rounds were bursts, which are sent
+	// again after Retry-After with a fresh intent.
+	limitedBursts bool
 	// undecided says why a round's outcome could not be judged either way
 	// (a key still in progress with no lease declared): the check cannot
 	// pass while one round is undecided.
@@ -56,11 +63,12 @@ type checkEvidence struct {
 	// run counted effects (Run.EffectQuery): its records were cut or
 	// edited, and what it lacks could have failed the check.
 	uncounted int
+	words     Words
 }
 
 // gatherEvidence reads the check's intents, attempts and events.
 func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]idemcheck.Attempt, events map[string][]idemcheck.Event, words Words) *checkEvidence {
-	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}, links: map[string]*linkTally{}}
+	ev := &checkEvidence{name: name, missed: map[string]int{}, landings: map[string]int{}, links: map[string]*linkTally{}, words: words}
 	planned := facts(h)
 	obs := h.ObservationsByIntent()
 	for _, e := range h.Events {
@@ -75,11 +83,16 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		if in.Check != name {
 			continue
 		}
-		atts := byIntent[in.ID]
-		if len(atts) == 0 {
+		all := byIntent[in.ID]
+		if len(all) == 0 {
 			continue
 		}
 		ev.rounds++
+		limitedWhy, limitedBurst := refusedRound(all)
+		ev.limitedBursts = ev.limitedBursts || limitedBurst
+		atts := withoutRefusals(all)
+		ev.refusals += len(all) - len(atts)
+		ev.attempts += len(all) - len(atts)
 		faulted, retryAnswered, anyAnswered := false, false, false
 		for _, a := range atts {
 			ev.attempts++
@@ -140,6 +153,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		}
 		scenario := ic.missedScenario()
 		switch {
+		case limitedWhy != "":
+			// A rate limit kept the scenario from the handler: whatever
+			// else happened, it did not happen there.
+			ev.limited++
+			ev.missed[limitedWhy]++
 		case faulted && !landed:
 			if missedWhy == "" {
 				missedWhy = fmt.Sprintf("its fault (%s) never landed", faultOf(atts))
@@ -254,6 +272,16 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 			"the history was cut short or edited, and a pass would rest on what it lacks", plural(ev.uncounted, "one", fmt.Sprint(ev.uncounted)),
 			count(ev.rounds, "round"), plural(ev.uncounted, "has", "have"))
 	}
+	if ev.counted == 0 && ev.limited > 0 {
+		rounds, advice := count(ev.rounds, "round"), stepLimitAdvice(ev.words)
+		if ev.limitedBursts {
+			rounds += ", repeats included (a round whose burst was refused is sent again after Retry-After, with a fresh intent)"
+			advice = rateLimitAdvice(ev.words)
+		}
+		return idemcheck.Inconclusive, "", fmt.Sprintf("a rate limit refused %d of its %d attempts before the handler (429, or 503 with Retry-After), "+
+			"and its scenario reached the handler in none of its %s: %s. %s",
+			ev.refusals, ev.attempts, rounds, ev.missedSummary(), advice)
+	}
 	if ev.answered == 0 {
 		why := fmt.Sprintf("none of its %d attempts was answered", ev.attempts)
 		if ev.refused > 0 {
@@ -275,6 +303,9 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 		parts = append(parts, fmt.Sprintf("target killed and restarted %d times", ev.kills))
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d attempts answered", ev.answered, ev.attempts))
+	if ev.refusals > 0 {
+		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit: 429, or 503 with Retry-After)", ev.refusals)
+	}
 	proof = strings.Join(parts, "; ")
 	if ev.counted < ev.rounds {
 		proof += "; the others did not count: " + ev.missedSummary()

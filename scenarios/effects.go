@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +47,63 @@ type Effects struct {
 // that a query scanning a large staging table stops by itself.
 const EffectTimeout = 5 * time.Second
 
-// Count runs the effect query for one intent.
+// ByKey reports whether the effect query is stated at the grain of a key:
+// one of its arguments (or the read-back's path) holds {{key}}. Such a
+// query counts what one key left, and an intent that sent several keys
+// (distinct-keys sends a second one, a webhook sender a second event) is
+// counted once per key (CountKeys).
+func (e *Effects) ByKey() bool {
+	if e.HTTP != nil {
+		return e.HTTP.Path.Uses("key")
+	}
+	for _, t := range e.Args {
+		if t.Uses("key") {
+			return true
+		}
+	}
+	return false
+}
+
+// CountKeys counts one intent's effects at the grain the query states: a
+// query parameterised by {{key}} runs once for every key in keys (the
+// distinct keys the intent's attempts sent, in order; "" is left out: a
+// request without a key left nothing a key can find), and the observation
+// holds the sum, each key's own count beside it; any other query runs
+// once for the intent (Count). With no key at all the intent's own key is
+// counted.
+func (e *Effects) CountKeys(ctx context.Context, in idemcheck.Intent, keys []string) (idemcheck.Observation, error) {
+	var distinct []string
+	for _, k := range keys {
+		if k != "" && !slices.Contains(distinct, k) {
+			distinct = append(distinct, k)
+		}
+	}
+	if !e.ByKey() || len(distinct) == 0 || len(distinct) == 1 && distinct[0] == in.Key {
+		return e.Count(ctx, in)
+	}
+	var sum idemcheck.Observation
+	for i, k := range distinct {
+		one := in
+		one.Key = k
+		o, err := e.Count(ctx, one)
+		if err != nil {
+			return idemcheck.Observation{}, err
+		}
+		if i == 0 {
+			sum = o
+		} else {
+			sum.Effects += o.Effects
+		}
+		ke := idemcheck.KeyEffects{Key: k, Effects: o.Effects, Args: o.Args}
+		if o.Query != sum.Query {
+			ke.Query = o.Query // a read-back's path holds the key
+		}
+		sum.Keys = append(sum.Keys, ke)
+	}
+	return sum, nil
+}
+
+// Count runs the effect query once for one intent, with its key.
 func (e *Effects) Count(ctx context.Context, in idemcheck.Intent) (idemcheck.Observation, error) {
 	if e.HTTP != nil {
 		n, path, err := e.HTTP.count(ctx, in)

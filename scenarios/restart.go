@@ -260,7 +260,7 @@ wait:
 	if s.Effects != nil {
 		// What had committed when the target died: the kill was after the
 		// effect only if it is there.
-		if o, err := s.Effects.Count(ctx, in); err == nil {
+		if o, err := s.Effects.CountKeys(ctx, in, s.keys); err == nil {
 			detail += fmt.Sprintf("; effects counted right after the kill: %d", o.Effects)
 		}
 	}

@@ -259,16 +259,31 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	}
 	for _, sc := range scs {
 		for round := 1; round <= sc.Rounds; round++ {
-			for repeat := 0; ; repeat++ {
+			looseRepeats, refusedRepeats := 0, 0
+		repeats:
+			for {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
+				s.refusedWait = 0
 				loose, err := s.round(ctx, sc, round)
 				if err != nil {
 					return s.explain(ctx, err, idemcheck.Event{Check: sc.Check, Round: round})
 				}
-				if !loose || repeat == LooseRepeats {
-					break
+				// A round whose burst the target refused (fewer than two
+				// attempts admitted) raced nothing: it is sent again after
+				// the refusals' Retry-After, with a fresh intent and a
+				// fresh release, a bounded number of times.
+				switch {
+				case s.refusedWait > 0 && refusedRepeats < RefusalRepeats:
+					refusedRepeats++
+					if err := sleep(ctx, s.refusedWait); err != nil {
+						return err
+					}
+				case loose && looseRepeats < LooseRepeats:
+					looseRepeats++
+				default:
+					break repeats
 				}
 				s.total += sc.Attempts() / sc.Rounds
 			}
@@ -337,6 +352,12 @@ type session struct {
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
+	// refusedWait, when not 0, says the running round's burst was refused
+	// (burstRefused), and how long its refusals asked to wait.
+	refusedWait time.Duration
+	// keys are the keys the running round's requests carried, in order:
+	// an effect query stated per key counts each (Effects.CountKeys).
+	keys []string
 	// cut says a db-cut or db-cut-after of the running round landed, on cutSQL: the
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool
@@ -356,6 +377,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
 	s.cut = false
+	s.keys = nil
 	// acted: an earlier step of the intent may have taken effect (it was
 	// answered with success, or its reply was cut, or its database write
 	// was let through before a fault), so a later success may be a replay,
@@ -381,6 +403,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			st.ProviderFault = fs[(round-1)%len(fs)]
 		}
 		req, key := s.request(in, st.Variant)
+		if !slices.Contains(s.keys, key) {
+			s.keys = append(s.keys, key)
+		}
 		addr, err := s.addr(st.Fault)
 		if err != nil {
 			return false, fmt.Errorf("fault %s: %w", st.Fault.Name, err)
@@ -462,6 +487,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			// machine) released nothing in turn: it is repeated, like a
 			// loose one, with a fresh intent.
 			loose = loose || burst.Loose && !burst.RaceScheduled() || burst.InTurn && !burst.RaceScheduled()
+			if again, wait := burstRefused(results); again {
+				s.refusedWait = max(s.refusedWait, wait)
+			}
 			burst = s.rec.burst(burst)
 			base.Burst = burst.ID
 			for _, res := range results {
@@ -486,8 +514,8 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				if st.RetryInProgress {
 					err = s.retryWhileInProgress(ctx, addr, req, base, count)
 				} else {
-					res := s.do(ctx, addr, req, count)
-					s.record(base, res)
+					var res wire.Result
+					res, err = s.doRecorded(ctx, addr, req, base, count)
 					s.replyLanding(base, st.Fault, res)
 				}
 				s.dbLanding(base, st.DBFault, disarm())
@@ -921,9 +949,11 @@ const LeaseMargin = 2 * time.Second
 func (s *session) retryWhileInProgress(ctx context.Context, addr string, req wire.Request, base idemcheck.Attempt, count bool) error {
 	deadline := time.Now().Add(s.Policy.Lease + LeaseMargin)
 	for {
-		res := s.do(ctx, addr, req, count)
-		s.record(base, res)
-		inProgress := res.Err == nil && s.Policy.InProgress(res.Status)
+		res, err := s.doRecorded(ctx, addr, req, base, count)
+		if err != nil {
+			return err
+		}
+		inProgress := res.Err == nil && s.Policy.InProgress(res.Status) && !refusal(res)
 		if !inProgress || !time.Now().Before(deadline) {
 			return nil
 		}
@@ -1262,12 +1292,15 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if s.Effects == nil {
 		return nil
 	}
-	o, err := s.Effects.Count(ctx, in)
+	o, err := s.Effects.CountKeys(ctx, in, s.keys)
 	if err != nil {
 		return err
 	}
 	// A read-back's path may carry a secret of the suite.
 	o.Query = s.scrub(o.Query)
+	for i := range o.Keys {
+		o.Keys[i].Query = s.scrub(o.Keys[i].Query)
+	}
 	s.rec.observation(o)
 	return nil
 }

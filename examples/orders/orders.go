@@ -92,6 +92,12 @@ type Config struct {
 	// Provider is the base URL of the payment provider an approved order
 	// or payment is charged at (provider.go); empty charges nowhere.
 	Provider string
+	// ProviderTries is how many calls to the provider one attempt makes
+	// before it gives up and fails (a provider 5xx, a timeout, a cut
+	// reply, each retried with the same key); 0 means 3. With 1, a
+	// provider failure is the client's 500 at once: its own retry, under
+	// the same key, is what charges or replays the charge.
+	ProviderTries int
 	// AfterEffect is a test hook, called once the order or payment is
 	// written and before the key is marked done (in the reference that is
 	// inside the work transaction, before COMMIT). A hook that panics with

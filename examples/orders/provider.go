@@ -40,7 +40,8 @@ import (
 const ProviderEnv = "PROVIDER_URL"
 
 // providerTimeout bounds one call to the provider, and providerTries how
-// many calls one attempt makes before it gives up.
+// many calls one attempt makes before it gives up, unless
+// Config.ProviderTries says otherwise.
 const (
 	providerTimeout = 2 * time.Second
 	providerTries   = 3
@@ -94,7 +95,11 @@ func (s *Server) pay(ctx context.Context, req request, key string) (string, erro
 		return "", err
 	}
 	var last error
-	for try := range providerTries {
+	tries := s.cfg.ProviderTries
+	if tries <= 0 {
+		tries = providerTries
+	}
+	for try := range tries {
 		if try > 0 {
 			select {
 			case <-ctx.Done():

@@ -43,6 +43,10 @@ type Command struct {
 	// GET /healthz once a database connection has failed under it
 	// (FailAfterConnError).
 	FailAfterDBError bool
+	// RateLimit, when above 0, puts a rate limiter in front of the API
+	// that lets each client have that many requests in the handler at
+	// once and refuses the rest with 429 and Retry-After: 1 (RateLimit).
+	RateLimit int
 	// Migrate creates the API's tables.
 	Migrate func(context.Context, *pgxpool.Pool) error
 	// Handler makes the API on the migrated pool. stopped is called once
@@ -91,6 +95,9 @@ func (c Command) Run() error {
 	}
 	h, stopped := c.Handler(pool)
 	h = wrap(h)
+	if c.RateLimit > 0 {
+		h = RateLimit(c.RateLimit)(h)
+	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err == nil {

@@ -88,3 +88,46 @@ func TestProviderDownstream(t *testing.T) {
 		})
 	}
 }
+
+// A target that gives up on its first failed call to the provider answers
+// its client 500 at once: when failed-attempt breaks that call (the double
+// answers 503, or cuts its reply after charging), the 500 is the expected
+// outcome of the fault idemcheck applied, not an unexpected status. What
+// is judged is the retry: it charges, or gets the charge replayed, once.
+func TestProviderFailureAnsweredWith500IsNoAnomaly(t *testing.T) {
+	b := bins(t)
+	e := zoo.Entry{App: "orders", Variant: string(orders.Reference), Flags: "-provider-tries 1"}
+	o := zoo.Options()
+	o.FaultRounds = 6 // every provider fault, twice
+	res, err := b.Certify(context.Background(), e, zoo.Config{Checks: []string{idemcheck.CheckFailedAttempt}, Options: o, DSN: pgtest.DSN(t)})
+	require.NoError(t, err)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+	}
+	broken := 0
+	for _, a := range res.History.Attempts {
+		if a.FaultOn(idemcheck.LinkProvider) && a.Outcome == idemcheck.Replied && a.Status >= 500 {
+			broken++
+		}
+	}
+	assert.Positive(t, broken, "the target answered 5xx to an attempt whose provider call idemcheck broke")
+	assert.Equal(t, idemcheck.Pass, res.Report.Verdict)
+	charged := map[string]int{}
+	for _, ev := range res.History.Events {
+		if ev.Kind == idemcheck.ProviderCalled && ev.Call != nil && ev.Call.Created {
+			charged[ev.Intent]++
+		}
+	}
+	for in, n := range charged {
+		assert.Equal(t, 1, n, "intent %s charged once", in)
+	}
+
+	// Its twin that derives a fresh provider key per attempt is still
+	// caught: the retry charged again.
+	e = zoo.Entry{App: "orders", Variant: string(orders.FreshProviderKey), Flags: "-provider-tries 1",
+		Check: idemcheck.CheckFailedAttempt, Anomaly: string(idemcheck.ProviderDuplicateCharge)}
+	res, err = b.Certify(context.Background(), e, zoo.Config{Checks: []string{e.Check}, Options: o, DSN: pgtest.DSN(t)})
+	require.NoError(t, err)
+	row := zoo.NewRow(e, res.Report)
+	assert.True(t, row.Caught(), "%s: expected %s from %s, found %v", e.Name(), e.Anomaly, e.Check, row.Found)
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -75,4 +76,51 @@ func TestBuggyConsumersAreCaughtUnderRedelivery(t *testing.T) {
 			assert.True(t, row.Caught(), "%s: expected %s from %s, found %v", e.Name(), e.Anomaly, e.Check, row.Found)
 		})
 	}
+}
+
+// An effect query keyed by the event id, as a consumer that stores event
+// ids is naturally counted, states its grain: it runs once for every key
+// an intent sent, and the check judges their sum. distinct-keys delivers
+// two events (two keys) for one intent: counted by the first key alone, a
+// correct consumer would be told one of its acknowledged events left
+// nothing. The reference passes, every key's count is in the history, and
+// the twin that runs an event twice is still caught.
+func TestEffectQueryByEventID(t *testing.T) {
+	b := bins(t)
+	byEvent := func(c *certify.Config) {
+		c.EffectSQL = "SELECT count(*) FROM ledger WHERE event_id = $1"
+		c.EffectArgs = []idemcheck.Template{idemcheck.MustTemplate("{{key}}")}
+	}
+	dsn := pgtest.DSN(t)
+	ref, ok := zoo.Lookup("webhooks", "reference")
+	require.True(t, ok)
+	res, err := b.Certify(context.Background(), ref, zoo.Config{
+		Checks:  []string{idemcheck.CheckDistinctKeys, idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialReplay},
+		Options: zoo.Options(), DSN: dsn, Adjust: byEvent,
+	})
+	require.NoError(t, err)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+	}
+	assert.Equal(t, idemcheck.Pass, res.Report.Verdict)
+	perKey := 0
+	for _, o := range res.History.Observations {
+		if o.Check != idemcheck.CheckDistinctKeys {
+			continue
+		}
+		require.Len(t, o.Keys, 2, "distinct-keys sent two keys in intent %s", o.Intent)
+		assert.Equal(t, o.Keys[0].Effects+o.Keys[1].Effects, o.Effects)
+		assert.Equal(t, int64(2), o.Effects, "two events, one ledger row each")
+		perKey++
+	}
+	assert.Positive(t, perKey, "distinct-keys counted its intents key by key")
+
+	bug, ok := zoo.Lookup("webhooks", "check-then-insert")
+	require.True(t, ok)
+	o := zoo.Options()
+	o.Rounds, o.Redeliveries = 10, 16
+	res, err = b.Certify(context.Background(), bug, zoo.Config{Checks: []string{bug.Check}, Options: o, DSN: pgtest.DSN(t), Adjust: byEvent})
+	require.NoError(t, err)
+	row := zoo.NewRow(bug, res.Report)
+	assert.True(t, row.Caught(), "%s: expected %s from %s, found %v", bug.Name(), bug.Anomaly, bug.Check, row.Found)
 }

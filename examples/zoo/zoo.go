@@ -31,25 +31,47 @@ type Entry struct {
 	// Check and Anomaly are what must catch the variant's bug; empty for a
 	// reference, which must show no anomaly at all.
 	Check, Anomaly string
+	// Flags are more flags of the entry's binary, which put the variant in
+	// another setting (behind a rate limiter: "-rate-limit 4").
+	Flags string
+	// Instances is how many processes of the entry are started behind the
+	// balancer; 0 means 2.
+	Instances int
+	// Inconclusive are the checks a reference's setting keeps from ever
+	// happening (a rate limiter that admits one request of a client at a
+	// time never lets two same-key attempts reach the handler together):
+	// they must be inconclusive, with a reason, and never pass or fail.
+	Inconclusive []string
 }
 
-// Name is "app/variant".
-func (e Entry) Name() string { return e.App + "/" + e.Variant }
+// Name is "app/variant", and the entry's flags after it.
+func (e Entry) Name() string {
+	if e.Flags != "" {
+		return e.App + "/" + e.Variant + " " + e.Flags
+	}
+	return e.App + "/" + e.Variant
+}
 
-// Args are the flags that start the entry's binary: its variant and, for
-// orders, the zoo's short lease.
+// Args are the flags that start the entry's binary: its variant, for
+// orders the zoo's short lease, and its own flags.
 func (e Entry) Args() string {
 	args := "-variant " + e.Variant
 	if e.App == "orders" {
 		args += " -lease " + Lease.String()
 	}
+	if e.Flags != "" {
+		args += " " + e.Flags
+	}
 	return args
 }
 
 // Lookup returns the entry of app's variant.
-func Lookup(app, variant string) (Entry, bool) {
+func Lookup(app, variant string) (Entry, bool) { return LookupFlags(app, variant, "") }
+
+// LookupFlags returns the entry of app's variant with flags.
+func LookupFlags(app, variant, flags string) (Entry, bool) {
 	for _, e := range Entries() {
-		if e.App == app && e.Variant == variant {
+		if e.App == app && e.Variant == variant && e.Flags == flags {
 			return e, true
 		}
 	}
@@ -71,7 +93,30 @@ func Entries() []Entry {
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a})
 	}
-	return out
+	return append(out, RateLimited()...)
+}
+
+// RateLimited are the orders API behind a rate limiter that refuses a
+// client's requests beyond a number in flight with 429 and Retry-After: 1
+// (examples/serve RateLimit), as staging endpoints often are.
+//
+// Behind a limit of one request in flight, started as one process, the
+// reference can never have two same-key attempts in its handler at once:
+// the checks that need two there (concurrent-burst; in-flight-retry and
+// lease-fencing, whose retry arrives while the first attempt is held
+// inside) are inconclusive, naming the rate limit, and every other check
+// passes. A
+// limit of four admits four of each burst of 32 (per process): enough for
+// the reference to pass every check and for check-then-insert to be
+// caught.
+func RateLimited() []Entry {
+	return []Entry{
+		{App: "orders", Variant: string(orders.Reference), Flags: "-rate-limit 1", Instances: 1,
+			Inconclusive: []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckInFlightRetry, idemcheck.CheckLeaseFencing}},
+		{App: "orders", Variant: string(orders.Reference), Flags: "-rate-limit 4"},
+		{App: "orders", Variant: string(orders.CheckThenInsert), Flags: "-rate-limit 4",
+			Check: idemcheck.CheckConcurrentBurst, Anomaly: string(idemcheck.DuplicateEffect)},
+	}
 }
 
 // Lease is the lease the zoo's targets run with, short so that the fault
@@ -124,6 +169,9 @@ type Config struct {
 	// starts a throwaway one per entry.
 	DSN  string
 	Logs io.Writer
+	// Adjust, when set, changes the entry's configuration before it is
+	// certified (an effect query stated another way, say).
+	Adjust func(*certify.Config)
 }
 
 // Certify starts the entry as a process target (two instances behind a
@@ -132,7 +180,11 @@ type Config struct {
 // certifies it.
 func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result, error) {
 	command := filepath.Join(b.Dir, e.App) + " " + e.Args()
-	o := targets.ProcessOptions{Command: command, Instances: 2, DSN: c.DSN, Logs: c.Logs}
+	instances := e.Instances
+	if instances == 0 {
+		instances = 2
+	}
+	o := targets.ProcessOptions{Command: command, Instances: instances, DSN: c.DSN, Logs: c.Logs}
 	if e.App == "orders" {
 		// The orders API charges a payment provider when given one: the
 		// zoo serves it a double, whose calls every check judges too.
@@ -147,6 +199,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	cfg.Name = e.Name()
 	cfg.Checks = c.Checks
 	cfg.Options = c.Options
+	if c.Adjust != nil {
+		c.Adjust(&cfg)
+	}
 	return certify.Run(ctx, cfg)
 }
 
@@ -211,12 +266,18 @@ type Row struct {
 	Skipped map[string]string
 	// Inconclusive are the checks whose scenario did not happen, with why.
 	Inconclusive map[string]string
+	// Ran are the checks the report holds, whatever their status.
+	Ran []string
 }
+
+// ran reports whether the report holds check c.
+func (r Row) ran(c string) bool { return slices.Contains(r.Ran, c) }
 
 // NewRow reads a report.
 func NewRow(e Entry, r idemcheck.Report) Row {
 	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}, Inconclusive: map[string]string{}}
 	for _, c := range r.Checks {
+		row.Ran = append(row.Ran, c.Name)
 		if c.Status == idemcheck.Skip {
 			row.Skipped[c.Name] = c.Reason
 		}
@@ -238,7 +299,20 @@ func NewRow(e Entry, r idemcheck.Report) Row {
 // applied proved its scenario happened).
 func (r Row) Caught() bool {
 	if r.Entry.Reference() {
-		return len(r.Found) == 0 && len(r.Inconclusive) == 0
+		if len(r.Found) > 0 {
+			return false
+		}
+		for c := range r.Inconclusive {
+			if !slices.Contains(r.Entry.Inconclusive, c) {
+				return false
+			}
+		}
+		for _, c := range r.Entry.Inconclusive {
+			if _, ran := r.Inconclusive[c]; !ran && r.Skipped[c] == "" && r.ran(c) {
+				return false // it passed, on nothing
+			}
+		}
+		return true
 	}
 	return slices.Contains(r.Found[r.Entry.Check], idemcheck.Kind(r.Entry.Anomaly))
 }
@@ -257,14 +331,18 @@ func WriteMatrix(w io.Writer, rows []Row) {
 		}
 		return b.String()
 	}
-	fmt.Fprintf(w, "%-34s", "variant (expected check → anomaly)")
+	width := 34 // the header's
+	for _, r := range rows {
+		width = max(width, len(r.Entry.Name()))
+	}
+	fmt.Fprintf(w, "%-*s", width, "variant (expected check → anomaly)")
 	for _, c := range checks {
 		fmt.Fprintf(w, " %-9s", short(c))
 	}
 	fmt.Fprintf(w, " verdict\n")
 	caught, total := 0, 0
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-34s", r.Entry.Name())
+		fmt.Fprintf(w, "%-*s", width, r.Entry.Name())
 		for _, c := range checks {
 			cell := "-"
 			if _, ok := r.Skipped[c]; ok {
@@ -292,6 +370,9 @@ func WriteMatrix(w io.Writer, rows []Row) {
 			verdict = "clean"
 		case r.Entry.Reference() && len(r.Found) == 0:
 			verdict = "INCONCLUSIVE"
+			if len(r.Entry.Inconclusive) > 0 {
+				verdict = "UNEXPECTED" // inconclusive elsewhere, or passed where it cannot have happened
+			}
 		case r.Entry.Reference():
 			verdict = "FALSE ALARM"
 		case !r.Caught():

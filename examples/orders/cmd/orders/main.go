@@ -2,7 +2,7 @@
 // POST /payments) for idemcheck to certify: the reference, or one of the
 // zoo's variants, each with one bug.
 //
-//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1] [-exit-on-db-error] [-fail-after-db-error]
+//	PORT=8080 DATABASE_URL=postgres://... orders [-variant NAME] [-autocommit] [-lease 30s] [-retention 24h] [-instances 1] [-exit-on-db-error] [-fail-after-db-error] [-rate-limit N] [-provider-tries N]
 //
 // It listens on 127.0.0.1:$PORT (ADDR overrides the host), creates its
 // tables, sweeps expired keys every minute and shuts down gracefully on
@@ -30,6 +30,12 @@
 // as a Flask or Django worker on one global psycopg2 connection opened at
 // import does: idemcheck must see that it did not recover, and not take
 // the retries' 500s for saved errors.
+//
+// -rate-limit N puts a rate limiter in front of the API, as a gateway
+// does on a staging endpoint: each client (its Authorization header) may
+// have N requests in the handler at once, and the rest are refused with
+// 429 and Retry-After: 1 before they reach it. It combines with any
+// variant: idemcheck must tell those refusals from conflicts.
 package main
 
 import (
@@ -72,7 +78,14 @@ func run() error {
 		"exit with status 1 when a database connection fails under the process, as a Node service using pg with no 'error' handler does (env ORDERS_EXIT_ON_DB_ERROR)")
 	failAfterDBError := flag.Bool("fail-after-db-error", os.Getenv("ORDERS_FAIL_AFTER_DB_ERROR") != "",
 		"answer 500 to every request but GET /healthz once a database connection has failed under the process, as a Python worker on one global psycopg2 connection does (env ORDERS_FAIL_AFTER_DB_ERROR)")
+	rateLimit := flag.Int("rate-limit", 0,
+		"put a rate limiter in front of the API: at most N requests of one client (its Authorization header) in the handler at once, the rest refused with 429 and Retry-After: 1 (0: none)")
+	providerTries := flag.Int("provider-tries", 0,
+		"calls to the payment provider one attempt makes before it fails with 500 (0: 3; 1 passes a provider failure to the client at once)")
 	flag.Parse()
+	if *rateLimit < 0 {
+		return errors.New("orders: -rate-limit must not be negative")
+	}
 	if *instances < 1 {
 		return errors.New("orders: -instances must be at least 1")
 	}
@@ -85,14 +98,15 @@ func run() error {
 		Name:             "orders",
 		ExitOnDBError:    *exitOnDBError,
 		FailAfterDBError: *failAfterDBError,
+		RateLimit:        *rateLimit,
 		Migrate:          orders.Migrate,
-		Log:              []any{"variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances, "provider", os.Getenv(orders.ProviderEnv) != ""},
+		Log:              []any{"variant", variant, "autocommit", *autocommit, "lease", *lease, "instances", *instances, "rate-limit", *rateLimit, "provider", os.Getenv(orders.ProviderEnv) != ""},
 		Handler: func(pool *pgxpool.Pool) (http.Handler, func() []any) {
 			var apis []*orders.Server
 			var handlers []http.Handler
 			for range *instances {
 				api := orders.New(pool, orders.Config{Variant: variant, Lease: *lease, Retention: *retention, SweepEvery: time.Minute, Autocommit: *autocommit,
-					Provider: os.Getenv(orders.ProviderEnv)})
+					Provider: os.Getenv(orders.ProviderEnv), ProviderTries: *providerTries})
 				apis = append(apis, api)
 				handlers = append(handlers, api)
 			}

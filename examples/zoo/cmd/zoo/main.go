@@ -86,7 +86,7 @@ func run(ctx context.Context, o options) error {
 			missed++
 		}
 		rows = append(rows, last)
-		tallies = append(tallies, fmt.Sprintf("  %-34s %d of %d runs as expected", e.Name(), good, o.runs))
+		tallies = append(tallies, fmt.Sprintf("  %-40s %d of %d runs as expected", e.Name(), good, o.runs))
 	}
 	fmt.Println()
 	zoo.WriteMatrix(os.Stdout, rows)
