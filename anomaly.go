@@ -161,6 +161,13 @@ const (
 	// no idempotency key, so the provider cannot tell that call's retry
 	// from a new charge.
 	ProviderCallWithoutKey Kind = "provider-call-without-key"
+	// TargetExitedFinding: the target process exited under a fault
+	// idemcheck applied (a cut database link, say), and idemcheck
+	// restarted it and went on. It is a robustness finding, reported apart
+	// from the verdict: whether idempotency held across the crash is what
+	// the round's retry, judged as any other, says. (The event of an exit
+	// is the EventKind TargetExited, hence this name.)
+	TargetExitedFinding Kind = "target-exited"
 )
 
 // Anomaly is one broken promise, with the evidence that witnesses it. The

@@ -70,6 +70,13 @@ func Report(h *idemcheck.History) idemcheck.Report { return ReportIn(h, nil) }
 // ReportIn is Report with the settings its hints name said in words.
 func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 	anomalies := check(h, words)
+	anomalies = append(anomalies, exitFindings(h, h.ByIntent())...)
+	against := 0
+	for _, a := range anomalies {
+		if countsAgainst(a.Kind) {
+			against++
+		}
+	}
 	r := idemcheck.Report{
 		Version:   idemcheck.ReportVersion,
 		Verdict:   idemcheck.Pass,
@@ -93,15 +100,17 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
 			Provider: providerTraffic(h, pc.Name, calls),
 		}
+		failing := false
 		for i, a := range anomalies {
 			if a.Check == pc.Name {
 				cr.Anomalies = append(cr.Anomalies, i)
+				failing = failing || countsAgainst(a.Kind)
 			}
 		}
 		switch {
 		case pc.Skip != "":
 			cr.Status, cr.Reason = idemcheck.Skip, pc.Skip
-		case len(cr.Anomalies) > 0:
+		case failing:
 			// An anomaly is witnessed by attempts: whatever else went
 			// wrong, the contract was broken where it shows.
 			cr.Status = idemcheck.Fail
@@ -132,7 +141,7 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 		}
 	}
 	r.Contract = contract(h, r.Checks, words)
-	r.Verdict = runVerdict(h, r.Checks, len(anomalies))
+	r.Verdict = runVerdict(h, r.Checks, against)
 	return r
 }
 
