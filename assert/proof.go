@@ -101,9 +101,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				faulted = true
 			}
 		}
-		landed, missedWhy := false, ""
+		landed, missedWhy, notDead := false, "", ""
 		for _, e := range events[in.ID] {
 			switch e.Kind {
+			case idemcheck.TargetNotDead:
+				notDead = e.Detail
 			case idemcheck.FaultLanded:
 				landed = true
 				if e.Landing != "" {
@@ -139,6 +141,8 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		}
 		scenario := ic.missedScenario()
 		switch {
+		case notDead != "":
+			ev.missed[notDead]++
 		case faulted && !landed:
 			if missedWhy == "" {
 				missedWhy = fmt.Sprintf("its fault (%s) never landed", faultOf(atts))

@@ -1072,12 +1072,16 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 	s.landed(first, st.DBFault.String(), ev.Landing, ev.SQL, time.Now(), "")
 	switch st.OnHold {
 	case HoldCrash:
-		if err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database"); err != nil {
+		killed, err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database")
+		if err != nil {
 			_ = ev.Cut()
 			return err
 		}
 		_ = ev.Cut()
 		s.record(first, <-firstDone)
+		if !killed {
+			return s.retryWhileInProgress(ctx, addr, req, retry, true)
+		}
 		if err := s.restart(ctx, first); err != nil {
 			return err
 		}

@@ -205,12 +205,12 @@ type ProcessPowers struct {
 
 // Kill crashes every instance of the target.
 func (p *ProcessPowers) Kill() error {
+	var errs []error
 	for _, in := range p.pt.Process.Instances() {
-		if err := in.Kill(); err != nil {
-			return err
-		}
+		// Every instance is killed, whatever became of the one before.
+		errs = append(errs, in.Kill())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Restart starts every instance again on its port and waits until ready.
