@@ -343,3 +343,24 @@ func TestDuplicateAfterCutAfterCommitSaysTheWriteHadCommitted(t *testing.T) {
 	assert.Contains(t, got[crashed], "the attempt got no reply (the target died of the dropped connection")
 	assert.NotContains(t, got[before], "committed it", "a cut before the write says nothing of a commit")
 }
+
+// A kill the harness could not confirm (a process of the target outlived
+// it) leaves its round uncounted, whatever its retry got: it met the old
+// process, not a restarted one.
+func TestTargetNotDeadLeavesTheRoundUncounted(t *testing.T) {
+	rr := idemcheck.CheckRestartReplay
+	b := newHist(t, idemcheck.IETF(), rr)
+	in := b.intent(rr, 1, `1 0-1 201 {"orderId":"A"}`, `2 2-3 201 {"orderId":"A"} replayed`)
+	for i := range b.h.Attempts {
+		if a := &b.h.Attempts[i]; a.Step == 1 {
+			a.Fault = "kill-after-reply"
+		}
+	}
+	b.event(idemcheck.Event{Kind: idemcheck.TargetNotDead, Intent: in, Check: rr, Round: 1, Step: 1,
+		Detail: "the target was told to die and could not be confirmed dead, so its retry met the old process: port 4000 still accepts connections"})
+	r := Report(&b.h)
+	c := status(t, r, rr)
+	assert.Equal(t, idemcheck.Inconclusive, c.Status)
+	assert.Contains(t, c.Reason, "could not be confirmed dead")
+	assert.Equal(t, idemcheck.Inconclusive, r.Verdict)
+}
