@@ -397,6 +397,9 @@ type pgWatchToxic struct {
 	// connection, whose session may not show in pg_stat_activity before
 	// it is ready).
 	conns, live, starting atomic.Int64
+	// sessions counts the connections that started a PostgreSQL session
+	// (Link.PGSessions).
+	sessions atomic.Int64
 	// last is the connection whose state was made last: the downstream
 	// toxic of a watched proxy takes it (see pgRepliesToxic).
 	last atomic.Pointer[pgConn]
@@ -437,6 +440,8 @@ type pgWatchState struct {
 	ended bool
 	// started: the connection has sent a statement, or has ended.
 	started bool
+	// session: the connection sent a PostgreSQL StartupMessage.
+	session bool
 	// barrier is the last barrier this connection's first write met: it
 	// holds a connection's first write only.
 	barrier *barrier
@@ -515,6 +520,10 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 		n, res, size, ev := st.scan.scan(st.pend[pass:])
 		if st.scan.statements {
 			t.markStarted(st)
+		}
+		if !st.session && st.scan.phase == phaseTyped {
+			st.session = true
+			t.sessions.Add(1)
 		}
 		pass += n
 		switch res {
