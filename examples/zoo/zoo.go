@@ -31,25 +31,44 @@ type Entry struct {
 	// Check and Anomaly are what must catch the variant's bug; empty for a
 	// reference, which must show no anomaly at all.
 	Check, Anomaly string
+	// Flag, when set, is one more flag the binary starts with, a trait of
+	// the process apart from its idempotency logic ("-exit-on-db-error":
+	// it dies on a dropped database link, as a Node service whose pg
+	// client has no 'error' listener does). A correct service with it
+	// still passes: its crashes are robustness findings (Robustness).
+	Flag string
 }
 
-// Name is "app/variant".
-func (e Entry) Name() string { return e.App + "/" + e.Variant }
+// Name is "app/variant", and "+flag" for an entry with a Flag.
+func (e Entry) Name() string {
+	n := e.App + "/" + e.Variant
+	if e.Flag != "" {
+		n += "+" + strings.TrimLeft(e.Flag, "-")
+	}
+	return n
+}
 
 // Args are the flags that start the entry's binary: its variant and, for
-// orders, the zoo's short lease.
+// orders, the zoo's short lease, then its Flag.
 func (e Entry) Args() string {
 	args := "-variant " + e.Variant
 	if e.App == "orders" {
 		args += " -lease " + Lease.String()
 	}
+	if e.Flag != "" {
+		args += " " + e.Flag
+	}
 	return args
 }
 
-// Lookup returns the entry of app's variant.
+// ExitOnDBError is the orders binary's flag that makes the process exit
+// when a database connection fails under it.
+const ExitOnDBError = "-exit-on-db-error"
+
+// Lookup returns the entry of app's variant (the one without a Flag).
 func Lookup(app, variant string) (Entry, bool) {
 	for _, e := range Entries() {
-		if e.App == app && e.Variant == variant {
+		if e.App == app && e.Variant == variant && e.Flag == "" {
 			return e, true
 		}
 	}
@@ -67,6 +86,15 @@ func Entries() []Entry {
 		c, a := orders.Expectation(v)
 		out = append(out, Entry{App: "orders", Variant: string(v), Check: c, Anomaly: a})
 	}
+	// Services that die on a dropped database link: the correct one must
+	// pass (the crashes reported apart), and one that also keeps its keys
+	// in memory loses them with the process, so the retry after the
+	// restart executes again.
+	out = append(out,
+		Entry{App: "orders", Variant: string(orders.Reference), Flag: ExitOnDBError},
+		Entry{App: "orders", Variant: string(orders.InMemoryKeyStore), Flag: ExitOnDBError,
+			Check: idemcheck.CheckFailedAttempt, Anomaly: string(idemcheck.DuplicateEffect)},
+	)
 	for _, v := range webhooks.Variants() {
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a})
@@ -211,11 +239,20 @@ type Row struct {
 	Skipped map[string]string
 	// Inconclusive are the checks whose scenario did not happen, with why.
 	Inconclusive map[string]string
+	// Robustness are the robustness findings each check reported (the
+	// target exited under a fault): apart from the verdict, so neither a
+	// catch nor a false alarm.
+	Robustness map[string][]idemcheck.Kind
 }
+
+// Robust reports whether an anomaly kind is a robustness finding, reported
+// apart from the verdict.
+func Robust(k idemcheck.Kind) bool { return k == idemcheck.TargetExitedFinding }
 
 // NewRow reads a report.
 func NewRow(e Entry, r idemcheck.Report) Row {
-	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}, Inconclusive: map[string]string{}}
+	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}, Inconclusive: map[string]string{},
+		Robustness: map[string][]idemcheck.Kind{}}
 	for _, c := range r.Checks {
 		if c.Status == idemcheck.Skip {
 			row.Skipped[c.Name] = c.Reason
@@ -225,6 +262,12 @@ func NewRow(e Entry, r idemcheck.Report) Row {
 		}
 		for _, i := range c.Anomalies {
 			k := r.Anomalies[i].Kind
+			if Robust(k) {
+				if !slices.Contains(row.Robustness[c.Name], k) {
+					row.Robustness[c.Name] = append(row.Robustness[c.Name], k)
+				}
+				continue
+			}
 			if !slices.Contains(row.Found[c.Name], k) {
 				row.Found[c.Name] = append(row.Found[c.Name], k)
 			}
