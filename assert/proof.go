@@ -433,6 +433,10 @@ func exitFindings(h *idemcheck.History, byIntent map[string][]idemcheck.Attempt)
 			}
 		}
 	}
+	keys := map[string]string{}
+	for _, in := range h.Intents {
+		keys[in.ID] = in.Key
+	}
 	var out []idemcheck.Anomaly
 	for _, check := range order {
 		f := byCheck[check]
@@ -448,7 +452,7 @@ func exitFindings(h *idemcheck.History, byIntent map[string][]idemcheck.Attempt)
 			expl += ". A service that dies when its database connection drops (a pg client with no 'error' listener, say) loses every request in flight with it"
 		}
 		out = append(out, idemcheck.Anomaly{
-			Kind: idemcheck.TargetExitedFinding, Check: check, Intent: first.Intent,
+			Kind: idemcheck.TargetExitedFinding, Check: check, Intent: first.Intent, Key: keys[first.Intent],
 			Explanation: expl, Attempts: f.attempts,
 		})
 	}
