@@ -261,7 +261,17 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	// Whether the database link carries the target's database traffic is
 	// known once it was ready and, with a pre-flight, had answered a
 	// request: the header records what was skipped for it.
-	if ok, why := r.DBLinkFaults(); !ok {
+	ok, why := r.DBLinkFaults()
+	if !ok && !r.Preflight && r.NoDBLinkFaults == "" && len(scs) > 0 {
+		// A target may open its database connection on its first request:
+		// one plain request, as the pre-flight sends (not recorded, its
+		// answer not judged), before the link is judged.
+		if err := s.preflight(ctx); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ok, why = r.DBLinkFaults()
+	}
+	if !ok {
 		s.noDBLink = why
 		scs = withoutDBLink(scs, h, why)
 		hdr.Checks = h.Run.Checks
