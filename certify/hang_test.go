@@ -54,3 +54,31 @@ func TestCrashAfterCommitOnABackgroundWorkerEnds(t *testing.T) {
 		t.Fatalf("the run did not end within its duration cap of %v and a minute", cfg.MaxDuration)
 	}
 }
+
+// The duration cap stops a run in the middle of the restart class, with
+// the target killed and restarted or not: the run ends with the cap's
+// error, not after its rounds.
+func TestMaxDurationStopsTheRestartClass(t *testing.T) {
+	ctx := context.Background()
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: workerProgram.Path(t), DSN: pgtest.DSN(t)})
+	require.NoError(t, err)
+	defer pt.Close()
+	cfg := ordersConfig(pt.URL, pt.DB.Pool)
+	cfg.Policy.Lease = testLease
+	cfg.Powers, cfg.Replicas = pt.Powers(), pt.Replicas()
+	cfg.Checks = []string{idemcheck.CheckCrashAfterCommit, idemcheck.CheckCrashLease, idemcheck.CheckInFlightRetry, idemcheck.CheckLeaseFencing, idemcheck.CheckRestartReplay}
+	cfg.Options.FaultRounds = 50
+	cfg.MaxDuration = 5 * time.Second
+	done := make(chan error, 1)
+	go func() {
+		_, err := certify.Run(ctx, cfg)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "duration cap")
+	case <-time.After(cfg.MaxDuration + time.Minute):
+		t.Fatalf("the run did not end within its duration cap of %v and a minute", cfg.MaxDuration)
+	}
+}
