@@ -28,6 +28,12 @@ const (
 	// the statement the cut landed on; Detail says what the fresh request
 	// got. The harness then restarts the target.
 	TargetUnrecovered EventKind = "target-unrecovered"
+	// TargetNotDead: the harness killed the target on purpose and could
+	// not confirm it dead: a process it started still ran, or its port
+	// still accepted connections. Detail names what was left. The round's
+	// retry then met the old process, not a restarted one, so the round
+	// counts neither way.
+	TargetNotDead EventKind = "target-not-dead"
 	// TargetRestarted: the harness started the target again and it was
 	// ready.
 	TargetRestarted EventKind = "target-restarted"

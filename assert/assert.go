@@ -74,7 +74,7 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 	// anomalies; the rest (conformance remarks the policy does not
 	// require, robustness findings) are its remarks.
 	var anomalies, remarks []idemcheck.Anomaly
-	for _, a := range check(h, words) {
+	for _, a := range append(check(h, words), exitFindings(h, h.ByIntent())...) {
 		if h.Run.Policy.Counts(a) {
 			anomalies = append(anomalies, a)
 		} else {

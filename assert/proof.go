@@ -39,7 +39,12 @@ type checkEvidence struct {
 	missed   map[string]int
 	landings map[string]int // where faults landed: "commit", "autocommit-write", ...
 	kills    int
-	exits    []idemcheck.Event
+	// exits are the target's exits at a step no fault of idemcheck's
+	// broke: what followed tested a restarted target, not the scenario.
+	// faultExits are those at a step whose attempt went through a fault
+	// (a cut database link, say): the crash is a robustness finding, and
+	// the round goes on, judged on the retry the restarted target got.
+	exits, faultExits []idemcheck.Event
 	// unrecovered are the rounds after whose database link cut the target
 	// failed fresh requests (TargetUnrecovered).
 	unrecovered []idemcheck.Event
@@ -73,7 +78,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 	obs := h.ObservationsByIntent()
 	for _, e := range h.Events {
 		if e.Check == name && e.Kind == idemcheck.TargetExited {
-			ev.exits = append(ev.exits, e)
+			if _, _, ok := exitFault(e, byIntent); ok {
+				ev.faultExits = append(ev.faultExits, e)
+			} else {
+				ev.exits = append(ev.exits, e)
+			}
 		}
 		if e.Check == name && e.Kind == idemcheck.TargetUnrecovered {
 			ev.unrecovered = append(ev.unrecovered, e)
@@ -110,9 +119,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				faulted = true
 			}
 		}
-		landed, missedWhy := false, ""
+		landed, missedWhy, notDead := false, "", ""
 		for _, e := range events[in.ID] {
 			switch e.Kind {
+			case idemcheck.TargetNotDead:
+				notDead = e.Detail
 			case idemcheck.FaultLanded:
 				landed = true
 				if e.Landing != "" {
@@ -153,6 +164,8 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		}
 		scenario := ic.missedScenario()
 		switch {
+		case notDead != "":
+			ev.missed[notDead]++
 		case limitedWhy != "":
 			// A rate limit kept the scenario from the handler: whatever
 			// else happened, it did not happen there.
@@ -302,6 +315,9 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	if ev.kills > 0 {
 		parts = append(parts, fmt.Sprintf("target killed and restarted %d times", ev.kills))
 	}
+	if n := len(ev.faultExits); n > 0 {
+		parts = append(parts, fmt.Sprintf("target exited under its fault %s and was restarted, each retry judged on the restarted target", times(n)))
+	}
 	parts = append(parts, fmt.Sprintf("%d of %d attempts answered", ev.answered, ev.attempts))
 	if ev.refusals > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit: 429, or 503 with Retry-After)", ev.refusals)
@@ -429,4 +445,88 @@ func runVerdict(h *idemcheck.History, checks []idemcheck.CheckResult, anomalies 
 		}
 	}
 	return idemcheck.Pass
+}
+
+// exitFault says whether exit e happened at a step whose attempt went
+// through a fault idemcheck applied, and which fault and links: the target
+// exited under that fault.
+func exitFault(e idemcheck.Event, byIntent map[string][]idemcheck.Attempt) (fault string, links []string, ok bool) {
+	if e.Intent == "" {
+		return "", nil, false
+	}
+	for _, a := range byIntent[e.Intent] {
+		if a.Step == e.Step && a.Fault != "" {
+			return a.Fault, a.FaultLinks, true
+		}
+	}
+	return "", nil, false
+}
+
+// times writes "1 time", "3 times".
+func times(n int) string { return count(n, "time") }
+
+// exitFindings are the robustness findings of a history: per check, the
+// times the target exited under a fault idemcheck applied (TargetExited
+// kind), each round then judged on the restarted target's answers. They
+// are reported apart from the verdict (Kind.Class).
+func exitFindings(h *idemcheck.History, byIntent map[string][]idemcheck.Attempt) []idemcheck.Anomaly {
+	type found struct {
+		exits    []idemcheck.Event
+		attempts []int
+		db       bool
+		faults   []string
+	}
+	byCheck := map[string]*found{}
+	var order []string
+	for _, e := range h.Events {
+		if e.Kind != idemcheck.TargetExited {
+			continue
+		}
+		fault, links, ok := exitFault(e, byIntent)
+		if !ok {
+			continue
+		}
+		f := byCheck[e.Check]
+		if f == nil {
+			f = &found{}
+			byCheck[e.Check] = f
+			order = append(order, e.Check)
+		}
+		f.exits = append(f.exits, e)
+		if slices.Contains(links, idemcheck.LinkDB) {
+			f.db = true
+		}
+		if !slices.Contains(f.faults, fault) {
+			f.faults = append(f.faults, fault)
+		}
+		for _, a := range byIntent[e.Intent] {
+			if a.Step == e.Step && a.Fault != "" && !slices.Contains(f.attempts, a.ID) {
+				f.attempts = append(f.attempts, a.ID)
+			}
+		}
+	}
+	keys := map[string]string{}
+	for _, in := range h.Intents {
+		keys[in.ID] = in.Key
+	}
+	var out []idemcheck.Anomaly
+	for _, check := range order {
+		f := byCheck[check]
+		first := f.exits[0]
+		what := "under a fault idemcheck applied (" + strings.Join(f.faults, ", ") + ")"
+		if f.db {
+			what = "on a dropped database link"
+		}
+		expl := fmt.Sprintf("the target exited %s %s (first in round %d, %s): a robustness finding, not an idempotency failure. "+
+			"Each time idemcheck restarted it and went on; the retries after the restart were judged as in any round",
+			what, times(len(f.exits)), first.Round, orUnknown(first.ExitStatus))
+		if f.db {
+			expl += ". A service that dies when its database connection drops (a pg client with no 'error' listener, say) loses every request in flight with it"
+		}
+		out = append(out, idemcheck.Anomaly{
+			Kind: idemcheck.TargetExitedFinding, Check: check, Intent: first.Intent, Key: keys[first.Intent],
+			Explanation: expl, Attempts: f.attempts,
+		})
+	}
+	return out
 }

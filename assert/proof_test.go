@@ -112,19 +112,67 @@ func TestLandedFaultWithAnsweredRetryPasses(t *testing.T) {
 	assert.Equal(t, idemcheck.Pass, r.Verdict)
 }
 
-func TestTargetExitMakesTheCheckInconclusive(t *testing.T) {
+// A target that exits under the fault idemcheck applied (its database
+// link cut) and answers the retry once restarted: the round is judged on
+// that retry, and the crash is a robustness finding apart from the
+// verdict, which stays PASS.
+func TestTargetExitUnderAFaultIsAFindingNotTheEndOfTheCheck(t *testing.T) {
 	b := newHist(t, idemcheck.IETF(), failed)
 	in := b.intent(failed, 1, `1 0-1 unknown`, `2 2-3 201 {"orderId":"A"}`)
 	b.fault(in, "db-cut")
 	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed, Landing: idemcheck.LandedCommit})
 	b.event(idemcheck.Event{Kind: idemcheck.TargetExited, Intent: in, Check: failed, Round: 1, Step: 1,
-		ExitStatus: "exit status 1", Fault: "db-cut", LogTail: "Connection terminated unexpectedly"})
+		ExitStatus: "exit status 1", LogTail: "Connection terminated unexpectedly"})
+	r := Report(&b.h)
+	c := status(t, r, failed)
+	require.Equal(t, idemcheck.Pass, c.Status, c.Reason)
+	assert.Contains(t, c.Proof, "target exited under its fault 1 time and was restarted")
+	assert.Empty(t, r.Anomalies, "a robustness finding is no anomaly")
+	require.Len(t, r.Remarks, 1)
+	a := r.Remarks[0]
+	assert.Equal(t, idemcheck.TargetExitedFinding, a.Kind)
+	assert.Equal(t, idemcheck.RobustnessFinding, a.Finding())
+	assert.Equal(t, failed, a.Check)
+	assert.Contains(t, a.Explanation, "the target exited on a dropped database link 1 time")
+	assert.Equal(t, []int{0}, c.Remarks, "the finding is listed with its check, apart from the verdict")
+	require.Len(t, r.TargetExits, 1)
+	assert.Equal(t, "Connection terminated unexpectedly", r.TargetExits[0].LogTail)
+	assert.Equal(t, idemcheck.Pass, r.Verdict)
+
+	// The same crash with the restarted target executing the retry again
+	// (it lost its keys with the process): the round fails on that.
+	b2 := newHist(t, idemcheck.IETF(), failed)
+	in2 := b2.intent(failed, 2, `1 0-1 unknown`, `2 2-3 201 {"orderId":"B"}`)
+	b2.fault(in2, "db-cut")
+	b2.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in2, Check: failed, Landing: idemcheck.LandedCommit})
+	b2.event(idemcheck.Event{Kind: idemcheck.TargetExited, Intent: in2, Check: failed, Round: 1, Step: 1, ExitStatus: "exit status 1"})
+	r2 := Report(&b2.h)
+	assert.Equal(t, idemcheck.Fail, status(t, r2, failed).Status)
+	assert.Equal(t, idemcheck.Fail, r2.Verdict)
+	kinds := map[idemcheck.Kind]bool{}
+	for _, a := range r2.Anomalies {
+		kinds[a.Kind] = true
+	}
+	assert.True(t, kinds[idemcheck.DuplicateEffect], "%v", r2.Anomalies)
+	assert.False(t, kinds[idemcheck.TargetExitedFinding], "%v", r2.Anomalies)
+	require.Len(t, r2.Remarks, 1)
+	assert.Equal(t, idemcheck.TargetExitedFinding, r2.Remarks[0].Kind)
+}
+
+// A target that exits at a step no fault broke (the retry, say) leaves
+// the check inconclusive: what followed tested a restarted target.
+func TestTargetExitOutsideAFaultMakesTheCheckInconclusive(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed)
+	in := b.intent(failed, 1, `1 0-1 unknown`, `2 2-3 201 {"orderId":"A"}`)
+	b.fault(in, "db-cut")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Intent: in, Check: failed, Landing: idemcheck.LandedCommit})
+	b.event(idemcheck.Event{Kind: idemcheck.TargetExited, Intent: in, Check: failed, Round: 1, Step: 2,
+		ExitStatus: "exit status 1", LogTail: "panic"})
 	r := Report(&b.h)
 	c := status(t, r, failed)
 	assert.Equal(t, idemcheck.Inconclusive, c.Status)
-	assert.Contains(t, c.Reason, "the target exited on its own (exit status 1) during round 1, step 1, after db-cut")
-	require.Len(t, r.TargetExits, 1)
-	assert.Equal(t, "Connection terminated unexpectedly", r.TargetExits[0].LogTail)
+	assert.Contains(t, c.Reason, "the target exited on its own (exit status 1) during round 1, step 2")
+	assert.Empty(t, r.Anomalies, "no finding: it was not under a fault")
 	assert.Equal(t, idemcheck.Inconclusive, r.Verdict)
 }
 
@@ -298,4 +346,25 @@ func TestDuplicateAfterCutAfterCommitSaysTheWriteHadCommitted(t *testing.T) {
 	assert.Contains(t, got[in], "the attempt was answered 500, and the retry with the same key was executed again")
 	assert.Contains(t, got[crashed], "the attempt got no reply (the target died of the dropped connection")
 	assert.NotContains(t, got[before], "committed it", "a cut before the write says nothing of a commit")
+}
+
+// A kill the harness could not confirm (a process of the target outlived
+// it) leaves its round uncounted, whatever its retry got: it met the old
+// process, not a restarted one.
+func TestTargetNotDeadLeavesTheRoundUncounted(t *testing.T) {
+	rr := idemcheck.CheckRestartReplay
+	b := newHist(t, idemcheck.IETF(), rr)
+	in := b.intent(rr, 1, `1 0-1 201 {"orderId":"A"}`, `2 2-3 201 {"orderId":"A"} replayed`)
+	for i := range b.h.Attempts {
+		if a := &b.h.Attempts[i]; a.Step == 1 {
+			a.Fault = "kill-after-reply"
+		}
+	}
+	b.event(idemcheck.Event{Kind: idemcheck.TargetNotDead, Intent: in, Check: rr, Round: 1, Step: 1,
+		Detail: "the target was told to die and could not be confirmed dead, so its retry met the old process: port 4000 still accepts connections"})
+	r := Report(&b.h)
+	c := status(t, r, rr)
+	assert.Equal(t, idemcheck.Inconclusive, c.Status)
+	assert.Contains(t, c.Reason, "could not be confirmed dead")
+	assert.Equal(t, idemcheck.Inconclusive, r.Verdict)
 }

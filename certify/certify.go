@@ -136,6 +136,12 @@ type Config struct {
 	// run when the target refuses it (see scenarios.Runner.Preflight): the
 	// error is then a *scenarios.RefusedError.
 	Preflight bool
+	// NoDBLinkFaults, when set, says why no database-link fault can act on
+	// the target (a database engine idemcheck cannot fault): the checks
+	// that need one are skipped with it. Empty: decided from the link
+	// itself, which skips them when no PostgreSQL session came through it
+	// (scenarios.Runner.DBLinkFaults).
+	NoDBLinkFaults string
 	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
 	MaxDuration time.Duration
 	Progress    func(scenarios.Progress)
@@ -243,6 +249,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
 		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody, TLS: cfg.TLS, Preflight: cfg.Preflight,
+		NoDBLinkFaults: cfg.NoDBLinkFaults,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
 		var refusedErr *scenarios.RefusedError

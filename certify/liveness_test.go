@@ -2,6 +2,7 @@ package certify_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,26 @@ func TestTargetThatExitsOnACutLinkIsWatchedAndRestarted(t *testing.T) {
 		steps[[3]any{a.Check, a.Round, a.Step}] = true
 	}
 	assert.Len(t, steps, 2*rounds+2*cfg.Options.Rounds, "every step of every round ran")
+
+	// The crash is a robustness finding apart from the verdict: each round
+	// was judged on its retry, which the restarted target replayed or
+	// executed once, so the check passes.
+	for _, c := range res.Report.Checks {
+		assert.Equal(t, idemcheck.Pass, c.Status, "%s: %s", c.Name, c.Reason)
+	}
+	assert.Equal(t, idemcheck.Pass, res.Report.Verdict)
+	for _, a := range res.Report.Anomalies {
+		t.Errorf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+	}
+	var findings []idemcheck.Anomaly
+	for _, a := range res.Report.Remarks {
+		if a.Kind == idemcheck.TargetExitedFinding {
+			findings = append(findings, a)
+		}
+	}
+	require.Len(t, findings, 1, "one finding for the check")
+	assert.Equal(t, idemcheck.CheckFailedAttempt, findings[0].Check)
+	assert.Contains(t, findings[0].Explanation, fmt.Sprintf("the target exited on a dropped database link %d times", cuts))
 
 	// The report names the log, and the log holds the target's own words.
 	assert.Equal(t, logFile, res.Report.Target.Log)

@@ -448,3 +448,51 @@ func TestDBHoldAnswerNeedsTheWatchedProxy(t *testing.T) {
 	require.Error(t, waitErr(t, errc))
 	assert.Equal(t, 0, s.rows(t, id))
 }
+
+// The kill came before the database answered (a statement still running
+// when the target died): no answer will ever be held, and Drop, Forward,
+// Release and Cut must return all the same, not wait for ever on a
+// decision nobody will take.
+func TestDBHoldAnswerDropAfterTheTargetDiedBeforeTheAnswer(t *testing.T) {
+	s := newShop(t)
+	addr, err := s.link.WatchedAddr()
+	require.NoError(t, err)
+	dsn, err := RewriteDSN(s.dsn, addr)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	disarm, err := s.link.Arm(DBHold("pg_sleep", 1))
+	require.NoError(t, err)
+	defer disarm()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, "SELECT pg_sleep(60)")
+		errc <- err
+	}()
+	ev := held(t, s.link)
+	ans, err := ev.ReleaseHoldingAnswer()
+	require.NoError(t, err)
+	// The target dies while the database is still working on it.
+	require.NoError(t, conn.PgConn().Conn().Close())
+	require.Error(t, waitErr(t, errc))
+	done := make(chan struct{})
+	go func() {
+		ans.Drop()
+		ans.Forward()
+		_ = ev.Release()
+		_ = ev.Cut()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("deciding the answer of a connection that ended never returned")
+	}
+	select {
+	case <-ans.Held():
+		t.Fatal("an answer was held for a connection that had ended before it")
+	default:
+	}
+}

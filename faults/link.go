@@ -246,6 +246,24 @@ func (l *Link) WatchedAddr() (string, error) {
 	return p.Listen, nil
 }
 
+// PGSessions is how many connections through the watched proxy have
+// started a PostgreSQL session (sent a StartupMessage of protocol 3) so
+// far: none, once the target has been ready and answered requests, means
+// its database traffic does not pass here (another engine, or a DSN of its
+// own), and no database-link fault can act on it.
+func (l *Link) PGSessions() int64 {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	w := l.watch
+	l.mu.Unlock()
+	if w == nil {
+		return 0
+	}
+	return w.sessions.Load()
+}
+
 // Arm puts a database-link fault on the watched proxy until the returned
 // disarm is called: db-cut and db-hold count their nth from this moment;
 // db-latency delays every connection, pooled ones included.

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"encoding/binary"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,8 +25,10 @@ func init() {
 type pgConn struct {
 	// replies counts the ReadyForQuery messages the database sent.
 	replies atomic.Int64
-	// ended: the connection was closed.
-	ended atomic.Bool
+	// ended: the connection was closed; gone is closed then too (end).
+	ended   atomic.Bool
+	gone    chan struct{}
+	goneOne sync.Once
 	// followed: a replies toxic follows this connection's answers, so a
 	// gate set on it acts.
 	followed atomic.Bool
@@ -39,6 +42,23 @@ type pgConn struct {
 	cutAt atomic.Int64
 }
 
+func newPGConn() *pgConn { return &pgConn{gone: make(chan struct{})} }
+
+// end records that the connection was closed, by either direction, and
+// settles an answer gate still set on it: its answer will never come, so
+// whoever decides it (AnswerHold.Drop after a kill) must not wait for it.
+func (c *pgConn) end() {
+	c.ended.Store(true)
+	c.goneOne.Do(func() {
+		if c.gone != nil {
+			close(c.gone)
+		}
+	})
+	if g := c.gate.Swap(nil); g != nil {
+		g.resolve(false)
+	}
+}
+
 // answerGate holds the backend's bytes that answer one statement: the
 // chunk in which the connection's ReadyForQuery count passes after. held
 // is closed when that chunk is held; the decision is true to forward it,
@@ -47,10 +67,12 @@ type answerGate struct {
 	after int64
 	held  chan struct{}
 	decision[bool]
+	// gone is closed when the connection ends: no answer comes after it.
+	gone <-chan struct{}
 }
 
-func newAnswerGate(after int64) *answerGate {
-	return &answerGate{after: after, held: make(chan struct{}), decision: newDecision[bool]()}
+func newAnswerGate(after int64, gone <-chan struct{}) *answerGate {
+	return &answerGate{after: after, held: make(chan struct{}), decision: newDecision[bool](), gone: gone}
 }
 
 // AnswerHold is the database's answer to a released statement, held on
@@ -61,13 +83,16 @@ type AnswerHold struct{ g *answerGate }
 // held: the statement has run, and the target has not received its answer.
 func (a *AnswerHold) Held() <-chan struct{} { return a.g.held }
 
-// Forward lets the answer, and what follows it, reach the target.
-func (a *AnswerHold) Forward() { a.g.decide(true) }
+// Forward lets the answer, and what follows it, reach the target. It
+// returns at once when the connection has ended.
+func (a *AnswerHold) Forward() { a.g.decide(true, a.g.gone) }
 
 // Drop discards the answer, held or still to come (the target was killed,
 // say); what the database sends after it still passes. The first of
-// Forward and Drop decides.
-func (a *AnswerHold) Drop() { a.g.decide(false) }
+// Forward and Drop decides. It returns at once when the connection has
+// ended (the target died before the database answered): nothing is left
+// to discard, and no answer will come to be held.
+func (a *AnswerHold) Drop() { a.g.decide(false, a.g.gone) }
 
 // finished reports whether the first statement sent after prior others
 // that each get a ReadyForQuery (a simple Query, a Sync, a function call)
@@ -117,7 +142,7 @@ type pgRepliesState struct {
 func (t *pgRepliesToxic) NewState() any {
 	c := t.up.last.Load()
 	if c == nil {
-		c = &pgConn{}
+		c = newPGConn()
 	}
 	c.followed.Store(true)
 	return &pgRepliesState{conn: c}
@@ -131,7 +156,7 @@ func (t *pgRepliesToxic) Pipe(stub *toxics.ToxicStub) {
 			return
 		case c := <-stub.Input:
 			if c == nil {
-				st.conn.ended.Store(true)
+				st.conn.end()
 				t.up.poke()
 				stub.Close()
 				return
@@ -200,7 +225,7 @@ func (t *pgRepliesToxic) cutAnswer(stub *toxics.ToxicStub, st *pgRepliesState, b
 			return true
 		}
 		st.conn.replies.Add(1)
-		st.conn.ended.Store(true)
+		st.conn.end()
 		t.up.poke()
 		stub.Close()
 		drain(stub)

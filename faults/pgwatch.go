@@ -192,7 +192,7 @@ func (e HoldEvent) Release() error {
 	if e.h == nil {
 		return ErrHoldEnded
 	}
-	if e.h.decide(outcomeReleased) != outcomeReleased {
+	if o, _ := e.h.decide(outcomeReleased, e.h.ends()...); o != outcomeReleased {
 		return ErrHoldEnded
 	}
 	return nil
@@ -215,7 +215,7 @@ func (e HoldEvent) ReleaseHoldingAnswer() (*AnswerHold, error) {
 	if !e.h.conn.followed.Load() {
 		return nil, ErrAnswerNotFollowed
 	}
-	g := newAnswerGate(e.h.prior)
+	g := newAnswerGate(e.h.prior, e.h.conn.gone)
 	e.h.conn.gate.Store(g)
 	if err := e.Release(); err != nil {
 		e.h.conn.gate.CompareAndSwap(g, nil)
@@ -234,7 +234,7 @@ func (e HoldEvent) Cut() error {
 	if e.h == nil {
 		return nil
 	}
-	if e.h.decide(outcomeCut) == outcomeReleased {
+	if o, _ := e.h.decide(outcomeCut, e.h.ends()...); o == outcomeReleased {
 		return ErrHoldReleased
 	}
 	return nil
@@ -262,6 +262,22 @@ type hold struct {
 	// others. conn is nil for a hold that cannot follow its answer.
 	conn  *pgConn
 	prior int64
+	// linkDone is closed when the hold's Link closes (nil for a hold no
+	// Link reports).
+	linkDone <-chan struct{}
+}
+
+// ends are what stop a wait for the hold's decision besides the decision
+// itself: its connection's end, its Link's close.
+func (h *hold) ends() []<-chan struct{} {
+	var e []<-chan struct{}
+	if h.conn != nil {
+		e = append(e, h.conn.gone)
+	}
+	if h.linkDone != nil {
+		e = append(e, h.linkDone)
+	}
+	return e
 }
 
 func newHold(l Landing) *hold {
@@ -287,14 +303,30 @@ func newDecision[T any]() decision[T] {
 }
 
 // decide offers v and returns what was done (the first offer, unless the
-// holder resolved it otherwise).
-func (d *decision[T]) decide(v T) T {
+// holder resolved it otherwise), and whether it was done. It stops waiting
+// when one of ends closes first (the held thing's connection ended, its
+// Link closed): the holder may never act on an offer then, and a caller
+// must not wait on it for ever; the offer stays queued for a holder that
+// still comes to it.
+func (d *decision[T]) decide(v T, ends ...<-chan struct{}) (T, bool) {
 	select {
 	case d.offers <- v:
 	default: // another offer is already on its way; the first wins
 	}
-	<-d.done
-	return d.taken
+	var end [2]<-chan struct{}
+	copy(end[:], ends)
+	select {
+	case <-d.done:
+	case <-end[0]:
+	case <-end[1]:
+	}
+	select {
+	case <-d.done:
+		return d.taken, true
+	default:
+		var zero T
+		return zero, false
+	}
 }
 
 // resolve records what was done; only the first call counts.
@@ -365,6 +397,9 @@ type pgWatchToxic struct {
 	// connection, whose session may not show in pg_stat_activity before
 	// it is ready).
 	conns, live, starting atomic.Int64
+	// sessions counts the connections that started a PostgreSQL session
+	// (Link.PGSessions).
+	sessions atomic.Int64
 	// last is the connection whose state was made last: the downstream
 	// toxic of a watched proxy takes it (see pgRepliesToxic).
 	last atomic.Pointer[pgConn]
@@ -405,6 +440,8 @@ type pgWatchState struct {
 	ended bool
 	// started: the connection has sent a statement, or has ended.
 	started bool
+	// session: the connection sent a PostgreSQL StartupMessage.
+	session bool
 	// barrier is the last barrier this connection's first write met: it
 	// holds a connection's first write only.
 	barrier *barrier
@@ -415,7 +452,7 @@ type pgWatchState struct {
 // NewState is called once for each connection: the watch toxic acts on
 // one direction only.
 func (t *pgWatchToxic) NewState() any {
-	st := &pgWatchState{scan: newPGScanner(), id: int(t.conns.Add(1)), conn: &pgConn{}}
+	st := &pgWatchState{scan: newPGScanner(), id: int(t.conns.Add(1)), conn: newPGConn()}
 	t.last.Store(st.conn)
 	t.live.Add(1)
 	t.starting.Add(1)
@@ -431,7 +468,7 @@ func (t *pgWatchToxic) closeConn(stub *toxics.ToxicStub, st *pgWatchState) {
 	t.markStarted(st)
 	if !st.ended {
 		st.ended = true
-		st.conn.ended.Store(true)
+		st.conn.end()
 		t.live.Add(-1)
 		if b := t.barrier.Load(); b != nil {
 			b.touch()
@@ -484,6 +521,10 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 		if st.scan.statements {
 			t.markStarted(st)
 		}
+		if !st.session && st.scan.phase == phaseTyped {
+			st.session = true
+			t.sessions.Add(1)
+		}
 		pass += n
 		switch res {
 		case scanMore:
@@ -521,7 +562,7 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 					return false
 				}
 				st.held, st.heldSize = newHold(l), size
-				st.held.conn, st.held.prior = st.conn, ev.prior
+				st.held.conn, st.held.prior, st.held.linkDone = st.conn, ev.prior, t.hub.done
 				return true
 			}
 		}

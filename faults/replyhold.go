@@ -54,7 +54,12 @@ var ErrReplyEnded = errors.New("faults: the held reply's connection had already 
 
 // Release forwards the held bytes and lets the rest of the reply follow.
 func (e ReplyEvent) Release() error {
-	if e.r == nil || !e.r.decide(true) {
+	if e.r == nil {
+		return ErrReplyEnded
+	}
+	// The relay goroutine that delivered the event waits for the decision
+	// or the proxy's close, and resolves it either way: no end to add.
+	if pass, _ := e.r.decide(true); !pass {
 		return ErrReplyEnded
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // stepFault names what a step's first attempt goes through: the kill the
@@ -59,13 +60,32 @@ func (s *session) event(kind idemcheck.EventKind, a idemcheck.Attempt, fault, la
 	})
 }
 
-// kill crashes the target on purpose and records it.
-func (s *session) kill(a idemcheck.Attempt, landing, sql, detail string) error {
+// kill crashes the target on purpose and records it. It reports false
+// when the target could not be confirmed dead (notDead): the round then
+// goes on without a restart, its fault recorded as missed.
+func (s *session) kill(a idemcheck.Attempt, landing, sql, detail string) (bool, error) {
 	if err := s.Powers.Kill(); err != nil {
-		return fmt.Errorf("%s: kill the target: %w", a.Check, err)
+		if s.notDead(a, err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("%s: kill the target: %w", a.Check, err)
 	}
 	s.event(idemcheck.TargetKilled, a, a.Fault, landing, sql, detail)
-	return nil
+	return true, nil
+}
+
+// notDead records, when err says the target outlived its kill (a process
+// it started is still running, or its port still accepts connections),
+// that attempt a's kill did not happen as meant, and reports whether it
+// did: a retry would meet the old process, not a restarted one, so the
+// round cannot count either way.
+func (s *session) notDead(a idemcheck.Attempt, err error) bool {
+	if !errors.Is(err, targets.ErrNotDead) {
+		return false
+	}
+	s.event(idemcheck.TargetNotDead, a, a.Fault, "", "",
+		"the target was told to die and could not be confirmed dead, so its retry met the old process: "+err.Error())
+	return true
 }
 
 // restart starts the target again after a kill and records it.
@@ -88,7 +108,8 @@ func (s *session) killAndRestart(ctx context.Context, a idemcheck.Attempt) error
 	if last.Outcome == idemcheck.Replied {
 		what = fmt.Sprintf("was answered %d", last.Status)
 	}
-	if err := s.kill(a, LandedAfterReply, "", fmt.Sprintf("killed after attempt %d %s, before the retry", last.ID, what)); err != nil {
+	killed, err := s.kill(a, LandedAfterReply, "", fmt.Sprintf("killed after attempt %d %s, before the retry", last.ID, what))
+	if err != nil || !killed {
 		return err
 	}
 	return s.restart(ctx, a)
@@ -169,9 +190,13 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st S
 	}
 	disarmReply := rh.Arm()
 	defer disarmReply()
-	disarmDB, err := s.Powers.ArmDB(st.DBFault)
-	if err != nil {
-		return err
+	disarmDB := func() faults.Landing { return faults.Landing{} }
+	if !st.DBFault.IsNone() {
+		// Without it (no database link to act on) the kill waits for the
+		// reply alone.
+		if disarmDB, err = s.Powers.ArmDB(st.DBFault); err != nil {
+			return err
+		}
 	}
 	defer func() { disarmDB() }()
 
@@ -243,11 +268,12 @@ wait:
 	if commit != nil {
 		detail = fmt.Sprintf(detailFmt, short(commit.SQL))
 	}
-	if err := s.Powers.Kill(); err != nil {
+	killErr := s.Powers.Kill()
+	if killErr != nil && !errors.Is(killErr, targets.ErrNotDead) {
 		if reply != nil {
 			_ = reply.Cut()
 		}
-		return fmt.Errorf("%s: kill the target: %w", first.Check, err)
+		return fmt.Errorf("%s: kill the target: %w", first.Check, killErr)
 	}
 	if answer != nil {
 		answer.Drop()
@@ -263,6 +289,10 @@ wait:
 		if o, err := s.Effects.CountKeys(ctx, in, s.keys); err == nil {
 			detail += fmt.Sprintf("; effects counted right after the kill: %d", o.Effects)
 		}
+	}
+	if s.notDead(first, killErr) {
+		s.record(first, <-firstDone)
+		return s.retryWhileInProgress(ctx, addr, req, retry, false)
 	}
 	s.event(idemcheck.TargetKilled, first, first.Fault, landing, sql, detail)
 	s.record(first, <-firstDone)

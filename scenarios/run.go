@@ -155,6 +155,11 @@ type Runner struct {
 	// checks, and stops the run with a *RefusedError when the target
 	// answers it with a 4xx that no client would retry (see preflight).
 	Preflight bool
+	// NoDBLinkFaults, when set, says why no database-link fault can act on
+	// this target whatever its link shows (a database engine idemcheck
+	// cannot fault, say): the scenarios that need one are skipped with it
+	// (see DBLinkFaults).
+	NoDBLinkFaults string
 
 	// dial, when set, is the wire client's dialer (tests).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -240,12 +245,8 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	hdr := h.Run
 	hdr.Target.Path = s.scrubRequest(wire.Request{Path: hdr.Target.Path})
 	hdr.Target.URL = s.scrub(hdr.Target.URL)
-	if err := s.rec.run(hdr); err != nil {
-		return err
-	}
 	largest := 1
 	for _, sc := range scs {
-		s.total += sc.Attempts()
 		for _, st := range sc.Steps {
 			largest = max(largest, st.Attempts)
 		}
@@ -256,6 +257,30 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 		if err := s.preflight(ctx); err != nil {
 			return err
 		}
+	}
+	// Whether the database link carries the target's database traffic is
+	// known once it was ready and, with a pre-flight, had answered a
+	// request: the header records what was skipped for it.
+	ok, why := r.DBLinkFaults()
+	if !ok && !r.Preflight && r.NoDBLinkFaults == "" && len(scs) > 0 {
+		// A target may open its database connection on its first request:
+		// one plain request, as the pre-flight sends (not recorded, its
+		// answer not judged), before the link is judged.
+		if err := s.preflight(ctx); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ok, why = r.DBLinkFaults()
+	}
+	if !ok {
+		s.noDBLink = why
+		scs = withoutDBLink(scs, h, why)
+		hdr.Checks = h.Run.Checks
+	}
+	for _, sc := range scs {
+		s.total += sc.Attempts()
+	}
+	if err := s.rec.run(hdr); err != nil {
+		return err
 	}
 	for _, sc := range scs {
 		for round := 1; round <= sc.Rounds; round++ {
@@ -316,7 +341,10 @@ const LooseRepeats = 3
 // session is the state of one Run.
 type session struct {
 	*Runner
-	link *faults.Link
+	// noDBLink says why no database-link fault can act on the target
+	// (DBLinkFaults); bursts are then timed, not scheduled.
+	noDBLink string
+	link     *faults.Link
 	// direct is the target's host:port: where steps without a client-link
 	// fault go.
 	direct string
@@ -459,7 +487,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				return false, err
 			}
 			var unbar func() faults.Schedule
-			if sch, ok := s.Powers.(targets.Scheduler); ok && !s.Timed && st.DBFault.IsNone() {
+			if sch, ok := s.Powers.(targets.Scheduler); ok && !s.Timed && s.noDBLink == "" && st.DBFault.IsNone() {
 				if unbar, err = sch.Barrier(st.Attempts, st.InTurn); err != nil {
 					disarm()
 					return false, fmt.Errorf("write barrier: %w", err)
@@ -1102,12 +1130,16 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 	s.landed(first, st.DBFault.String(), ev.Landing, ev.SQL, time.Now(), "")
 	switch st.OnHold {
 	case HoldCrash:
-		if err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database"); err != nil {
+		killed, err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database")
+		if err != nil {
 			_ = ev.Cut()
 			return err
 		}
 		_ = ev.Cut()
 		s.record(first, <-firstDone)
+		if !killed {
+			return s.retryWhileInProgress(ctx, addr, req, retry, true)
+		}
 		if err := s.restart(ctx, first); err != nil {
 			return err
 		}

@@ -65,6 +65,15 @@ type Powers interface {
 	Revive(ctx context.Context, instance int) (bool, error)
 }
 
+// DBLinkReporter is Powers that can tell whether database-link faults can
+// act on the target: whether its database traffic passes through the link
+// idemcheck handed it (DATABASE_URL). False, with why, when it does not
+// (another engine, a DSN of its own): the checks that need the link are
+// then skipped, not left inconclusive.
+type DBLinkReporter interface {
+	DBLinkFaults() (ok bool, why string)
+}
+
 // Scheduler is Powers that can also schedule a burst's writes at the
 // target's database link: a write barrier (faults.Link.Barrier) holds each
 // target connection's first write until every attempt of the burst has

@@ -150,6 +150,7 @@ type Instance struct {
 	index int
 	port  int    // set before the first start, never changed after StartProcess returns
 	label string // "name#index", for log lines and errors
+	mark  string // MarkEnv's value in its processes' environment
 
 	tail processTail
 
@@ -241,7 +242,7 @@ func StartProcess(ctx context.Context, cfg ProcessConfig) (*Process, error) {
 		closing: make(chan struct{}),
 	}
 	for i := range cfg.Instances {
-		p.instances = append(p.instances, &Instance{p: p, index: i, label: fmt.Sprintf("%s#%d", cfg.Name, i)})
+		p.instances = append(p.instances, &Instance{p: p, index: i, label: fmt.Sprintf("%s#%d", cfg.Name, i), mark: newMark(i)})
 	}
 
 	// Replicas start together, as a deployment's do; the first failure
@@ -500,17 +501,19 @@ func (i *Instance) PID() int {
 	return i.cur.cmd.Process.Pid
 }
 
-// Kill crashes the instance: SIGKILL to its whole process group, then a
-// wait until the command has been reaped, so its port refuses connections
-// when Kill returns. A paused instance is killed too. Killing an instance
-// that has already exited is not an error.
+// Kill crashes the instance: SIGKILL to its whole process group and every
+// process it started, those that left the group included (setsid), then a
+// wait until the command has been reaped, nothing it started runs and its
+// port refuses connections. A paused instance is killed too. Killing an
+// instance that has already exited is not an error; one that cannot be
+// confirmed dead is, a NotDeadError (ErrNotDead).
 func (i *Instance) Kill() error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.cur != nil {
 		i.cur.kill()
 	}
-	return nil
+	return i.confirmDead()
 }
 
 // Restart starts the instance again on the same port and waits until it
@@ -525,6 +528,11 @@ func (i *Instance) Restart(ctx context.Context) error {
 	}
 	if i.cur != nil {
 		i.cur.kill()
+		if err := i.confirmDead(); err != nil {
+			// A start now would meet the old process on the port.
+			i.mu.Unlock()
+			return err
+		}
 	}
 	r, err := i.start()
 	if err == nil {
@@ -629,7 +637,7 @@ func (i *Instance) start() (*processRun, error) {
 		return nil, err
 	}
 	cmd.Dir = i.p.cfg.Dir
-	cmd.Env = i.p.env(i.port)
+	cmd.Env = append(i.p.env(i.port), MarkEnv+"="+i.mark)
 	// Our own pipe rather than exec's copying goroutine: Wait then returns
 	// when the command exits, even while a child still holds the pipe.
 	pr, pw, err := os.Pipe()
@@ -758,7 +766,8 @@ func (i *Instance) stop() error {
 	case <-grace.Done():
 	}
 	r.kill()
-	return err
+	// Nothing the target started outlives idemcheck.
+	return errors.Join(err, i.confirmDead())
 }
 
 // kill sends SIGKILL to the run's process group (once), waits until the
@@ -767,6 +776,15 @@ func (i *Instance) stop() error {
 func (r *processRun) kill() {
 	r.markDeliberate()
 	if !r.groupKilled {
+		select {
+		case <-r.exited:
+		default:
+			// The leader is not reaped, so no pid in its tree was reused:
+			// its descendants that left the group (setsid) die with it.
+			for _, pid := range treeOf(r.cmd.Process.Pid) {
+				killPID(pid)
+			}
+		}
 		killGroup(r.cmd.Process)
 		r.groupKilled = true
 	}

@@ -193,6 +193,17 @@ func (p *ProcessPowers) ArmProvider(f provider.Fault) func() bool { return p.pt.
 // ProviderNames names the target's doubles (see Downstream).
 func (p *ProcessPowers) ProviderNames() []string { return p.pt.Providers.Names() }
 
+// DBLinkFaults reports whether a PostgreSQL session has come through the
+// target's database link (see DBLinkReporter): with none once the target
+// was ready and had answered, its database traffic goes elsewhere.
+func (p linkPowers) DBLinkFaults() (bool, string) {
+	if p.link.PGSessions() > 0 {
+		return true, ""
+	}
+	return false, "no PostgreSQL session came through the database link idemcheck handed the target (DATABASE_URL) by the time it was ready and answering: " +
+		"its database is not PostgreSQL, or it connects to it without DATABASE_URL"
+}
+
 // Held delivers the hold events of db-hold faults.
 func (p linkPowers) Held() <-chan faults.HoldEvent { return p.link.Held() }
 
@@ -205,12 +216,12 @@ type ProcessPowers struct {
 
 // Kill crashes every instance of the target.
 func (p *ProcessPowers) Kill() error {
+	var errs []error
 	for _, in := range p.pt.Process.Instances() {
-		if err := in.Kill(); err != nil {
-			return err
-		}
+		// Every instance is killed, whatever became of the one before.
+		errs = append(errs, in.Kill())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Restart starts every instance again on its port and waits until ready.

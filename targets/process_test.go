@@ -542,15 +542,25 @@ func TestProcessStartCancelled(t *testing.T) {
 // also while the target is paused, when the watchdog is stopped too.
 func TestNothingOutlivesAKilledHarness(t *testing.T) {
 	t.Parallel()
-	for _, pause := range []bool{false, true} {
-		t.Run(map[bool]string{false: "running", true: "paused"}[pause], func(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		pause, setsid bool
+	}{{"running", false, false}, {"paused", true, false}, {"setsid", false, true}} {
+		pause := c.pause
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			exe, err := os.Executable()
 			require.NoError(t, err)
 			harness := exec.Command(exe, "-test.run=^$")
 			// In the background, the server is surely a grandchild of the
 			// harness, whatever /bin/sh does with a single command.
-			harness.Env = append(os.Environ(), harnessEnv+"="+echoCommand(t)+" & wait")
+			command := echoCommand(t) + " & wait"
+			if c.setsid {
+				// A server that left the group: the watchdog's group kill
+				// misses it, its mark does not.
+				command = "setsid " + command
+			}
+			harness.Env = append(os.Environ(), harnessEnv+"="+command)
 			stdin, err := harness.StdinPipe()
 			require.NoError(t, err)
 			stdout, err := harness.StdoutPipe()

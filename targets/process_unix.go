@@ -26,8 +26,15 @@ import (
 // standard streams are /dev/null so it never holds the log pipe open.
 // Pause stops the watchdog with the rest of the group; if idemcheck dies
 // then, the group is left orphaned with stopped members, and the kernel
-// sends each member SIGHUP and SIGCONT, which wakes the watchdog.
-const targetWrapper = `{ trap '' INT TERM HUP; read -r _ <&3; kill -KILL 0; } </dev/null >/dev/null 2>&1 &
+// sends each member SIGHUP and SIGCONT, which wakes the watchdog. Before
+// the group it kills, on Linux, every process whose environment carries
+// the instance's mark (MarkEnv) but itself: the ones that left the group
+// (setsid, a double fork).
+const targetWrapper = `{ trap '' INT TERM HUP; read -r _ <&3
+read -r me _ </proc/self/stat 2>/dev/null
+if [ -n "$` + MarkEnv + `" ]; then for f in /proc/[0-9]*/environ; do p=${f#/proc/}; p=${p%/environ}
+[ "$p" = "$me" ] || ! grep -qzx "` + MarkEnv + `=$` + MarkEnv + `" "$f" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done; fi
+kill -KILL 0; } </dev/null >/dev/null 2>&1 &
 exec 3<&-
 exec /bin/sh -c "$1"`
 

@@ -32,7 +32,11 @@ type Entry struct {
 	// reference, which must show no anomaly at all.
 	Check, Anomaly string
 	// Flags are more flags of the entry's binary, which put the variant in
-	// another setting (behind a rate limiter: "-rate-limit 4").
+	// another setting, apart from its idempotency logic: behind a rate
+	// limiter ("-rate-limit 4"), or dying on a dropped database link
+	// (ExitOnDBError, as a Node service whose pg client has no 'error'
+	// listener does; a correct service with it still passes: its crashes
+	// are robustness findings, Row.Robustness).
 	Flags string
 	// Instances is how many processes of the entry are started behind the
 	// balancer; 0 means 2.
@@ -65,6 +69,10 @@ func (e Entry) Args() string {
 	return args
 }
 
+// ExitOnDBError is the orders binary's flag that makes the process exit
+// when a database connection fails under it.
+const ExitOnDBError = "-exit-on-db-error"
+
 // Lookup returns the entry of app's variant.
 func Lookup(app, variant string) (Entry, bool) { return LookupFlags(app, variant, "") }
 
@@ -89,6 +97,15 @@ func Entries() []Entry {
 		c, a := orders.Expectation(v)
 		out = append(out, Entry{App: "orders", Variant: string(v), Check: c, Anomaly: a})
 	}
+	// Services that die on a dropped database link: the correct one must
+	// pass (the crashes reported apart), and one that also keeps its keys
+	// in memory loses them with the process, so the retry after the
+	// restart executes again.
+	out = append(out,
+		Entry{App: "orders", Variant: string(orders.Reference), Flags: ExitOnDBError},
+		Entry{App: "orders", Variant: string(orders.InMemoryKeyStore), Flags: ExitOnDBError,
+			Check: idemcheck.CheckFailedAttempt, Anomaly: string(idemcheck.DuplicateEffect)},
+	)
 	for _, v := range webhooks.Variants() {
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a})
@@ -268,14 +285,23 @@ type Row struct {
 	Inconclusive map[string]string
 	// Ran are the checks the report holds, whatever their status.
 	Ran []string
+	// Robustness are the robustness findings each check reported (the
+	// target exited under a fault): apart from the verdict, so neither a
+	// catch nor a false alarm.
+	Robustness map[string][]idemcheck.Kind
 }
 
 // ran reports whether the report holds check c.
 func (r Row) ran(c string) bool { return slices.Contains(r.Ran, c) }
 
+// Robust reports whether an anomaly kind is a robustness finding, reported
+// apart from the verdict.
+func Robust(k idemcheck.Kind) bool { return k.Class() == idemcheck.RobustnessFinding }
+
 // NewRow reads a report.
 func NewRow(e Entry, r idemcheck.Report) Row {
-	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}, Inconclusive: map[string]string{}}
+	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}, Inconclusive: map[string]string{},
+		Robustness: map[string][]idemcheck.Kind{}}
 	for _, c := range r.Checks {
 		row.Ran = append(row.Ran, c.Name)
 		if c.Status == idemcheck.Skip {
@@ -284,8 +310,19 @@ func NewRow(e Entry, r idemcheck.Report) Row {
 		if c.Status == idemcheck.Inconclusive {
 			row.Inconclusive[c.Name] = c.Reason
 		}
+		for _, i := range c.Remarks {
+			if k := r.Remarks[i].Kind; Robust(k) && !slices.Contains(row.Robustness[c.Name], k) {
+				row.Robustness[c.Name] = append(row.Robustness[c.Name], k)
+			}
+		}
 		for _, i := range c.Anomalies {
 			k := r.Anomalies[i].Kind
+			if Robust(k) {
+				if !slices.Contains(row.Robustness[c.Name], k) {
+					row.Robustness[c.Name] = append(row.Robustness[c.Name], k)
+				}
+				continue
+			}
 			if !slices.Contains(row.Found[c.Name], k) {
 				row.Found[c.Name] = append(row.Found[c.Name], k)
 			}

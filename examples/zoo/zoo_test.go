@@ -91,6 +91,9 @@ func TestReferencesAreClean(t *testing.T) {
 				res, err := b.Certify(context.Background(), e, zoo.Config{Options: o, DSN: dsn})
 				require.NoError(t, err, "run %d", run)
 				for _, a := range res.Report.Anomalies {
+					if zoo.Robust(a.Kind) {
+						continue // a crash of a correct service, reported apart
+					}
 					t.Errorf("run %d: %s in %s: %s", run, a.Kind, a.Check, a.Explanation)
 				}
 				require.Positive(t, res.Report.Stats.Attempts, fmt.Sprint("run ", run))
