@@ -49,12 +49,19 @@ doc-blocks: postgres
 release-check:
 	@.ci/release-check
 
-## postgres: make sure the PostgreSQL server binaries (initdb, postgres) exist.
+## postgres: make sure the PostgreSQL server binaries (initdb, postgres) exist,
+## with the contrib extensions: the effect-query tests install dblink, and
+## fail without it.
 postgres:
 	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; else \
 		echo "make: installing the PostgreSQL server binaries (apt-get install postgresql)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
+	fi
+	@if ls /usr/share/postgresql/*/extension/dblink.control >/dev/null 2>&1; then :; else \
+		echo "make: installing the PostgreSQL contrib extensions (apt-get install postgresql-contrib)"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql-contrib >/dev/null; \
 	fi
 
 # The names the browser goes by, in the order the browser test looks them up

@@ -143,7 +143,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			if perr := probe(ctx, cfg); perr != nil {
 				var ie *idemcheck.Error
 				if errors.As(perr, &ie) {
-					return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, perr)
+					return 0, suiteErr(s, file, i, of.spec == "", perr)
 				}
 				// The target's answer is this endpoint's finding; the run
 				// goes on with the others.
@@ -157,7 +157,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		res, err := certifyOne(ctx, cfg, rf.outputs, stdout, stderr)
 		started.noteRun(ctx, res, err)
 		if err != nil {
-			return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
+			return 0, suiteErr(s, file, i, of.spec == "", err)
 		}
 		verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
 		results = append(results, res)
@@ -282,4 +282,17 @@ func startTarget(ctx context.Context, l *config.Launch, stderr io.Writer) (*star
 		return nil, err
 	}
 	return &startedTarget{Started: st, log: log, stderr: stderr}, nil
+}
+
+// suiteErr says an error of certifying endpoint i of suite s: one about a
+// setting (a refused effect query) at the file's line and key that gave
+// it, when the suite is a file (inFile), any other after the endpoint's
+// name. A suite made from OpenAPI has its settings from flags, which the
+// error names already.
+func suiteErr(s *suite.Suite, file string, i int, inFile bool, err error) error {
+	var fe *idemcheck.FieldError
+	if inFile && errors.As(err, &fe) {
+		return s.Explain(i, err)
+	}
+	return fmt.Errorf("%s: endpoint %q: %w", file, s.Endpoints[i].Name, err)
 }
