@@ -154,7 +154,11 @@ func (m *soakMerge) report() idemcheck.SoakReport {
 	res, merged, verdict := m.merge.Result(m.load.Result())
 	h := m.merge.Header()
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: verdict, Tool: tool,
-		StartedAt: m.load.Start().UTC().Truncate(time.Millisecond), Seed: h.Seed, Target: h.Target, Soak: &res, Merged: &merged}
+		StartedAt: m.load.Start().UTC().Truncate(time.Millisecond), Seed: h.Seed, Target: h.Target, Soak: &res, Merged: &merged,
+		Reason: assert.SoakReason(res)}
+	if rep.Reason == "" && verdict == idemcheck.Inconclusive && len(merged.Missing) > 0 {
+		rep.Reason = "a shard's history is missing: its intents were not counted"
+	}
 	if merged.Histories == 1 && h.Shard != nil {
 		rep.Shard = h.Shard
 	}

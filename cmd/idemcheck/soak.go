@@ -355,7 +355,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		}
 	}
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: assert.SoakVerdict(res), Tool: tool,
-		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res}
+		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res, Reason: assert.SoakReason(res)}
 	if shard.Count > 1 {
 		rep.Shard = &shard
 	}
