@@ -41,7 +41,8 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	var out outputs
 	out.register(fs)
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
 		return 0, idemcheck.Usagef("check: %v (%s)", err, checkUsage)
 	}
 	if out.history != "" {
@@ -50,7 +51,7 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := out.check(); err != nil {
 		return 0, err
 	}
-	inputs, err := checkInputs(fs.Args())
+	inputs, err := checkInputs(files)
 	if err != nil {
 		return 0, err
 	}
@@ -298,4 +299,25 @@ func checkInputs(args []string) ([]checkInput, error) {
 		}
 	}
 	return ins, nil
+}
+
+// parseInterspersed parses fs's flags wherever they stand among args
+// (idemcheck check h.jsonl --json r.json), as the flag package does not,
+// and returns the other arguments in order; after "--" every argument is
+// one of those.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return rest, nil
+		}
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" {
+			return append(rest, left...), nil
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
 }
