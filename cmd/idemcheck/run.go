@@ -216,6 +216,8 @@ type targetLog struct {
 	temp bool
 	file *os.File
 	keep bool
+	// dir is the run's folder a temporary log is in (targets.NewRunDir).
+	dir string
 }
 
 // noteRun records, after a certification against the target, whether its
@@ -244,8 +246,9 @@ func (s *startedTarget) close() {
 	_ = s.log.file.Close()
 	switch {
 	case s.log.temp && !s.log.keep:
-		_ = os.Remove(s.log.path)
+		_ = os.RemoveAll(s.log.dir)
 	case s.log.temp:
+		_ = targets.KeepRunDir(s.log.dir)
 		fmt.Fprintf(s.stderr, "idemcheck: the target's output is in %s\n", s.log.path)
 	}
 }
@@ -259,11 +262,18 @@ func openTargetLog(path string) (targetLog, error) {
 		}
 		return targetLog{path: path, file: f}, nil
 	}
-	f, err := os.CreateTemp("", "idemcheck-target-*.log")
+	// In a folder of this run's own, removed when it ends, and swept by
+	// the next run if it is killed: the output can hold secrets.
+	dir, err := targets.NewRunDir()
 	if err != nil {
+		return targetLog{}, idemcheck.Unavailablef("a temporary folder for the target's output: %v", err)
+	}
+	f, err := os.CreateTemp(dir, "idemcheck-target-*.log")
+	if err != nil {
+		_ = os.RemoveAll(dir)
 		return targetLog{}, idemcheck.Unavailablef("a temporary file for the target's output: %v", err)
 	}
-	return targetLog{path: f.Name(), temp: true, file: f}, nil
+	return targetLog{path: f.Name(), temp: true, file: f, dir: dir}, nil
 }
 
 // startTarget starts l, its output going to its log (l.Log, else a
@@ -277,7 +287,7 @@ func startTarget(ctx context.Context, l *config.Launch, stderr io.Writer) (*star
 	if err != nil {
 		_ = log.file.Close()
 		if log.temp {
-			_ = os.Remove(log.path)
+			_ = os.RemoveAll(log.dir)
 		}
 		return nil, err
 	}
