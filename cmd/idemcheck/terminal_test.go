@@ -2,13 +2,17 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // A target's text reaches the terminal escaped: a reply that retitles the
@@ -33,5 +37,51 @@ func TestTargetTextIsEscapedOnTheTerminal(t *testing.T) {
 	}
 	for _, line := range strings.Split(all, "\n") {
 		assert.NotEqual(t, "  verdict PASS", strings.TrimRight(line, " "), "a line of the target's")
+	}
+}
+
+// A target that accepts connections and never answers ends the run at its
+// pre-flight, within one attempt's time limit, exit 3 with the reason,
+// instead of every check's attempts waiting as long for nothing.
+func TestSilentTargetEndsAtThePreflight(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	url := "http://" + ln.Addr().String()
+	for _, args := range [][]string{
+		{"certify", "--url", url, "--path", "/orders", "--body", `{"a":"{{intent}}"}`, "--timeout", "1s"},
+		{"soak", "--url", url, "--path", "/orders", "--body", `{"a":"{{intent}}"}`, "--timeout", "1s", "--duration", "30s"},
+	} {
+		code, out, errOut := cli(t, args...)
+		assert.Equal(t, idemcheck.ExitUnavailable, code, "%q\nstdout:\n%s\nstderr:\n%s", args, out, errOut)
+		assert.Contains(t, errOut, "the target gave no answer to the pre-flight request in 1s", "%q", args)
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		held = nil
+		mu.Unlock()
 	}
 }
