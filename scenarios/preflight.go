@@ -50,10 +50,8 @@ func ClientTLS(cfg *tls.Config, base *url.URL) *tls.Config {
 //     429, or one the policy names for a request in progress) means the
 //     target refuses the request itself; the run stops with a
 //     *RefusedError before the checks send their hundreds of attempts;
-//
 //   - a TLS failure (an untrusted certificate, a client certificate the
-//     server wants) stops it with a usage error naming the flags to fix.
-//
+//     server wants) stops it with a usage error naming the flags to fix;
 //   - no answer at all within the attempt's time limit stops it with a
 //     *SilentError: every attempt after it would wait as long.
 //
