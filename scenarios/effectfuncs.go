@@ -103,6 +103,13 @@ var (
 // while it writes is taken at its word, as PostgreSQL's own planner takes
 // it.
 func CheckFunctions(ctx context.Context, pool *pgxpool.Pool, sql string) error {
+	// The query tree comes on a connection of its own, the only way to
+	// hear PostgreSQL's LOG messages; names resolve on it as on the
+	// pool's (whose connections a hook may have given a search_path).
+	var searchPath string
+	if err := pool.QueryRow(ctx, "SELECT current_setting('search_path')").Scan(&searchPath); err != nil {
+		return err
+	}
 	cfg := pool.Config().ConnConfig.Copy()
 	var tree strings.Builder
 	var got, preparing bool
@@ -126,6 +133,9 @@ func CheckFunctions(ctx context.Context, pool *pgxpool.Pool, sql string) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SELECT set_config('search_path', $1, true)", searchPath); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, "SET LOCAL debug_print_rewritten = on; SET LOCAL debug_pretty_print = off; SET LOCAL client_min_messages = log"); err != nil {
 		return fmt.Errorf("cannot ask PostgreSQL which functions the query calls: %w", err)
 	}
