@@ -39,8 +39,8 @@ func TestSoakWithoutSuccessesIsInconclusive(t *testing.T) {
 				args = append(args, "--db", dsn, "--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = $1", "--effect-arg", "{{intent}}")
 			}
 			t.Run(name, func(t *testing.T) {
-				jsonPath := filepath.Join(t.TempDir(), "soak.json")
-				code, out, errOut := cli(t, append(args, "--json", jsonPath)...)
+				jsonPath, htmlPath := filepath.Join(t.TempDir(), "soak.json"), filepath.Join(t.TempDir(), "soak.html")
+				code, out, errOut := cli(t, append(args, "--json", jsonPath, "--html", htmlPath)...)
 				require.Equal(t, idemcheck.ExitInconclusive, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 				assert.Contains(t, out, "verdict INCONCLUSIVE")
 				assert.Contains(t, out, "intents were answered with a success the policy names")
@@ -49,6 +49,9 @@ func TestSoakWithoutSuccessesIsInconclusive(t *testing.T) {
 				assert.Zero(t, rep.Soak.Succeeded)
 				assert.Zero(t, rep.Soak.Success, "no success share")
 				assert.NotEmpty(t, rep.Reason)
+				page, err := os.ReadFile(htmlPath)
+				require.NoError(t, err)
+				assert.Contains(t, string(page), "intents were answered with a success the policy names", "the page says why")
 			})
 		}
 	}
