@@ -25,10 +25,17 @@ type SoakResult struct {
 	Unresolved int64 `json:"unresolved"`
 	// Counted intents had their effects counted.
 	Counted int64 `json:"counted"`
+	// Succeeded intents had an attempt (the first or its retry) answered
+	// with a success the policy names (Policy.Replay): a created or a
+	// replay status. A 3xx, a 4xx or a 5xx is no success unless the
+	// policy lists it. Only these intents were promised anything, so the
+	// verdict rests on them (SoakSuccessFloor).
+	Succeeded int64 `json:"succeeded"`
 	// DuplicatesPerMillion is per million counted intents.
 	DuplicatesPerMillion float64 `json:"duplicates_per_million"`
 	// Throughput is successful first attempts per second; Rate the
-	// achieved request rate (vegeta's own figures).
+	// achieved request rate (vegeta's own figures; Throughput and Success
+	// counted as successes only the statuses the policy names).
 	Throughput float64       `json:"throughput"`
 	Rate       float64       `json:"rate"`
 	P50        time.Duration `json:"p50_ns"`
@@ -191,6 +198,17 @@ func (r SoakResult) CutsOnly() bool {
 	return true
 }
 
+// SoakSuccessFloor is the share of a soak's intents that must have been
+// answered with a success (SoakResult.Succeeded) for it to pass: a soak
+// proves that what the target promised happened exactly once, so one
+// whose target refused or failed most of its intents (all 500, all 429,
+// all 409, redirects the policy does not name) has tested the target's
+// error path, not its idempotency, and is inconclusive, never a pass.
+// Half leaves room for the faults a soak injects (a cut first attempt
+// is answered on its retry, and counts) and for a target that sheds some
+// load, while a target that mostly refuses cannot pass.
+const SoakSuccessFloor = 0.5
+
 // SoakReport is the report of `idemcheck soak` (its JSON, version 1): the
 // verdict, what was soaked, the figures, and what they would cost.
 type SoakReport struct {
@@ -204,6 +222,10 @@ type SoakReport struct {
 	// whole soak.
 	Shard *Shard      `json:"shard,omitempty"`
 	Soak  *SoakResult `json:"soak"`
+	// Reason says why an inconclusive soak proved nothing: too few of
+	// its intents answered with a success (SoakSuccessFloor), or a
+	// shard's history missing.
+	Reason string `json:"reason,omitempty"`
 	// Merged, on a report of `idemcheck check`, says which histories it
 	// merged: their number, and the shards of a sharded soak.
 	Merged   *Merged `json:"merged,omitempty"`

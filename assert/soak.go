@@ -37,6 +37,9 @@ type SoakTally struct {
 
 	intents, attempts, cut, unresolved, replayed int64
 	counted, duplicates, lost                    int64
+	// succeeded counts intents with an attempt answered with a success,
+	// firstSucceeded the first attempts so answered.
+	succeeded, firstSucceeded int64
 	// unpromised are the intents none of whose attempts so far was
 	// answered with a success.
 	unpromised map[string]bool
@@ -133,6 +136,14 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 		t.series.attempt(a, Promised(t.Policy, a))
 	}
 	if Promised(t.Policy, a) {
+		// An intent is counted once: at its first attempt's success, or
+		// at its retry's when the first promised nothing.
+		if a.Step <= 1 {
+			t.succeeded++
+			t.firstSucceeded++
+		} else if t.unpromised[a.Intent] {
+			t.succeeded++
+		}
 		delete(t.unpromised, a.Intent)
 	} else if a.Step <= 1 {
 		t.unpromised[a.Intent] = true
@@ -163,10 +174,18 @@ func (t *SoakTally) Observation(o idemcheck.Observation) {
 func (t *SoakTally) Result(load idemcheck.SoakResult) idemcheck.SoakResult {
 	r := load
 	r.Intents, r.Attempts, r.Cut, r.Unresolved = t.intents, t.attempts, t.cut, t.unresolved
-	r.Counted, r.Duplicates, r.Lost = t.counted, t.duplicates, t.lost
+	r.Counted, r.Duplicates, r.Lost, r.Succeeded = t.counted, t.duplicates, t.lost, t.succeeded
 	r.TimeoutRate, r.SucceededShare, r.DuplicatesPerMillion = 0, 0, 0
 	if r.Intents > 0 {
 		r.TimeoutRate = float64(r.Cut) / float64(r.Intents)
+		// vegeta counts every 2xx and 3xx a success; the share and the
+		// throughput say the policy's successes instead, so a redirect
+		// is not read as an answer.
+		success := float64(t.firstSucceeded) / float64(r.Intents)
+		if load.Success > 0 {
+			r.Throughput = load.Throughput * success / load.Success
+		}
+		r.Success = success
 	}
 	if r.Cut > 0 {
 		r.SucceededShare = float64(t.replayed) / float64(r.Cut)
@@ -228,12 +247,33 @@ func Soak(h *idemcheck.History) idemcheck.SoakResult {
 }
 
 // SoakVerdict is a soak's verdict: it fails on any duplicated or lost
-// effect, and passes otherwise.
+// effect; without one, it passes only when at least SoakSuccessFloor of
+// its intents were answered with a success, and is inconclusive
+// otherwise (SoakReason says why).
 func SoakVerdict(r idemcheck.SoakResult) idemcheck.Status {
 	if r.Duplicates > 0 || r.Lost > 0 {
 		return idemcheck.Fail
 	}
+	if !enoughSucceeded(r) {
+		return idemcheck.Inconclusive
+	}
 	return idemcheck.Pass
+}
+
+func enoughSucceeded(r idemcheck.SoakResult) bool {
+	return r.Intents > 0 && float64(r.Succeeded) >= idemcheck.SoakSuccessFloor*float64(r.Intents)
+}
+
+// SoakReason says why a soak with that result is inconclusive, or "".
+func SoakReason(r idemcheck.SoakResult) string {
+	if r.Duplicates > 0 || r.Lost > 0 || enoughSucceeded(r) {
+		return ""
+	}
+	if r.Intents == 0 {
+		return "no intent was sent"
+	}
+	return fmt.Sprintf("only %d of %d intents were answered with a success the policy names (%.1f%%, under the floor of %.0f%%): the target refused or failed the rest, so their idempotency was not tested",
+		r.Succeeded, r.Intents, float64(r.Succeeded)*100/float64(r.Intents), idemcheck.SoakSuccessFloor*100)
 }
 
 // IsSoak reports whether a history's header is a soak's: its plan is the

@@ -55,9 +55,16 @@ func TestSoakTally(t *testing.T) {
 	assert.InDelta(t, 0.5, r.TimeoutRate, 1e-9)
 	assert.InDelta(t, 1.0/3, r.SucceededShare, 1e-9, "one of the three cut intents was replayed")
 	assert.InDelta(t, 1e6/6, r.DuplicatesPerMillion, 1e-6)
+	assert.EqualValues(t, 4, r.Succeeded, "clean, replayed, twice and lost were answered with a success")
+	assert.InDelta(t, 2.0/6, r.Success, 1e-9, "two first attempts answered with a success")
 	assert.Equal(t, idemcheck.Fail, SoakVerdict(r))
 
-	assert.Equal(t, idemcheck.Pass, SoakVerdict(idemcheck.SoakResult{Intents: 10, Counted: 10}))
+	assert.Equal(t, idemcheck.Pass, SoakVerdict(idemcheck.SoakResult{Intents: 10, Counted: 10, Succeeded: 5}))
+	// Below the floor of successes, or with none at all, no pass.
+	for _, r := range []idemcheck.SoakResult{{Intents: 10, Counted: 10, Succeeded: 4}, {Intents: 10, Counted: 10}, {}} {
+		assert.Equal(t, idemcheck.Inconclusive, SoakVerdict(r), "%+v", r)
+		assert.NotEmpty(t, SoakReason(r))
+	}
 
 	// The tally holds in memory only the intents promised nothing so far,
 	// until they are observed.

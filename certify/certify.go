@@ -457,9 +457,12 @@ func RequireLoopback(field, host string) error {
 // CheckEffectSQL prepares the effect query, so a typo or a missing table is
 // reported with PostgreSQL's own message before any traffic is sent, checks
 // it takes as many parameters as there are arguments and returns one
-// column, and runs it once, read-only, so a query that tries to write (a
-// DELETE, an UPDATE ... RETURNING, a data-modifying WITH) or runs past the
-// statement timeout is refused before anything is sent. It changes nothing.
+// column, asks PostgreSQL for every function it calls and refuses one that
+// may write past the read-only transaction (volatile, from an extension
+// such as dblink, administrative: scenarios.CheckFunctions), and only then
+// runs it once, read-only, so a query that tries to write (a DELETE, an
+// UPDATE ... RETURNING, a data-modifying WITH) or runs past the statement
+// timeout is refused before anything is sent. It changes nothing.
 func CheckEffectSQL(ctx context.Context, e *scenarios.Effects) error {
 	conn, err := e.Pool.Acquire(ctx)
 	if err != nil {
@@ -476,6 +479,13 @@ func CheckEffectSQL(ctx context.Context, e *scenarios.Effects) error {
 	}
 	if len(sd.Fields) != 1 {
 		return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s must return one number (such as SELECT count(*) ...), it returns %d columns", idemcheck.Field("EffectSQL"), len(sd.Fields))
+	}
+	if err := scenarios.CheckFunctions(ctx, e.Pool, e.SQL); err != nil {
+		var wf *scenarios.WritingFunction
+		if errors.As(err, &wf) {
+			return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s must only read, and %v", idemcheck.Field("EffectSQL"), wf)
+		}
+		return effectSQLError(err)
 	}
 	if err := e.Try(ctx); err != nil {
 		return effectSQLError(err)

@@ -230,6 +230,10 @@ func (d *Decoder) record() (Record, error) {
 		return r, nil
 	}
 	if err := d.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return Record{}, fmt.Errorf("%s:%d: %w", d.name, d.line+1, idemcheck.Fieldf(idemcheck.ExitUsage, Writer,
+				"a line longer than %d MiB, which no record is: is this a history written by %s?", MaxLine>>20, Writer))
+		}
 		return Record{}, fmt.Errorf("%s:%d: %v", d.name, d.line+1, err)
 	}
 	if !d.started {

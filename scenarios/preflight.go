@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/wire"
 )
 
 // RefusedError stops a run whose pre-flight request the target refused:
@@ -49,7 +51,9 @@ func ClientTLS(cfg *tls.Config, base *url.URL) *tls.Config {
 //     target refuses the request itself; the run stops with a
 //     *RefusedError before the checks send their hundreds of attempts;
 //   - a TLS failure (an untrusted certificate, a client certificate the
-//     server wants) stops it with a usage error naming the flags to fix.
+//     server wants) stops it with a usage error naming the flags to fix;
+//   - no answer at all within the attempt's time limit stops it with a
+//     *SilentError: every attempt after it would wait as long.
 //
 // Any other answer, or a transport failure, lets the run go on: the checks
 // record and judge what the target does. The pre-flight is not recorded
@@ -67,13 +71,39 @@ func (s *session) preflight(ctx context.Context) error {
 		return err
 	}
 	if res.Err != nil {
-		return TLSProblem(res.Err)
+		if p := TLSProblem(res.Err); p != nil {
+			return p
+		}
+		if res.ErrKind == wire.KindTimeout && res.FirstByte.IsZero() {
+			// Not a byte in the whole time an attempt has: every attempt
+			// of every check would wait as long for nothing.
+			return &SilentError{Timeout: s.client.Timeout}
+		}
+		return nil
 	}
 	st := res.Status
 	if st < 400 || st > 499 || st == 408 || st == 425 || st == 429 || s.Policy.InProgress(st) {
 		return nil
 	}
 	return &RefusedError{Status: st}
+}
+
+// SilentError is a pre-flight the target did not answer, not even with a
+// byte, within an attempt's time limit: a target that accepts connections
+// and never answers. The run stops then, as one that answered nothing
+// would end in no answers only after every check's attempts had waited as
+// long.
+type SilentError struct {
+	// Timeout is the attempt's time limit the pre-flight waited.
+	Timeout time.Duration
+}
+
+func (e *SilentError) Error() string {
+	t := e.Timeout
+	if t <= 0 {
+		t = wire.DefaultTimeout
+	}
+	return fmt.Sprintf("the target gave no answer to the pre-flight request in %v: is it serving this path, or stuck? (a slow one needs a longer --timeout)", t)
 }
 
 // TLSProblem turns a TLS failure (of the pre-flight, or of a handshake

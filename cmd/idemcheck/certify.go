@@ -57,23 +57,35 @@ func (o *outputs) register(fs *flag.FlagSet) {
 
 // check makes sure every output file can be written, before anything is
 // sent: a run must not print its verdict and then fail on a path.
-func (o *outputs) check() error {
-	for _, f := range []struct{ flag, path string }{{"--json", o.json}, {"--junit", o.junit}, {"--html", o.html}, {"--history", o.history}} {
+func (o *outputs) check(more ...outputFlag) error {
+	named := map[string]string{}
+	for _, f := range append([]outputFlag{{"--json", o.json}, {"--junit", o.junit}, {"--html", o.html}, {"--history", o.history}}, more...) {
 		if f.path == "" || f.flag == "--history" && f.path == "-" {
 			continue
 		}
+		// Two outputs to one file would leave only the last written.
+		key := filepath.Clean(f.path)
+		if abs, err := filepath.Abs(key); err == nil {
+			key = abs
+		}
+		if prev, ok := named[key]; ok {
+			return idemcheck.Usagef("%s and %s both name %s: give each output its own file", prev, f.flag, f.path)
+		}
+		named[key] = f.flag
 		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
 			return idemcheck.Usagef("%s %s is a folder: name a file", f.flag, f.path)
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".*")
+		out, err := idemcheck.CreateOutput(f.path)
 		if err != nil {
-			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, userfile.Cause(err))
+			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, userfile.Cause(errors.Unwrap(err)))
 		}
-		tmp.Close()
-		os.Remove(tmp.Name())
+		out.Abort()
 	}
 	return nil
 }
+
+// outputFlag is a flag that names a file the command writes.
+type outputFlag struct{ flag, path string }
 
 // route sends a history asked for with --history - to stdout, and returns
 // where everything else the command prints goes: stderr then, so that
@@ -456,7 +468,11 @@ func loadPolicy(v string) (idemcheck.Policy, error) {
 	if p, err := idemcheck.Preset(v); err == nil {
 		return p, nil
 	}
-	b, err := os.ReadFile(v)
+	b, err := userfile.Read(v, userfile.MaxPolicy)
+	var large *userfile.TooLargeError
+	if errors.As(err, &large) {
+		return idemcheck.Policy{}, idemcheck.Usagef("--policy %s: %v", v, err)
+	}
 	if err != nil {
 		return idemcheck.Policy{}, idemcheck.Usagef("--policy %q is neither a preset (%s) nor a readable file: %v",
 			v, strings.Join(idemcheck.PresetNames(), ", "), err)

@@ -40,7 +40,8 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var out outputs
 	out.register(fs)
-	if err := parseFlagsArgs(fs, args, stdout); err != nil {
+	files, err := parseInterspersed(fs, args, stdout)
+	if err != nil {
 		return 0, err
 	}
 	if out.history != "" {
@@ -49,7 +50,7 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := out.check(); err != nil {
 		return 0, err
 	}
-	inputs, err := checkInputs(fs.Args())
+	inputs, err := checkInputs(files)
 	if err != nil {
 		return 0, err
 	}
@@ -153,7 +154,11 @@ func (m *soakMerge) report() idemcheck.SoakReport {
 	res, merged, verdict := m.merge.Result(m.load.Result())
 	h := m.merge.Header()
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: verdict, Tool: tool,
-		StartedAt: m.load.Start().UTC().Truncate(time.Millisecond), Seed: h.Seed, Target: h.Target, Soak: &res, Merged: &merged}
+		StartedAt: m.load.Start().UTC().Truncate(time.Millisecond), Seed: h.Seed, Target: h.Target, Soak: &res, Merged: &merged,
+		Reason: assert.SoakReason(res)}
+	if rep.Reason == "" && verdict == idemcheck.Inconclusive && len(merged.Missing) > 0 {
+		rep.Reason = "a shard's history is missing: its intents were not counted"
+	}
 	if merged.Histories == 1 && h.Shard != nil {
 		rep.Shard = h.Shard
 	}
@@ -293,4 +298,25 @@ func checkInputs(args []string) ([]checkInput, error) {
 		}
 	}
 	return ins, nil
+}
+
+// parseInterspersed parses fs's flags wherever they stand among args
+// (idemcheck check h.jsonl --json r.json), as the flag package does not,
+// and returns the other arguments in order; after "--" every argument is
+// one of those.
+func parseInterspersed(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
+	var rest []string
+	for {
+		if err := parseFlagsArgs(fs, args, stdout); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return rest, nil
+		}
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" {
+			return append(rest, left...), nil
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
 }

@@ -14,8 +14,9 @@ import (
 // checkEffectBatchSQL checks the soak's --effect-batch-sql before any
 // traffic is sent, as certify.CheckEffectSQL checks --effect-sql: it goes
 // with --effect-sql and one --effect-arg, takes one parameter, an array,
-// returns the value as text and a count, and runs once, read-only, within
-// the statement timeout. It changes nothing.
+// returns the value as text and a count, calls no function that may write
+// (scenarios.CheckFunctions), and runs once, read-only, within the
+// statement timeout. It changes nothing.
 func checkEffectBatchSQL(ctx context.Context, e *scenarios.Effects) error {
 	const example = "such as SELECT customer_id::text, count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1"
 	if len(e.Args) != 1 {
@@ -53,6 +54,13 @@ func checkEffectBatchSQL(ctx context.Context, e *scenarios.Effects) error {
 	case pgtype.Int8OID, pgtype.Int4OID, pgtype.Int2OID:
 	default:
 		return idemcheck.Usagef("--effect-batch-sql's second column %q is not a whole number: return count(*), as in %s", sd.Fields[1].Name, example)
+	}
+	if err := scenarios.CheckFunctions(ctx, e.Pool, e.BatchSQL); err != nil {
+		var wf *scenarios.WritingFunction
+		if errors.As(err, &wf) {
+			return idemcheck.Usagef("--effect-batch-sql must only read, and %v", wf)
+		}
+		return effectBatchError(err)
 	}
 	if err := e.TryBatch(ctx); err != nil {
 		return effectBatchError(err)

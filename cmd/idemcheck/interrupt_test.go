@@ -118,3 +118,38 @@ func marked(mark string) []string {
 	}
 	return out
 }
+
+// SIGTERM is obeyed at any time, even while idemcheck is blocked reading
+// an input (here --policy from a pipe that never ends, which no context
+// can interrupt): past its grace, the program ends by itself, exit 3,
+// saying so.
+func TestSIGTERMWhileReadingInput(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, subcommand, "certify", "--url", "http://127.0.0.1:1", "--policy", "/dev/stdin")
+	cmd.Env = append(os.Environ(), "IDEMCHECK_TEST_GRACE=1s")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	defer stdin.Close()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	_, err = stdin.Write([]byte("preset: ietf\n")) // and nothing more, ever
+	require.NoError(t, err)
+	// Time for the process to be blocked in its read (and to have set up
+	// its signal handling, without which SIGTERM would kill it outright).
+	time.Sleep(time.Second)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("SIGTERM ignored while reading --policy:\n%s", stderr.String())
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, idemcheck.ExitUnavailable, exit.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "stopping now")
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/program"
+	"github.com/idemcheck/idemcheck/internal/render"
 )
 
 const usage = `idemcheck proves whether an HTTP API is safe to retry.
@@ -107,7 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, program.ErrHelp) || errors.Is(err, errCollected) {
 			return idemcheck.ExitHeld
 		}
-		fmt.Fprintf(stderr, "idemcheck: %s\n", inFlagWords(err))
+		// An error may quote the target (its status line, its output).
+		fmt.Fprintf(stderr, "idemcheck: %s\n", render.Printable(inFlagWords(err)))
 		return idemcheck.ExitCode(err)
 	}
 	return code

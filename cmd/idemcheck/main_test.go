@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
@@ -20,6 +21,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/examples/serve"
+	"github.com/idemcheck/idemcheck/internal/program"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -43,7 +45,14 @@ func TestMain(m *testing.M) {
 				code = idemcheck.ExitCode(err)
 			}
 		} else {
-			code = run(ctx, os.Args[2:], os.Stdout, os.Stderr)
+			// As program.Main runs the command, with a grace a test may
+			// shorten.
+			stop()
+			grace := program.Grace
+			if g, err := time.ParseDuration(os.Getenv("IDEMCHECK_TEST_GRACE")); err == nil {
+				grace = g
+			}
+			os.Exit(program.Exec(os.Args[2:], grace, run))
 		}
 		stop()
 		os.Exit(code)

@@ -37,7 +37,9 @@ func hostile(t *testing.T, serve func(net.Conn)) string {
 
 // Four hostile targets each got PASS, exit 0, with every attempt
 // unanswered. Now a run in which the target answered nothing exits 3 with
-// the no-answers verdict, and its JSON report says so.
+// the no-answers verdict, and its JSON report says so; one that answers
+// not a byte ends sooner, at its pre-flight, exit 3 with the reason and no
+// report (as a target that cannot be reached).
 func TestHostileTargetsAnswerNothing(t *testing.T) {
 	targets := map[string]func(net.Conn){
 		"closes at once": func(net.Conn) {},
@@ -71,6 +73,11 @@ func TestHostileTargetsAnswerNothing(t *testing.T) {
 				"--body", `{"customerId":"{{intent}}"}`, "--checks", "sequential-replay,missing-key",
 				"--rounds", "2", "--timeout", "1s", "--no-color", "--json", js)
 			require.Equal(t, idemcheck.ExitUnavailable, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			if name == "accepts and holds" {
+				assert.Contains(t, errOut, "the target gave no answer to the pre-flight request in 1s")
+				assert.NoFileExists(t, js)
+				return
+			}
 			assert.Contains(t, out, "NO ANSWERS")
 			b, err := os.ReadFile(js)
 			require.NoError(t, err)

@@ -149,7 +149,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			if perr := probe(ctx, cfg); perr != nil {
 				var ie *idemcheck.Error
 				if errors.As(perr, &ie) {
-					return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, perr)
+					return 0, suiteErr(s, file, i, of.spec == "", perr)
 				}
 				// The target's answer is this endpoint's finding; the run
 				// goes on with the others.
@@ -163,7 +163,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		res, err := certifyOne(ctx, cfg, rf.outputs, stdout, stderr)
 		started.noteRun(ctx, res, err)
 		if err != nil {
-			return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
+			return 0, suiteErr(s, file, i, of.spec == "", err)
 		}
 		verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
 		results = append(results, res)
@@ -227,6 +227,8 @@ type targetLog struct {
 	temp bool
 	file *os.File
 	keep bool
+	// dir is the run's folder a temporary log is in (targets.NewRunDir).
+	dir string
 }
 
 // noteRun records, after a certification against the target, whether its
@@ -255,8 +257,9 @@ func (s *startedTarget) close() {
 	_ = s.log.file.Close()
 	switch {
 	case s.log.temp && !s.log.keep:
-		_ = os.Remove(s.log.path)
+		_ = os.RemoveAll(s.log.dir)
 	case s.log.temp:
+		_ = targets.KeepRunDir(s.log.dir)
 		fmt.Fprintf(s.stderr, "idemcheck: the target's output is in %s\n", s.log.path)
 	}
 }
@@ -270,11 +273,18 @@ func openTargetLog(path string) (targetLog, error) {
 		}
 		return targetLog{path: path, file: f}, nil
 	}
-	f, err := os.CreateTemp("", "idemcheck-target-*.log")
+	// In a folder of this run's own, removed when it ends, and swept by
+	// the next run if it is killed: the output can hold secrets.
+	dir, err := targets.NewRunDir()
 	if err != nil {
+		return targetLog{}, idemcheck.Unavailablef("a temporary folder for the target's output: %v", err)
+	}
+	f, err := os.CreateTemp(dir, "idemcheck-target-*.log")
+	if err != nil {
+		_ = os.RemoveAll(dir)
 		return targetLog{}, idemcheck.Unavailablef("a temporary file for the target's output: %v", err)
 	}
-	return targetLog{path: f.Name(), temp: true, file: f}, nil
+	return targetLog{path: f.Name(), temp: true, file: f, dir: dir}, nil
 }
 
 // startTarget starts l, its output going to its log (l.Log, else a
@@ -288,9 +298,22 @@ func startTarget(ctx context.Context, l *config.Launch, stderr io.Writer) (*star
 	if err != nil {
 		_ = log.file.Close()
 		if log.temp {
-			_ = os.Remove(log.path)
+			_ = os.RemoveAll(log.dir)
 		}
 		return nil, err
 	}
 	return &startedTarget{Started: st, log: log, stderr: stderr}, nil
+}
+
+// suiteErr says an error of certifying endpoint i of suite s: one about a
+// setting (a refused effect query) at the file's line and key that gave
+// it, when the suite is a file (inFile), any other after the endpoint's
+// name. A suite made from OpenAPI has its settings from flags, which the
+// error names already.
+func suiteErr(s *suite.Suite, file string, i int, inFile bool, err error) error {
+	var fe *idemcheck.FieldError
+	if inFile && errors.As(err, &fe) {
+		return s.Explain(i, err)
+	}
+	return fmt.Errorf("%s: endpoint %q: %w", file, s.Endpoints[i].Name, err)
 }

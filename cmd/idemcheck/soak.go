@@ -117,16 +117,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	case maxBody < 1 || maxBody > maxMaxBody:
 		return 0, idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", maxBody, maxMaxBody)
 	}
-	if err := out.check(); err != nil {
+	if err := out.check(outputFlag{"--vegeta-results", vegetaResults}); err != nil {
 		return 0, err
-	}
-	if vegetaResults != "" {
-		if fi, err := os.Stat(vegetaResults); err == nil && fi.IsDir() {
-			return 0, idemcheck.Usagef("--vegeta-results %s is a folder: name a file", vegetaResults)
-		}
-		if vegetaResults == out.history || vegetaResults == out.json {
-			return 0, idemcheck.Usagef("--vegeta-results %s is also another output's file: name another", vegetaResults)
-		}
 	}
 	// Each shard sends its part of the rate and of the intents.
 	totalRate := rate
@@ -269,27 +261,25 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	// The history streams to a temporary file beside the target file and
 	// is renamed into place only when the soak finishes; with --history -
 	// it streams to standard output, and the report goes to stderr.
-	var histFile *os.File
+	var histFile *idemcheck.Output
 	switch out.history {
 	case "":
 	case "-":
 		sk.History = history.NewEncoder(stdout)
 		stdout = stderr
 	default:
-		if histFile, err = os.CreateTemp(dirOf(out.history), ".soak-history-*"); err != nil {
+		if histFile, err = idemcheck.CreateOutput(out.history); err != nil {
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
-		defer os.Remove(histFile.Name())
-		defer histFile.Close()
+		defer histFile.Abort()
 		sk.History = history.NewEncoder(histFile)
 	}
-	var vegetaFile *os.File
+	var vegetaFile *idemcheck.Output
 	if vegetaResults != "" {
-		if vegetaFile, err = os.CreateTemp(dirOf(vegetaResults), ".soak-vegeta-*"); err != nil {
+		if vegetaFile, err = idemcheck.CreateOutput(vegetaResults); err != nil {
 			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
 		}
-		defer os.Remove(vegetaFile.Name())
-		defer vegetaFile.Close()
+		defer vegetaFile.Abort()
 		vw := bufio.NewWriter(vegetaFile)
 		defer vw.Flush()
 		sk.VegetaResults = vw
@@ -325,6 +315,16 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		text.Done()
 	}
 	if err != nil {
+		// A history or results file that could not be written is the
+		// path's fault, said with it.
+		for _, f := range []struct {
+			flag string
+			o    *idemcheck.Output
+		}{{"--history", histFile}, {"--vegeta-results", vegetaFile}} {
+			if f.o != nil && f.o.Err() != nil {
+				return 0, idemcheck.Usagef("%s: %v", f.flag, f.o.Err())
+			}
+		}
 		return 0, idemcheck.Unavailablef("soak: %v", err)
 	}
 	res := tally.Result(*load)
@@ -334,11 +334,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Unavailablef("soak: target %s answered none of %d intents, even on retry: is it still running?", base.Host, res.Intents)
 	}
 	if histFile != nil {
-		if err := histFile.Close(); err != nil {
-			return 0, idemcheck.Usagef("--history: %v", err)
-		}
-		_ = os.Chmod(histFile.Name(), 0o644)
-		if err := os.Rename(histFile.Name(), out.history); err != nil {
+		if err := histFile.Commit(); err != nil {
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
 	}
@@ -346,16 +342,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if err := sk.VegetaResults.(*bufio.Writer).Flush(); err != nil {
 			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
 		}
-		if err := vegetaFile.Close(); err != nil {
-			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
-		}
-		_ = os.Chmod(vegetaFile.Name(), 0o644)
-		if err := os.Rename(vegetaFile.Name(), vegetaResults); err != nil {
+		if err := vegetaFile.Commit(); err != nil {
 			return 0, idemcheck.Usagef("--vegeta-results: %v", err)
 		}
 	}
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: assert.SoakVerdict(res), Tool: tool,
-		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res}
+		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res, Reason: assert.SoakReason(res)}
 	if shard.Count > 1 {
 		rep.Shard = &shard
 	}
@@ -442,15 +434,6 @@ func preflightErr(ctx context.Context, err error) error {
 		return idemcheck.Usagef("%s", refusedHint(refused.Status, 0))
 	}
 	return err
-}
-
-func dirOf(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[:i+1]
-		}
-	}
-	return "."
 }
 
 // soakFaultFlags reads the --fault flags, with --cut-share as the share of

@@ -69,25 +69,26 @@ func TestCertifyTargetLog(t *testing.T) {
 	assert.Equal(t, []idemcheck.EventKind{idemcheck.TargetExited, idemcheck.TargetRestarted, idemcheck.TargetExited, idemcheck.TargetRestarted}, kinds)
 }
 
-// Without --target-log the output goes to a temporary file that is kept,
-// and named, only when the target died on its own.
+// Without --target-log the output goes to a temporary file, in a folder
+// of the run's own, that is kept, and named, only when the target died on
+// its own.
 func TestCertifyTargetLogDefault(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 
 	code, out, errOut := cli(t, certifyCmdArgs(t, "")...)
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	left, err := filepath.Glob(filepath.Join(tmp, "idemcheck-target-*.log"))
+	left, err := filepath.Glob(filepath.Join(tmp, "*"))
 	require.NoError(t, err)
-	assert.Empty(t, left, "a target that lived leaves no log behind")
+	assert.Empty(t, left, "a target that lived leaves no log, and no folder, behind")
 	assert.NotContains(t, out, "target output in")
 	assert.NotContains(t, errOut, "the target's output is in")
 
 	code, out, errOut = cli(t, certifyCmdArgs(t, "-exit-on-db-error")...)
 	require.NotContains(t, []int{idemcheck.ExitUsage, idemcheck.ExitUnavailable}, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	left, err = filepath.Glob(filepath.Join(tmp, "idemcheck-target-*.log"))
+	left, err = filepath.Glob(filepath.Join(tmp, "idemcheck-run-*", "idemcheck-target-*.log"))
 	require.NoError(t, err)
-	require.Len(t, left, 1, "the log of a target that died is kept")
+	require.Len(t, left, 1, "the log of a target that died is kept, in its run's folder")
 	assert.Contains(t, out, "target output in "+left[0])
 	assert.Contains(t, errOut, "idemcheck: the target's output is in "+left[0])
 	b, err := os.ReadFile(left[0])

@@ -69,9 +69,9 @@ func (t *tlsFlags) load() error {
 	}
 	cfg := &tls.Config{InsecureSkipVerify: t.insecure}
 	if t.caCert != "" {
-		pem, err := os.ReadFile(t.caCert)
+		pem, err := userfile.Read(t.caCert, userfile.MaxPEM)
 		if err != nil {
-			return idemcheck.Usagef("--cacert %s cannot be read: %v", t.caCert, userfile.Cause(err))
+			return idemcheck.Usagef("--cacert %s cannot be read: %v", t.caCert, err)
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
@@ -83,12 +83,15 @@ func (t *tlsFlags) load() error {
 		cfg.RootCAs = pool
 	}
 	if t.cert != "" {
-		for _, f := range []struct{ flag, path string }{{"--cert", t.cert}, {"--key", t.key}} {
-			if _, err := os.Stat(f.path); err != nil {
-				return idemcheck.Usagef("%s %s cannot be read: %v", f.flag, f.path, userfile.Cause(err))
+		var pems [2][]byte
+		for i, f := range []struct{ flag, path string }{{"--cert", t.cert}, {"--key", t.key}} {
+			b, err := userfile.Read(f.path, userfile.MaxPEM)
+			if err != nil {
+				return idemcheck.Usagef("%s %s cannot be read: %v", f.flag, f.path, err)
 			}
+			pems[i] = b
 		}
-		pair, err := tls.LoadX509KeyPair(t.cert, t.key)
+		pair, err := tls.X509KeyPair(pems[0], pems[1])
 		if err != nil {
 			return idemcheck.Usagef("--cert %s / --key %s: not a PEM certificate and its matching private key: %v", t.cert, t.key, unwrapTLSLoad(err))
 		}

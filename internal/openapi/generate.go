@@ -115,6 +115,7 @@ func Generate(doc *openapi3.T, o Options) (res Result) {
 	}
 	paths := doc.Paths.Keys()
 	sort.Strings(paths)
+	b := &budget{left: MaxDocSteps}
 	for _, p := range paths {
 		item := doc.Paths.Value(p)
 		if item == nil {
@@ -131,7 +132,7 @@ func Generate(doc *openapi3.T, o Options) (res Result) {
 				res.NotAsked++
 				continue
 			}
-			ep, reason := endpoint(doc, p, item, m, op)
+			ep, reason := endpoint(doc, b, p, item, m, op)
 			if reason != "" {
 				res.Skipped = append(res.Skipped, Skip{Method: m, Path: p, OperationID: op.OperationID, Reason: reason})
 				continue
@@ -174,7 +175,7 @@ func countMethods(ops map[string]*openapi3.Operation) int {
 }
 
 // endpoint builds one operation's endpoint, or returns why it cannot.
-func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method string, op *openapi3.Operation) (ep Endpoint, reason string) {
+func endpoint(doc *openapi3.T, b *budget, specPath string, item *openapi3.PathItem, method string, op *openapi3.Operation) (ep Endpoint, reason string) {
 	defer func() {
 		// The generator walks a third party's description: whatever it
 		// trips on is that operation's skip, never idemcheck's crash.
@@ -205,7 +206,7 @@ func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method 
 		}
 		switch prm.In {
 		case openapi3.ParameterInPath:
-			v, from := paramValue(prm)
+			v, from := paramValue(b, prm)
 			if from == "generated" {
 				ep.Notes = append(ep.Notes, fmt.Sprintf("path parameter {%s} was generated (%s): replace it with one the target knows", prm.Name, v))
 			}
@@ -214,7 +215,7 @@ func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method 
 			if !prm.Required {
 				continue
 			}
-			v, from := paramValue(prm)
+			v, from := paramValue(b, prm)
 			if from == "generated" {
 				return ep, fmt.Sprintf("required query parameter %q has no example", prm.Name)
 			}
@@ -226,7 +227,7 @@ func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method 
 			if !prm.Required || strings.EqualFold(prm.Name, "Content-Type") || strings.EqualFold(prm.Name, "Authorization") {
 				continue
 			}
-			v, from := paramValue(prm)
+			v, from := paramValue(b, prm)
 			if from == "generated" {
 				return ep, fmt.Sprintf("required header parameter %q has no example", prm.Name)
 			}
@@ -260,11 +261,11 @@ func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method 
 	}
 	ep.ContentType = ctype
 
-	effect, filters := findEffect(doc, specPath, method)
+	effect, filters := findEffect(doc, b, specPath, method)
 	var body any
 	var at string
 	if ex, ok := mediaExample(media); ok {
-		body, at = placeInExample(sanitize(ex), media.Schema, filters)
+		body, at = placeInExample(b, sanitize(ex), media.Schema, filters)
 		if at != "" {
 			ep.BodyFrom = "the description's example"
 		}
@@ -273,7 +274,7 @@ func endpoint(doc *openapi3.T, specPath string, item *openapi3.PathItem, method 
 		if media.Schema == nil {
 			return ep, "no request body schema, and its example has no string member to carry {{intent}}"
 		}
-		g := newGen()
+		g := newGen(b)
 		v, err := g.value(media.Schema, "", 0)
 		if err != nil {
 			return ep, "cannot build a body from the schema: " + err.Error()
@@ -380,7 +381,7 @@ func validHeaderName(s string) bool {
 
 // paramValue is a parameter's value from its examples, else generated from
 // its schema; from says which.
-func paramValue(p *openapi3.Parameter) (string, string) {
+func paramValue(b *budget, p *openapi3.Parameter) (string, string) {
 	if p.Example != nil {
 		return scalar(p.Example), "example"
 	}
@@ -398,7 +399,7 @@ func paramValue(p *openapi3.Parameter) (string, string) {
 		if v, ok := fixed(p.Schema.Value); ok {
 			return scalar(v), "example"
 		}
-		g := newGen()
+		g := newGen(b)
 		if v, err := g.value(p.Schema, "", 0); err == nil {
 			return scalar(v), "generated"
 		}
@@ -478,14 +479,14 @@ func mediaExample(m *openapi3.MediaType) (any, bool) {
 // example already sets, then one the schema declares and the example
 // leaves out. It returns the example and the member's pointer, or "" when
 // no member fits.
-func placeInExample(ex any, schema *openapi3.SchemaRef, filters map[string]string) (any, string) {
+func placeInExample(b *budget, ex any, schema *openapi3.SchemaRef, filters map[string]string) (any, string) {
 	obj, ok := ex.(map[string]any)
 	if !ok {
 		return ex, ""
 	}
 	var props map[string]*openapi3.SchemaRef
 	if schema != nil && schema.Value != nil {
-		g := newGen()
+		g := newGen(b)
 		if f, err := g.flatten(schema.Value); err == nil {
 			props = f.props
 			// The members of every alternative: the example is one of them.
@@ -648,7 +649,7 @@ func setPointer(root map[string]any, ptr string, v any) bool {
 // the path (a POST /orders is counted by GET /orders), answering an array
 // or an object with an array member. filters maps each body member name a
 // query parameter of it matches to that parameter.
-func findEffect(doc *openapi3.T, specPath, method string) (*Effect, map[string]string) {
+func findEffect(doc *openapi3.T, b *budget, specPath, method string) (*Effect, map[string]string) {
 	if method != "POST" {
 		return nil, nil
 	}
@@ -657,7 +658,7 @@ func findEffect(doc *openapi3.T, specPath, method string) (*Effect, map[string]s
 		return nil, nil
 	}
 	get := item.Get
-	count, ok := countPointer(get)
+	count, ok := countPointer(b, get)
 	if !ok {
 		return nil, nil
 	}
@@ -680,7 +681,7 @@ func findEffect(doc *openapi3.T, specPath, method string) (*Effect, map[string]s
 // countPointer finds, in a list operation's 200 answer, the array whose
 // length counts: the answer itself, or its first array member
 // (data, items, results before the others).
-func countPointer(get *openapi3.Operation) (string, bool) {
+func countPointer(b *budget, get *openapi3.Operation) (string, bool) {
 	if get.Responses == nil {
 		return "", false
 	}
@@ -698,7 +699,7 @@ func countPointer(get *openapi3.Operation) (string, bool) {
 	if schema == nil || schema.Value == nil {
 		return "", false
 	}
-	f, err := newGen().flatten(schema.Value)
+	f, err := newGen(b).flatten(schema.Value)
 	if err != nil {
 		return "", false
 	}

@@ -264,3 +264,51 @@ func FuzzParseGenerate(f *testing.F) {
 		}
 	})
 }
+
+// wideSpec is a description of ops operations that all send one shared
+// schema whose every level holds three required members of the next, 11
+// levels deep: each operation's generation runs into MaxSteps.
+func wideSpec(ops int) string {
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.3\ninfo: {title: wide, version: '1'}\npaths:\n")
+	for i := 0; i < ops; i++ {
+		fmt.Fprintf(&b, "  /o%d:\n    post:\n      requestBody:\n        content:\n          application/json:\n            schema: {$ref: '#/components/schemas/S0'}\n      responses:\n        '201': {description: created}\n", i)
+	}
+	b.WriteString("components:\n  schemas:\n")
+	for i := 0; i < 11; i++ {
+		next := fmt.Sprintf("{$ref: '#/components/schemas/S%d'}", i+1)
+		if i == 10 {
+			next = "{type: integer}"
+		}
+		fmt.Fprintf(&b, "    S%d:\n      type: object\n      required: [a, b, c]\n      properties:\n        a: %s\n        b: %s\n        c: %s\n", i, next, next, next)
+	}
+	return b.String()
+}
+
+// The work on one description is bounded, not only the work on one
+// operation: 60 operations over one wide schema would each spend
+// MaxSteps (2,000 of them took 37 s, and stalled the fuzzer); past
+// MaxDocSteps the operations left are skipped with the reason. Every
+// operation is still accounted for. testdata/fuzz/FuzzParseGenerate keeps
+// a small one as a seed.
+func TestGenerationWorkIsBoundedPerDescription(t *testing.T) {
+	const ops = 60
+	doc, err := openapi.Parse("wide.yaml", []byte(wideSpec(ops)))
+	require.NoError(t, err)
+	r := openapi.Generate(doc, openapi.Options{})
+	require.Len(t, r.Skipped, ops)
+	perOp, whole := 0, 0
+	for _, s := range r.Skipped {
+		switch {
+		case strings.Contains(s.Reason, "more than 20000 schemas visited"):
+			perOp++
+		case strings.Contains(s.Reason, "the description is too large to generate from whole"):
+			whole++
+		default:
+			t.Errorf("%s %s: %s", s.Method, s.Path, s.Reason)
+		}
+	}
+	assert.Equal(t, openapi.MaxDocSteps/openapi.MaxSteps, perOp, "operations generated within the description's budget")
+	assert.Equal(t, ops-openapi.MaxDocSteps/openapi.MaxSteps, whole, "the rest skipped, each after one step")
+	requireSuite(t, r)
+}

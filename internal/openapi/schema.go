@@ -13,10 +13,19 @@ import (
 // MaxDepth bounds how deep a generated instance nests, and MaxSteps how
 // many schemas one operation's generation may visit: a recursive schema or
 // a graph of allOf that fans out stops there instead of hanging.
+// MaxDocSteps bounds the same over a whole description: without it, every
+// one of thousands of operations could spend MaxSteps on one shared wide
+// schema (2,000 of them took 37 s); past it, the operations left are
+// skipped with the reason. It is far above what real descriptions use
+// (the 400 operations of TestLargeDescription visit 2,000).
 const (
-	MaxDepth = 12
-	MaxSteps = 20000
+	MaxDepth    = 12
+	MaxSteps    = 20000
+	MaxDocSteps = 1_000_000
 )
+
+// budget is what a description has left of MaxDocSteps.
+type budget struct{ left int }
 
 // IntentHole is the text that carries an intent's id in a generated body.
 const IntentHole = "{{intent}}"
@@ -35,6 +44,9 @@ func (e *genError) Error() string { return e.msg }
 // gen builds minimal valid instances of schemas.
 type gen struct {
 	steps int
+	// doc is the description's budget, shared by its operations' gens;
+	// nil for none.
+	doc *budget
 	// stack holds the schemas being generated, to see recursion.
 	stack map[*openapi3.Schema]int
 	// slots are the free string members found (JSON pointers), in the
@@ -57,12 +69,17 @@ type optSlot struct {
 	schema *openapi3.Schema
 }
 
-func newGen() *gen { return &gen{stack: map[*openapi3.Schema]int{}} }
+func newGen(b *budget) *gen { return &gen{stack: map[*openapi3.Schema]int{}, doc: b} }
 
 func (g *gen) step() error {
 	g.steps++
 	if g.steps > MaxSteps {
 		return &genError{fmt.Sprintf("the schema is too large to build a body from (more than %d schemas visited)", MaxSteps)}
+	}
+	if g.doc != nil {
+		if g.doc.left--; g.doc.left < 0 {
+			return &genError{fmt.Sprintf("the description is too large to generate from whole (its operations visited more than %d schemas): this operation and those after it are skipped; pass --methods or split the description", MaxDocSteps)}
+		}
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 			share, e.Inputs.TimeoutRate*100, timedOut, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
 	}
 	fmt.Fprintf(w, "  verdict %s\n", strings.ToUpper(string(rep.Verdict)))
+	if rep.Reason != "" {
+		fmt.Fprintf(w, "  %s\n", rep.Reason)
+	}
 }
 
 // writeSoakParts says which part of a sharded soak a report is of, or

@@ -104,7 +104,7 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 			detail += fmt.Sprintf(", %s apart from the verdict (%s)", plural(len(ch.Remarks), "remark", "remarks"), kindTally(r.Remarks, ch.Remarks))
 		}
 		if ch.Status == idemcheck.Skip || ch.Status == idemcheck.Inconclusive {
-			detail = ch.Reason
+			detail = Printable(ch.Reason)
 		}
 		fmt.Fprintf(w, "  %s%-7s%s  %-18s %s\n", col, status, c.reset, ch.Name, detail)
 		if ch.Status == idemcheck.Pass && ch.Proof != "" {
@@ -300,7 +300,7 @@ func writeExits(w io.Writer, r idemcheck.Report, c palette) {
 			where = fmt.Sprintf("during %s round %d step %d", e.Check, e.Round, e.Step)
 		}
 		if e.Kind == idemcheck.TargetUnrecovered {
-			fmt.Fprintf(w, "    %s: %s\n", where, e.Detail)
+			fmt.Fprintf(w, "    %s: %s\n", where, Printable(e.Detail))
 			continue
 		}
 		status := e.ExitStatus
@@ -314,7 +314,7 @@ func writeExits(w io.Writer, r idemcheck.Report, c palette) {
 		tails++
 		fmt.Fprintf(w, "      %slast output:%s\n", c.dim, c.reset)
 		for _, line := range strings.Split(strings.TrimRight(e.LogTail, "\n"), "\n") {
-			fmt.Fprintf(w, "      %s| %s%s\n", c.dim, line, c.reset)
+			fmt.Fprintf(w, "      %s| %s%s\n", c.dim, Printable(line), c.reset)
 		}
 	}
 	if r.Target.Log != "" {
@@ -350,7 +350,7 @@ func kindTally(as []idemcheck.Anomaly, idx []int) string {
 
 // flatten puts s on one line, whitespace runs one space, cut to n bytes.
 func flatten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(Printable(s)), " ")
 	if len(s) > n {
 		return s[:n] + "…"
 	}
@@ -361,6 +361,7 @@ func wrap(s string, width int) string {
 	var lines []string
 	var cur strings.Builder
 	for _, word := range strings.Fields(s) {
+		word = Printable(word)
 		if cur.Len() > 0 && cur.Len()+1+len(word) > width {
 			lines = append(lines, cur.String())
 			cur.Reset()

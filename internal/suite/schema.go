@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -313,9 +312,9 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(filepath.Dir(p.file), path)
 		}
-		b, err := os.ReadFile(path)
+		b, err := userfile.Read(path, userfile.MaxPolicy)
 		if err != nil {
-			return base, p.errf(n, field, "%q is neither a preset (%s) nor a readable policy file: %v", n.Value, strings.Join(idemcheck.PresetNames(), ", "), userfile.Cause(err))
+			return base, p.errf(n, field, "%q is neither a preset (%s) nor a readable policy file: %v", n.Value, strings.Join(idemcheck.PresetNames(), ", "), err)
 		}
 		pol, err := ParsePolicy(path, b, p.lookup)
 		if err != nil {

@@ -128,7 +128,7 @@ func (e *Error) Error() string {
 
 // Load reads and parses a suite file, expanding ${NAME} from the environment.
 func Load(path string) (*Suite, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.Read(path, userfile.MaxSuite)
 	if err != nil {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the suite: %v", err)}
 	}

@@ -238,3 +238,15 @@ endpoints:
 	assert.Equal(t, []string{"tok-PLANTED2", "tok-PLANTED2"}, urlSecrets("http://127.0.0.1/?token=tok-PLANTED2&v=1"), "a query token (which config.Build refuses anyway) stays hidden; v=1 is no token")
 	assert.Equal(t, []string{"ops:pw", "pw", "pw"}, urlSecrets("http://ops:pw@127.0.0.1/"))
 }
+
+// Files a suite names, and the suite itself, are read up to a limit: an
+// endless one ends at once with an error naming it and its line.
+func TestFilesHaveSizeLimits(t *testing.T) {
+	_, err := Parse("s.yaml", []byte("version: 1\npolicy: /dev/zero\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n"), env(nil))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "s.yaml:2")
+	assert.Contains(t, err.Error(), "larger than 1 MiB")
+	_, err = Load("/dev/zero")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "/dev/zero: cannot read the suite: larger than 16 MiB")
+}
