@@ -167,7 +167,11 @@ func (r *Redactor) AddField(pointers ...string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fields = append(r.fields, pointers...)
+	for _, p := range pointers {
+		if !slices.Contains(r.fields, p) {
+			r.fields = append(r.fields, p)
+		}
+	}
 }
 
 // AddQuery makes the values of each query parameter name secrets, once
@@ -178,7 +182,11 @@ func (r *Redactor) AddQuery(names ...string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.queries = append(r.queries, names...)
+	for _, n := range names {
+		if !slices.Contains(r.queries, n) {
+			r.queries = append(r.queries, n)
+		}
+	}
 }
 
 // SecretHeader reports whether a header's values are hidden by its name.

@@ -41,6 +41,8 @@ type outputs struct {
 	noColour bool
 	// allowInconclusive exits 0 on an inconclusive verdict.
 	allowInconclusive bool
+	// red hides the run's secrets in every file written (redactorOf).
+	red *idemcheck.Redactor
 }
 
 func (o *outputs) register(fs *flag.FlagSet) {
@@ -187,6 +189,10 @@ type certifyFlags struct {
 	statuses                                                     statusFlags
 	opts                                                         scenarios.Options
 	set                                                          map[string]bool
+
+	// red is the command's redactor (redactorOf), taught the flags'
+	// secrets as they are read.
+	red *idemcheck.Redactor
 }
 
 func (f *certifyFlags) register() *flag.FlagSet {
@@ -240,13 +246,14 @@ func (f *certifyFlags) register() *flag.FlagSet {
 // spec is the certification the flags describe: ${NAME} read from the
 // environment, the policy loaded and overridden.
 func (f *certifyFlags) spec() (config.Spec, error) {
-	// What the header, tenant and body flags expand to is hidden in every
-	// report, as a suite's is; the URL is printed in the report anyway.
-	rawURL, _, err := expandFlag("--url", f.rawURL, os.LookupEnv)
+	// What the URL, header, tenant and body flags expand to is hidden in
+	// every report and message, as a suite's is.
+	rawURL, secrets, err := expandFlag("--url", f.rawURL, os.LookupEnv)
 	if err != nil {
 		return config.Spec{}, err
 	}
-	var secrets []string
+	// Known before any check below can quote them.
+	defer func() { f.red.AddSecret(secrets...) }()
 	body := []string{f.body}
 	for _, e := range []struct {
 		name string
@@ -335,10 +342,12 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, err
 	}
 	stdout = f.rf.outputs.route(stdout, stderr)
+	f.red = redactorOf(ctx)
 	spec, err := f.spec()
 	if err != nil {
 		return 0, err
 	}
+	spec.Redactor, f.rf.outputs.red = f.red, f.red
 	b, err := config.Build(spec)
 	if err != nil {
 		return 0, err
@@ -563,7 +572,7 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 		if out.history == "-" {
 			err = history.Write(out.stream, hs...)
 		} else {
-			err = idemcheck.WriteFileAtomic(out.history, func(w io.Writer) error { return history.Write(w, hs...) })
+			err = out.red.WriteFileAtomic(out.history, func(w io.Writer) error { return history.Write(w, hs...) })
 		}
 		if err != nil {
 			return idemcheck.Usagef("--history: %v", err)
@@ -574,12 +583,12 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 		if suiteReport {
 			write = idemcheck.NewSuiteReport(reports).WriteJSON
 		}
-		if err := idemcheck.WriteFileAtomic(out.json, write); err != nil {
+		if err := out.red.WriteFileAtomic(out.json, write); err != nil {
 			return idemcheck.Usagef("--json: %v", err)
 		}
 	}
 	if out.junit != "" {
-		err := idemcheck.WriteFileAtomic(out.junit, func(w io.Writer) error { return render.WriteJUnit(w, reports) })
+		err := out.red.WriteFileAtomic(out.junit, func(w io.Writer) error { return render.WriteJUnit(w, reports) })
 		if err != nil {
 			return idemcheck.Usagef("--junit: %v", err)
 		}
@@ -590,12 +599,12 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 				pages = append(pages, render.NewHTMLPage(r.Report, r.History))
 			}
 		}
-		err := idemcheck.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteHTML(w, pages) })
+		err := out.red.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteHTML(w, pages) })
 		if err != nil {
 			return idemcheck.Usagef("--html: %v", err)
 		}
 	}
-	if err := render.AppendGitHubSummary(reports, out.html); err != nil {
+	if err := render.AppendGitHubSummaryRedacted(reports, out.html, out.red); err != nil {
 		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,6 +169,47 @@ type Spec struct {
 	// query parameters whose values never reach a report; Secrets are
 	// values hidden wherever they appear (${NAME} expansions).
 	Redact, RedactFields, RedactQuery, Secrets []string
+	// Redactor hides every secret in what the front end writes: Build
+	// teaches it the description's (Teach) before any rule is checked, so
+	// that an error quoting one hides it, and hands it to the run
+	// (certify.Config.Redactor). Nil means the run makes its own.
+	Redactor *idemcheck.Redactor
+}
+
+// Teach teaches red every credential the description holds: the secret
+// values, the credential headers' names and values (a header whose value
+// the shell expanded is known by its name), the tenants', the query
+// values of RedactQuery in the URL and path, the body fields of
+// RedactFields, the URL's password; and leaves the policy's key header in
+// clear.
+func (s Spec) Teach(red *idemcheck.Redactor) {
+	if red == nil {
+		return
+	}
+	red.ExemptHeader(s.Policy.KeyHeader)
+	red.AddHeader(s.Redact...)
+	red.AddSecret(s.Secrets...)
+	red.AddField(s.RedactFields...)
+	red.AddQuery(s.RedactQuery...)
+	for _, t := range s.Tenants {
+		red.AddHeader(t.Name)
+	}
+	for _, h := range slices.Concat(s.Headers, s.Tenants) {
+		if h.Name == "" {
+			// A header without its separator may be a credential.
+			red.AddSecret(h.Value)
+			continue
+		}
+		red.LearnHeader(h.Name, h.Value)
+	}
+	red.LearnQuery(s.URL)
+	red.LearnQuery(s.Path)
+	red.LearnBody([]byte(s.Body))
+	if u, err := url.Parse(s.URL); err == nil && u.User != nil {
+		if pass, ok := u.User.Password(); ok {
+			red.AddSecret(pass)
+		}
+	}
 }
 
 // Built is a Spec made into a certification.
@@ -204,6 +246,7 @@ func usage(field idemcheck.Field, format string, args ...any) error {
 // Build checks s and turns it into a certification. It sends nothing and
 // starts nothing: a target to start is returned as Launch.
 func Build(s Spec) (*Built, error) {
+	s.Teach(s.Redactor)
 	b := &Built{}
 	if err := s.checkTarget(); err != nil {
 		return nil, err
@@ -245,7 +288,7 @@ func Build(s Spec) (*Built, error) {
 	}
 	c := certify.Config{
 		Name: s.Name, Endpoint: e, Policy: s.Policy, Checks: s.Checks, Options: s.Options,
-		DB: s.DB, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
+		DB: s.DB, Redactor: s.Redactor, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
 		AllowRemote: s.AllowRemote, Timed: s.Timed, TLS: s.TLS, Preflight: s.Preflight, Words: s.Words,
 	}
 	if c.Name == "" && s.Image != "" {
