@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	// A test that needs a target process starts this binary with the
 	// example-server command; the interrupt test starts it with
 	// subcommand, to behave as the CLI.
+	if len(os.Args) > 2 && os.Args[1] == leakyTargetCommand {
+		os.Exit(leakyTarget(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && (os.Args[1] == exampleServerCommand || os.Args[1] == subcommand) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		var code int
