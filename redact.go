@@ -293,6 +293,20 @@ func (r *Redactor) LearnQuery(path string) {
 	}
 }
 
+// LearnURL learns a URL's password and the values of its secret query
+// parameters (AddQuery).
+func (r *Redactor) LearnURL(raw string) {
+	if r == nil {
+		return
+	}
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if pass, ok := u.User.Password(); ok {
+			r.AddSecret(pass)
+		}
+	}
+	r.LearnQuery(raw)
+}
+
 // LearnBody learns the values at the secret JSON pointers (AddField) of a
 // body; a body that is not JSON has no fields.
 func (r *Redactor) LearnBody(body []byte) {
@@ -343,8 +357,8 @@ func (r *Redactor) Strings(vs []string) []string {
 }
 
 // Error returns err with its message redacted, or err itself when the
-// message holds no secret (so that errors.Is and errors.As still see
-// through it). The code of an *Error is kept.
+// message holds no secret. The redacted error unwraps to err, so that
+// errors.Is and errors.As (and an exit code) still see through it.
 func (r *Redactor) Error(err error) error {
 	if r == nil || err == nil {
 		return err
@@ -366,6 +380,11 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// Unredacted returns the error as it was, for a caller that rewrites its
+// message and redacts the result itself (the command, whose outputs pass
+// through its Redactor).
+func (e *redactedError) Unredacted() error { return e.err }
 
 // build remakes the replacer and the prefix tables from r.values. The
 // caller holds r.mu for writing.

@@ -36,6 +36,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	stdout = rf.outputs.route(stdout, stderr)
 	rf.outputs.red = redactorOf(ctx)
+	redactorOf(ctx).LearnURL(rawURL)
 	only := splitList(checks)
 	if err := config.CheckChecks(only); err != nil {
 		return 0, err

@@ -102,7 +102,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	red.AddHeader(redact...)
 	red.AddField(redactFields...)
 	red.AddQuery(redactQuery...)
-	red.LearnQuery(rawURL)
+	red.LearnURL(rawURL)
 	red.LearnQuery(path)
 	red.LearnBody([]byte(body))
 	for _, h := range headers {
@@ -177,7 +177,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, err
 	}
 	red.AddSecret(urlSecrets...)
-	red.LearnQuery(rawURL)
+	red.LearnURL(rawURL)
 	if rawURL != "" {
 		u, _, err := targetURL(rawURL)
 		if err != nil {

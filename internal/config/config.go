@@ -202,14 +202,9 @@ func (s Spec) Teach(red *idemcheck.Redactor) {
 		}
 		red.LearnHeader(h.Name, h.Value)
 	}
-	red.LearnQuery(s.URL)
+	red.LearnURL(s.URL)
 	red.LearnQuery(s.Path)
 	red.LearnBody([]byte(s.Body))
-	if u, err := url.Parse(s.URL); err == nil && u.User != nil {
-		if pass, ok := u.User.Password(); ok {
-			red.AddSecret(pass)
-		}
-	}
 }
 
 // Built is a Spec made into a certification.
@@ -246,7 +241,17 @@ func usage(field idemcheck.Field, format string, args ...any) error {
 // Build checks s and turns it into a certification. It sends nothing and
 // starts nothing: a target to start is returned as Launch.
 func Build(s Spec) (*Built, error) {
+	if s.Redactor == nil {
+		s.Redactor = idemcheck.NewRedactor()
+	}
 	s.Teach(s.Redactor)
+	b, err := s.build()
+	// A rule's error may quote a secret (a URL's ${NAME}, a query value).
+	return b, s.Redactor.Error(err)
+}
+
+// build is Build once the redactor knows the description's secrets.
+func (s Spec) build() (*Built, error) {
 	b := &Built{}
 	if err := s.checkTarget(); err != nil {
 		return nil, err
@@ -384,10 +389,12 @@ func (s Spec) checkTarget() error {
 
 // ParseURL reads a target's URL (certify.CheckBase is the rule) into the
 // base requests go to (scheme and host) and the URL's own path, "/" when it
-// has none. shown is how errors quote it ("" for raw, its password hidden).
+// has none. shown is how errors quote it ("" for raw).
 func ParseURL(field idemcheck.Field, raw, shown string) (*url.URL, string, error) {
 	if shown == "" {
-		shown = redactURL(raw)
+		// The caller's Redactor knows the URL's password and secret
+		// query values (Redactor.LearnURL) and hides them.
+		shown = raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -401,14 +408,6 @@ func ParseURL(field idemcheck.Field, raw, shown string) (*url.URL, string, error
 		path = "/"
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, path, nil
-}
-
-// redactURL hides a URL's password, for messages.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return raw
 }
 
 // ParseHeader reads "Name: value" (SplitHeader) as a request header,
