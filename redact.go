@@ -118,7 +118,7 @@ func (r *Redactor) AddSecret(values ...string) {
 	defer r.mu.Unlock()
 	changed := false
 	for _, a := range add {
-		if len(a) < MinSecret || slices.Contains(r.values, a) {
+		if len(a) < MinSecret || slices.Contains(r.values, a) || ordinary(a) {
 			continue
 		}
 		r.values = append(r.values, a)
@@ -227,9 +227,26 @@ func (r *Redactor) LearnHeader(name, value string) {
 	}
 	for _, kv := range parts {
 		if _, v, ok := strings.Cut(kv, "="); ok {
-			r.AddSecret(strings.Trim(strings.TrimSpace(v), `"`))
+			if v = strings.Trim(strings.TrimSpace(v), `"`); len(v) >= MinSecretPart {
+				r.AddSecret(v)
+			}
 		}
 	}
+}
+
+// MinSecretPart is the shortest value of a credential header's name=value
+// part (a cookie, a signature's v1=) learned as a secret on its own: the
+// short ones are settings (theme=dark, consent=yes, t=1733300000 is 10).
+const MinSecretPart = 8
+
+// ordinary reports whether v is a word no secret can be told from: JSON's
+// literals, which a secret's redaction would break in every JSON output.
+func ordinary(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "false", "null":
+		return true
+	}
+	return false
 }
 
 // Header returns a copy of h with the values of credential headers

@@ -78,7 +78,7 @@ func TestRedactorHidesHeadersByName(t *testing.T) {
 	h := http.Header{
 		"Authorization":       {"Bearer abcdef-1"},
 		"Proxy-Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("user:pa55word-2"))},
-		"Cookie":              {"theme=dark; session=sess-value-3"},
+		"Cookie":              {"theme=dark; consent=true; session=sess-value-3"},
 		"Set-Cookie":          {"sid=setcookie-4; Path=/; HttpOnly"},
 		"X-Api-Key":           {"apikey-value-5"},
 		"X-Csrf-Token":        {"csrf-value-6"},
@@ -109,6 +109,11 @@ func TestRedactorHidesHeadersByName(t *testing.T) {
 		if got := r.String("x " + v + " y"); strings.Contains(got, v) {
 			t.Errorf("%s not learned from its header: %q", v, got)
 		}
+	}
+	// A cookie's setting is no secret, and JSON's literals never are.
+	r.AddSecret("null")
+	if got := r.String(`{"theme":"dark","ok":true,"v":null}`); got != `{"theme":"dark","ok":true,"v":null}` {
+		t.Errorf("ordinary words hidden: %q", got)
 	}
 	if h.Get("Authorization") != "Bearer abcdef-1" {
 		t.Error("Header changed its argument")

@@ -106,8 +106,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	red.LearnQuery(path)
 	red.LearnBody([]byte(body))
 	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
-		red.LearnHeader(strings.TrimSpace(name), strings.TrimSpace(value))
+		if name, value, _ := strings.Cut(h, ":"); !strings.Contains(value, "{{") {
+			red.LearnHeader(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
 	}
 	shard, err := soakShard(shardSpec, shards, set["shards"], os.LookupEnv)
 	if err != nil {
@@ -224,8 +225,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	red.AddSecret(secrets...)
 	red.LearnBody([]byte(body))
 	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
-		red.LearnHeader(strings.TrimSpace(name), strings.TrimSpace(value))
+		if name, value, _ := strings.Cut(h, ":"); !strings.Contains(value, "{{") {
+			red.LearnHeader(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
 	}
 	for _, h := range headers {
 		if _, err := suite.ParseHeader(h); err != nil {

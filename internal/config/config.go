@@ -200,7 +200,10 @@ func (s Spec) Teach(red *idemcheck.Redactor) {
 			red.AddSecret(h.Value)
 			continue
 		}
-		red.LearnHeader(h.Name, h.Value)
+		if !strings.Contains(h.Value, "{{") {
+			// One filled per intent is learned as it is sent.
+			red.LearnHeader(h.Name, h.Value)
+		}
 	}
 	red.LearnURL(s.URL)
 	red.LearnQuery(s.Path)
