@@ -94,9 +94,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// The one redactor of the command (redactorOf) learns the soak's
-	// credentials before any message can quote them: the names and
-	// values --redact-* give, the headers' values by their names, and
-	// below what ${NAME} expands to.
+	// credentials before any message can quote them: the names --redact-*
+	// give and the values they name in the URL and path; below, what
+	// ${NAME} expands to, and the headers' values by their names.
 	red := redactorOf(ctx)
 	out.red = red
 	red.AddHeader(redact...)
@@ -104,12 +104,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	red.AddQuery(redactQuery...)
 	red.LearnURL(rawURL)
 	red.LearnQuery(path)
-	red.LearnBody([]byte(body))
-	for _, h := range headers {
-		if name, value, _ := strings.Cut(h, ":"); !strings.Contains(value, "{{") {
-			red.LearnHeader(strings.TrimSpace(name), strings.TrimSpace(value))
-		}
-	}
+	// The headers and body are learned once ${NAME} is expanded.
 	shard, err := soakShard(shardSpec, shards, set["shards"], os.LookupEnv)
 	if err != nil {
 		return 0, err
