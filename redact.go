@@ -470,9 +470,8 @@ func (r *Redactor) cuts(s string) string {
 }
 
 // cutBefore hides the longest leading part of a secret that ends at
-// s[at], and returns s. The result may be shorter than s (a short prefix
-// replaced by the longer marker makes it longer: at moves by the
-// difference, which the caller takes from the lengths).
+// s[at] and returns s; the marker may be longer or shorter than the part
+// (cuts moves its next position by the difference).
 func (r *Redactor) cutBefore(s string, at int) string {
 	for k := min(r.maxCut, at); k >= r.minCut; k-- {
 		if r.heads.has(window(s, at-k)) && r.prefix[s[at-k:at]] {
