@@ -225,7 +225,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
 	fs.StringVar(&f.resourceID, "resource-id", "", "JSON `pointer` of the created resource's id in success bodies (default: detected)")
 	fs.Var(&f.ignore, "ignore-field", "JSON pointer left out when comparing replays (repeatable)")
-	fs.Var(&f.redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization and Cookie always are)")
+	fs.Var(&f.redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization, Cookie, X-Api-Key and names with token, secret, password or api-key always are)")
 	fs.Var(&f.redactFields, "redact-field", "JSON `pointer` into request and reply bodies, such as /card/number, whose value never reaches a report or history (repeatable)")
 	fs.Var(&f.redactQuery, "redact-query", "query parameter `name` whose value never reaches a report or history (repeatable)")
 	fs.IntVar(&f.opts.BurstSize, "burst", f.opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
