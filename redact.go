@@ -538,9 +538,9 @@ func pointerText(v any, pointer string) (string, bool) {
 }
 
 // Writer returns a writer that passes what is written to w with every
-// secret hidden, a line at a time (a line ends at \n or \r, so a progress
-// line redrawn on a terminal is shown as it comes); Flush writes a last
-// line without an end. Unwrap gives w, so that a check for a terminal sees
+// secret hidden, a line at a time (a line ends at \n; a line redrawn on a
+// terminal, written whole after its \r, is passed at once); Flush writes a
+// last line without an end. Unwrap gives w, so that a check for a terminal sees
 // through it.
 func (r *Redactor) Writer(w io.Writer) *RedactWriter {
 	return &RedactWriter{r: r, w: w}
@@ -563,6 +563,11 @@ func (rw *RedactWriter) Write(p []byte) (int, error) {
 	end := bytes.LastIndexAny(rw.buf, "\r\n")
 	if end < 0 {
 		return len(p), nil
+	}
+	if rw.buf[end] == '\r' {
+		// A line redrawn on a terminal (a progress line) is written whole
+		// after its \r: it is shown now, not at the next redraw.
+		end = len(rw.buf) - 1
 	}
 	out := rw.redactLines(rw.buf[:end+1])
 	rest := append([]byte(nil), rw.buf[end+1:]...)

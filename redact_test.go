@@ -150,6 +150,12 @@ func TestRedactWriter(t *testing.T) {
 	if got := b.String(); got != "one [redacted] two\nthree [redacted]" {
 		t.Errorf("got %q", got)
 	}
+	// A progress line redrawn after \r is shown at once, redacted.
+	b.Reset()
+	_, _ = w.Write([]byte("\r\033[Kstep 1 hunter2-secret"))
+	if got := b.String(); got != "\r\033[Kstep 1 [redacted]" {
+		t.Errorf("progress: got %q", got)
+	}
 }
 
 // A nil Redactor hides nothing and does not panic.
