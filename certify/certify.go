@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,9 +80,14 @@ type Config struct {
 	EffectHTTP  *idemcheck.Template
 	EffectCount string
 	Timeout     time.Duration
+	// Redactor hides the run's secrets in its history and report; the
+	// command passes the one its outputs go through, so that what the run
+	// learns is hidden there too. Nil means Run makes one. Redact,
+	// Secrets, RedactFields and RedactQuery are taught to it.
+	Redactor *idemcheck.Redactor
 	// Redact names headers whose values never reach a report or history,
-	// beside Authorization and Cookie; the tenants' header names are
-	// always added.
+	// beside those idemcheck.Redactor hides by name; the tenants' header
+	// names are always added.
 	Redact []string
 	// Secrets are values hidden wherever they appear in a report or
 	// history (a suite's ${NAME} expansions).
@@ -161,6 +167,32 @@ type Result struct {
 // they map to: 2 for configuration the run could not start with, 3 for a
 // target or harness that could not run.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	red := cfg.Redactor
+	if red == nil {
+		red = idemcheck.NewRedactor()
+	}
+	red.ExemptHeader(cfg.Policy.KeyHeader)
+	red.AddHeader(cfg.Redact...)
+	red.AddSecret(cfg.Secrets...)
+	red.AddField(cfg.RedactFields...)
+	red.AddQuery(cfg.RedactQuery...)
+	for _, t := range cfg.Endpoint.Tenants {
+		red.AddHeader(t.Name)
+	}
+	for _, h := range slices.Concat(cfg.Endpoint.Header, cfg.Endpoint.Tenants) {
+		if !slices.ContainsFunc(idemcheck.TemplateNames, h.Value.Uses) {
+			// A fixed value is known before the first send (an error
+			// may quote it); one filled per intent is learned as sent.
+			red.LearnHeader(h.Name, h.Value.Fill(idemcheck.Intent{}))
+		}
+	}
+	res, err := run(ctx, cfg, red)
+	// An error may quote what the run was given or met: a secret.
+	return res, red.Error(err)
+}
+
+// run is Run with its redactor.
+func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, error) {
 	start := time.Now()
 	if cfg.Checks == nil {
 		cfg.Checks = scenarios.Names()
@@ -222,12 +254,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if effects != nil && effects.HTTP != nil {
 		// The read-back's path may carry a suite's secret (${NAME}).
-		desc := effects.HTTP.Describe()
-		for _, sec := range cfg.Secrets {
-			if sec != "" {
-				desc = strings.ReplaceAll(desc, sec, scenarios.Redacted)
-			}
-		}
+		desc := red.String(effects.HTTP.Describe())
 		h.Run.EffectQuery, h.Run.Target.ReadBack = desc, desc
 	}
 	h.Run.Checks, h.Run.NotAsked = plan, scenarios.NotAsked(plan)
@@ -247,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	r := &scenarios.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
-		Timeout: cfg.Timeout, Redact: redactNames(cfg), Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
+		Timeout: cfg.Timeout, Redactor: red, Redact: cfg.Redact, Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody, TLS: cfg.TLS, Preflight: cfg.Preflight,
 		NoDBLinkFaults: cfg.NoDBLinkFaults,
 	}
@@ -295,17 +322,6 @@ func readBackHeader(hs []scenarios.Header, keyHeader string) []scenarios.Header 
 		out = append(out, h)
 	}
 	return out
-}
-
-// redactNames are the headers whose values are credentials: those named,
-// and the tenants' (--tenant is a client's credentials, whatever header
-// carries them).
-func redactNames(cfg Config) []string {
-	names := append([]string(nil), cfg.Redact...)
-	for _, t := range cfg.Endpoint.Tenants {
-		names = append(names, t.Name)
-	}
-	return names
 }
 
 // Exited reports whether the target exited on its own during the run

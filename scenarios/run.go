@@ -107,9 +107,15 @@ type Runner struct {
 	Effects *Effects
 	// Timeout bounds each attempt; zero means wire.DefaultTimeout.
 	Timeout time.Duration
+	// Redactor hides the run's secrets in everything it records; the
+	// caller passes the one its own outputs go through, so that what the
+	// run learns (a header's value, a Set-Cookie) is hidden there too. Nil
+	// means a new one. Redact, Secrets, RedactFields and RedactQuery are
+	// taught to it.
+	Redactor *idemcheck.Redactor
 	// Redact names headers whose values never reach a history or report,
-	// beside Authorization, Cookie and Proxy-Authorization. Their values
-	// are hidden wherever else they appear too.
+	// beside those idemcheck.Redactor hides by name. Their values are
+	// hidden wherever else they appear too.
 	Redact []string
 	// Secrets are values hidden wherever they appear in a history or
 	// report (the expansions of ${NAME} in a suite, say).
@@ -366,7 +372,7 @@ type session struct {
 	replies *faults.ReplyHold
 
 	secretsOnce sync.Once
-	secrets     *secrets
+	secrets     *idemcheck.Redactor
 	// writes is how many effect writes (COMMITs and autocommitted writes)
 	// the first clean attempt answered with success that wrote at all
 	// caused; 0 until there was one. shifts counts, per check, the rounds
@@ -619,7 +625,7 @@ func (s *session) explain(ctx context.Context, err error, placed idemcheck.Event
 	}
 	s.recordExits(placed, evs, "during")
 	last := evs[len(evs)-1]
-	return fmt.Errorf("%w; the target (instance %d) had exited on its own (%s); its last output:\n%s", err, last.Instance, last.ExitStatus, clipTail(last.LogTail, MaxLogTail))
+	return fmt.Errorf("%w; the target (instance %d) had exited on its own (%s); its last output:\n%s", err, last.Instance, last.ExitStatus, s.scrub(clipTail(last.LogTail, MaxLogTail)))
 }
 
 // MaxLogTail is how many of the target's last output lines an exit event
@@ -660,7 +666,7 @@ func (s *session) watchExits(ctx context.Context, placed idemcheck.Event, answer
 		restarted, err := s.Powers.Revive(ctx, ev.Instance)
 		if err != nil {
 			return true, fmt.Errorf("the target (instance %d) exited on its own during %s round %d step %d (%s) and could not be restarted: %w; its last output:\n%s",
-				ev.Instance, placed.Check, placed.Round, placed.Step, ev.ExitStatus, err, clipTail(ev.LogTail, MaxLogTail))
+				ev.Instance, placed.Check, placed.Round, placed.Step, ev.ExitStatus, err, s.scrub(clipTail(ev.LogTail, MaxLogTail)))
 		}
 		if restarted {
 			r := placed
@@ -678,7 +684,8 @@ func (s *session) recordExits(placed idemcheck.Event, evs []idemcheck.Event, whe
 	for _, ev := range evs {
 		ev.Kind = idemcheck.TargetExited
 		ev.Check, ev.Intent, ev.Round, ev.Step = placed.Check, placed.Intent, placed.Round, placed.Step
-		ev.LogTail = clipTail(ev.LogTail, MaxLogTail)
+		// The target's output may quote what it was sent: a credential.
+		ev.LogTail = s.scrub(clipTail(ev.LogTail, MaxLogTail))
 		if ev.Time.IsZero() {
 			ev.Time = time.Now()
 		}
@@ -1313,7 +1320,7 @@ func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 	}
 	if a.Outcome == idemcheck.Replied {
 		a.Status = res.Status
-		s.secret().learnBody(res.Body)
+		s.secret().LearnBody(res.Body)
 		a.RespHeader = s.redact(res.Header)
 		a.RespBody = s.scrub(string(res.Body))
 	}
@@ -1337,24 +1344,13 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	return nil
 }
 
-// redact returns h with its secrets hidden (see secrets).
-func (s *session) redact(h http.Header) http.Header { return s.secret().header(h) }
-
 // scrubRequest learns the secrets a request carries in its body and query
 // and returns its path with every known secret hidden; its body is then
 // scrubbed with them too.
 func (s *session) scrubRequest(req wire.Request) string {
-	s.secret().learnBody(req.Body)
-	s.secret().learnQuery(req.Path)
+	s.secret().LearnBody(req.Body)
+	s.secret().LearnQuery(req.Path)
 	return s.scrub(req.Path)
-}
-
-// scrub hides every known secret in v.
-func (s *session) scrub(v string) string { return s.secret().text(v) }
-
-func (s *session) secret() *secrets {
-	s.secretsOnce.Do(func() { s.secrets = newSecrets(s.Redact, s.Secrets, s.RedactFields, s.RedactQuery) })
-	return s.secrets
 }
 
 // Fingerprint hashes method, path and the canonical JSON body (member order

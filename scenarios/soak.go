@@ -76,10 +76,12 @@ type Soak struct {
 	// Workers bounds vegeta's concurrent requests (default 64).
 	Workers int
 	Timeout time.Duration
-	// Redact names headers whose values never reach the history; Secrets
-	// are values hidden wherever they appear in it (see Runner).
-	Redact  []string
-	Secrets []string
+	// Redactor, Redact, Secrets, RedactFields and RedactQuery hide the
+	// soak's secrets in its history, its vegeta results and its errors, as
+	// a certification's (see Runner).
+	Redactor                  *idemcheck.Redactor
+	Redact, Secrets           []string
+	RedactFields, RedactQuery []string
 	// Upstream is the checked address (IP:port) of the target, from
 	// certify.ResolveTarget; empty means Upstream(Endpoint.Base). Both the
 	// fault proxy and vegeta's direct requests go there, never to a name.
@@ -210,6 +212,9 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	s.rec = rec
 	header := sk.Header
 	header.SoakFaults = nil
+	// The path as the user wrote it may hold a secret query value.
+	header.Target.Path = s.scrubRequest(wire.Request{Path: header.Target.Path})
+	header.Target.URL = s.scrub(header.Target.URL)
 	if sk.Shard.Count > 1 {
 		shard := sk.Shard
 		header.Shard = &shard
@@ -452,7 +457,8 @@ func (sk *Soak) Preflight(ctx context.Context) error {
 // session is the soak's session of the runner: the settings the two
 // modes share, read from the soak's.
 func (sk *Soak) session() *session {
-	r := &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redact: sk.Redact, Secrets: sk.Secrets, Upstream: sk.Upstream}
+	r := &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redactor: sk.Redactor, Redact: sk.Redact, Secrets: sk.Secrets,
+		RedactFields: sk.RedactFields, RedactQuery: sk.RedactQuery, Upstream: sk.Upstream}
 	return &session{Runner: r, run: newRunID()}
 }
 

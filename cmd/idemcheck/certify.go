@@ -41,6 +41,8 @@ type outputs struct {
 	noColour bool
 	// allowInconclusive exits 0 on an inconclusive verdict.
 	allowInconclusive bool
+	// red hides the run's secrets in every file written (redactorOf).
+	red *idemcheck.Redactor
 }
 
 func (o *outputs) register(fs *flag.FlagSet) {
@@ -217,6 +219,10 @@ type certifyFlags struct {
 	statuses                                                     statusFlags
 	opts                                                         scenarios.Options
 	set                                                          map[string]bool
+
+	// red is the command's redactor (redactorOf), taught the flags'
+	// secrets as they are read.
+	red *idemcheck.Redactor
 }
 
 func (f *certifyFlags) register() *flag.FlagSet {
@@ -251,7 +257,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
 	fs.StringVar(&f.resourceID, "resource-id", "", "JSON `pointer` of the created resource's id in success bodies (default: detected)")
 	fs.Var(&f.ignore, "ignore-field", "JSON pointer left out when comparing replays (repeatable)")
-	fs.Var(&f.redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization and Cookie always are)")
+	fs.Var(&f.redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization, Cookie, X-Api-Key and names with token, secret, password or api-key always are)")
 	fs.Var(&f.redactFields, "redact-field", "JSON `pointer` into request and reply bodies, such as /card/number, whose value never reaches a report or history (repeatable)")
 	fs.Var(&f.redactQuery, "redact-query", "query parameter `name` whose value never reaches a report or history (repeatable)")
 	fs.IntVar(&f.opts.BurstSize, "burst", f.opts.BurstSize, "same-key attempts released together in concurrent-burst (2 to 1024)")
@@ -272,13 +278,14 @@ func (f *certifyFlags) register() *flag.FlagSet {
 // spec is the certification the flags describe: ${NAME} read from the
 // environment, the policy loaded and overridden.
 func (f *certifyFlags) spec() (config.Spec, error) {
-	// What the header, tenant and body flags expand to is hidden in every
-	// report, as a suite's is; the URL is printed in the report anyway.
-	rawURL, _, err := expandFlag("--url", f.rawURL, os.LookupEnv)
+	// What the URL, header, tenant and body flags expand to is hidden in
+	// every report and message, as a suite's is.
+	rawURL, secrets, err := expandFlag("--url", f.rawURL, os.LookupEnv)
 	if err != nil {
 		return config.Spec{}, err
 	}
-	var secrets []string
+	// Known before any check below can quote them.
+	defer func() { f.red.AddSecret(secrets...) }()
 	body := []string{f.body}
 	for _, e := range []struct {
 		name string
@@ -375,10 +382,12 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, err
 	}
 	stdout = f.rf.outputs.route(stdout, stderr)
+	f.red = redactorOf(ctx)
 	spec, err := f.spec()
 	if err != nil {
 		return 0, err
 	}
+	spec.Redactor, f.rf.outputs.red = f.red, f.red
 	b, err := config.Build(spec)
 	if err != nil {
 		return 0, err
@@ -607,7 +616,7 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 		if out.history == "-" {
 			err = history.Write(out.stream, hs...)
 		} else {
-			err = idemcheck.WriteFileAtomic(out.history, func(w io.Writer) error { return history.Write(w, hs...) })
+			err = out.red.WriteFileAtomic(out.history, func(w io.Writer) error { return history.Write(w, hs...) })
 		}
 		if err != nil {
 			return idemcheck.Usagef("--history: %v", err)
@@ -618,12 +627,12 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 		if suiteReport {
 			write = idemcheck.NewSuiteReport(reports).WriteJSON
 		}
-		if err := idemcheck.WriteFileAtomic(out.json, write); err != nil {
+		if err := out.red.WriteFileAtomic(out.json, write); err != nil {
 			return idemcheck.Usagef("--json: %v", err)
 		}
 	}
 	if out.junit != "" {
-		err := idemcheck.WriteFileAtomic(out.junit, func(w io.Writer) error { return render.WriteJUnit(w, reports) })
+		err := out.red.WriteFileAtomic(out.junit, func(w io.Writer) error { return render.WriteJUnit(w, reports) })
 		if err != nil {
 			return idemcheck.Usagef("--junit: %v", err)
 		}
@@ -634,12 +643,12 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 				pages = append(pages, render.NewHTMLPage(r.Report, r.History))
 			}
 		}
-		err := idemcheck.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteHTML(w, pages) })
+		err := out.red.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteHTML(w, pages) })
 		if err != nil {
 			return idemcheck.Usagef("--html: %v", err)
 		}
 	}
-	if err := render.AppendGitHubSummary(reports, out.html); err != nil {
+	if err := render.AppendGitHubSummaryRedacted(reports, out.html, out.red); err != nil {
 		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil

@@ -64,7 +64,30 @@ var commands = []string{"certify", "init", "run", "soak", "check", "estimate", "
 func main() { program.Main(run) }
 
 // run is main without the process: it returns the exit code.
+//
+// Everything it writes, on its outputs and in the files it is asked for,
+// passes through one idemcheck.Redactor, which the command teaches the
+// secrets it is given and the run teaches those it meets (redactorOf).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	red := idemcheck.NewRedactor()
+	rout, rerr := red.Writer(stdout), red.Writer(stderr)
+	defer rerr.Flush()
+	defer rout.Flush()
+	return runRedacted(context.WithValue(ctx, redactorKey{}, red), args, rout, rerr)
+}
+
+// redactorKey holds a command's idemcheck.Redactor in its context.
+type redactorKey struct{}
+
+// redactorOf is the command's idemcheck.Redactor (run), or nil outside
+// run, which hides nothing.
+func redactorOf(ctx context.Context) *idemcheck.Redactor {
+	red, _ := ctx.Value(redactorKey{}).(*idemcheck.Redactor)
+	return red
+}
+
+// runRedacted is run with its outputs redacted.
+func runRedacted(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return idemcheck.ExitUsage

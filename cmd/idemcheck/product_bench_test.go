@@ -54,8 +54,9 @@ func TestProductBenchIsCertify(t *testing.T) {
 			fromCLI := hs[0]
 
 			// The configuration the command hands to certify.Run is the
-			// benchmark's, field by field, but for the progress line and the
-			// words its messages name settings in (the command's flags).
+			// benchmark's, field by field, but for the progress line, the
+			// words its messages name settings in (the command's flags) and
+			// the redactor its outputs pass through.
 			var built certify.Config
 			certifyRun = func(ctx context.Context, cfg certify.Config) (*certify.Result, error) {
 				built = cfg
@@ -66,7 +67,8 @@ func TestProductBenchIsCertify(t *testing.T) {
 			require.Equal(t, idemcheck.ExitAnomalies, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			require.NotNil(t, built.Progress)
 			require.NotEmpty(t, built.Words)
-			built.Progress, built.Words = nil, nil
+			require.NotNil(t, built.Redactor)
+			built.Progress, built.Words, built.Redactor = nil, nil, nil
 			assert.Equal(t, bench.ProductConfig(addr, n, rounds, p), built)
 
 			steps := 0

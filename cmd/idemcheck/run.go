@@ -36,6 +36,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, err
 	}
 	stdout = rf.outputs.route(stdout, stderr)
+	rf.outputs.red = redactorOf(ctx)
+	redactorOf(ctx).LearnURL(rawURL)
 	only := splitList(checks)
 	if err := config.CheckChecks(only); err != nil {
 		return 0, err
@@ -65,6 +67,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			return 0, idemcheck.Usagef("%v", err)
 		}
 	}
+	redactorOf(ctx).AddSecret(s.Secrets...)
 	if err := rf.validate(); err != nil {
 		return 0, err
 	}
@@ -97,7 +100,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		spec.MaxBody, spec.Protocol, spec.Timed, spec.TLS, spec.Preflight = rf.maxBody, rf.protocol, rf.timedBursts, rf.tlsFlags.config, true
 		spec.AllowRemote = spec.AllowRemote || rf.allowRemote
-		spec.Secrets = s.Secrets
+		spec.Secrets, spec.Redactor = s.Secrets, redactorOf(ctx)
 		if built[i], err = config.Build(spec); err != nil {
 			return 0, suiteError(s, i, err, set)
 		}

@@ -36,6 +36,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	var (
 		rawURL, command, path, method, body, db, effectSQL, effectBatchSQL, policyName, replayHeader string
 		headers, effectArgs, faultSpecs                                                              listFlag
+		redact, redactFields, redactQuery                                                            listFlag
 		rate, workers                                                                                int
 		duration, timeout                                                                            time.Duration
 		cutShare, value                                                                              float64
@@ -51,6 +52,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&path, "path", "", "request path template (default: the URL's path)")
 	fs.StringVar(&body, "body", "", "request body `template`")
 	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable)")
+	fs.Var(&redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization, Cookie, X-Api-Key and names with token, secret, password or api-key always are)")
+	fs.Var(&redactFields, "redact-field", "JSON `pointer` into request and reply bodies, such as /card/number, whose value never reaches a report or history (repeatable)")
+	fs.Var(&redactQuery, "redact-query", "query parameter `name` whose value never reaches a report or history (repeatable)")
 	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
 	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count")
 	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template (repeatable)")
@@ -89,6 +93,18 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// The one redactor of the command (redactorOf) learns the soak's
+	// credentials before any message can quote them: the names --redact-*
+	// give and the values they name in the URL and path; below, what
+	// ${NAME} expands to, and the headers' values by their names.
+	red := redactorOf(ctx)
+	out.red = red
+	red.AddHeader(redact...)
+	red.AddField(redactFields...)
+	red.AddQuery(redactQuery...)
+	red.LearnURL(rawURL)
+	red.LearnQuery(path)
+	// The headers and body are learned once ${NAME} is expanded.
 	shard, err := soakShard(shardSpec, shards, set["shards"], os.LookupEnv)
 	if err != nil {
 		return 0, err
@@ -144,9 +160,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if db == "" {
 		db = os.Getenv("DATABASE_URL")
 	}
-	if rawURL, _, err = expandFlag("--url", rawURL, os.LookupEnv); err != nil {
+	var urlSecrets []string
+	if rawURL, urlSecrets, err = expandFlag("--url", rawURL, os.LookupEnv); err != nil {
 		return 0, err
 	}
+	red.AddSecret(urlSecrets...)
+	red.LearnURL(rawURL)
 	if rawURL != "" {
 		u, _, err := targetURL(rawURL)
 		if err != nil {
@@ -163,6 +182,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return 0, err
 	}
+	red.ExemptHeader(policy.KeyHeader)
 	if set["replay-header"] {
 		policy.ReplayHeader = replayHeader
 	}
@@ -189,6 +209,13 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		secrets = append(secrets, used...)
 	}
 	body = bodies[0]
+	red.AddSecret(secrets...)
+	red.LearnBody([]byte(body))
+	for _, h := range headers {
+		if name, value, _ := strings.Cut(h, ":"); !strings.Contains(value, "{{") {
+			red.LearnHeader(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
+	}
 	for _, h := range headers {
 		if _, err := suite.ParseHeader(h); err != nil {
 			return 0, idemcheck.Usagef("--header %v", err)
@@ -236,6 +263,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, err
 	}
 	sk.AllowRemote, sk.MaxBody, sk.Secrets, sk.TLS = allowRemote, maxBody, secrets, tf.config
+	sk.Redactor, sk.Redact, sk.RedactFields, sk.RedactQuery = red, redact, redactFields, redactQuery
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
@@ -246,7 +274,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			}
 		}
 	}
-	target := idemcheck.Target{URL: base.String(), Method: sk.Endpoint.Method, Path: path, Database: dbName,
+	target := idemcheck.Target{URL: red.String(base.String()), Method: sk.Endpoint.Method, Path: red.String(path), Database: dbName,
 		Insecure: base.Scheme == "https" && tf.insecure}
 	sk.Header = idemcheck.Run{Seed: seed, Target: target, Policy: policy, EffectQuery: effectSQL,
 		Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckSoak}}}
@@ -262,6 +290,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	// is renamed into place only when the soak finishes; with --history -
 	// it streams to standard output, and the report goes to stderr.
 	var histFile *idemcheck.Output
+	var histOut *idemcheck.RedactWriter
 	switch out.history {
 	case "":
 	case "-":
@@ -272,7 +301,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
 		defer histFile.Abort()
-		sk.History = history.NewEncoder(histFile)
+		histOut = red.Writer(histFile)
+		sk.History = history.NewEncoder(histOut)
 	}
 	var vegetaFile *idemcheck.Output
 	if vegetaResults != "" {
@@ -334,6 +364,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Unavailablef("soak: target %s answered none of %d intents, even on retry: is it still running?", base.Host, res.Intents)
 	}
 	if histFile != nil {
+		if err := histOut.Flush(); err != nil {
+			return 0, idemcheck.Usagef("--history: %v", err)
+		}
 		if err := histFile.Commit(); err != nil {
 			return 0, idemcheck.Usagef("--history: %v", err)
 		}
@@ -354,12 +387,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	rep.Estimate, rep.EstimateAssumes = estimate.Soak(res, value)
 	render.WriteSoak(stdout, rep, sk.Effects != nil)
 	if out.json != "" {
-		if err := idemcheck.WriteFileAtomic(out.json, rep.WriteJSON); err != nil {
+		if err := red.WriteFileAtomic(out.json, rep.WriteJSON); err != nil {
 			return 0, idemcheck.Usagef("--json: %v", err)
 		}
 	}
 	if out.html != "" {
-		err := idemcheck.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, sk.Effects != nil) })
+		err := red.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, sk.Effects != nil) })
 		if err != nil {
 			return 0, idemcheck.Usagef("--html: %v", err)
 		}

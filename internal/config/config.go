@@ -178,6 +178,45 @@ type Spec struct {
 	// query parameters whose values never reach a report; Secrets are
 	// values hidden wherever they appear (${NAME} expansions).
 	Redact, RedactFields, RedactQuery, Secrets []string
+	// Redactor hides every secret in what the front end writes: Build
+	// teaches it the description's (Teach) before any rule is checked, so
+	// that an error quoting one hides it, and hands it to the run
+	// (certify.Config.Redactor). Nil means the run makes its own.
+	Redactor *idemcheck.Redactor
+}
+
+// Teach teaches red every credential the description holds: the secret
+// values, the credential headers' names and values (a header whose value
+// the shell expanded is known by its name), the tenants', the query
+// values of RedactQuery in the URL and path, the body fields of
+// RedactFields, the URL's password; and leaves the policy's key header in
+// clear.
+func (s Spec) Teach(red *idemcheck.Redactor) {
+	if red == nil {
+		return
+	}
+	red.ExemptHeader(s.Policy.KeyHeader)
+	red.AddHeader(s.Redact...)
+	red.AddSecret(s.Secrets...)
+	red.AddField(s.RedactFields...)
+	red.AddQuery(s.RedactQuery...)
+	for _, t := range s.Tenants {
+		red.AddHeader(t.Name)
+	}
+	for _, h := range slices.Concat(s.Headers, s.Tenants) {
+		if h.Name == "" {
+			// A header without its separator may be a credential.
+			red.AddSecret(h.Value)
+			continue
+		}
+		if !strings.Contains(h.Value, "{{") {
+			// One filled per intent is learned as it is sent.
+			red.LearnHeader(h.Name, h.Value)
+		}
+	}
+	red.LearnURL(s.URL)
+	red.LearnQuery(s.Path)
+	red.LearnBody([]byte(s.Body))
 }
 
 // Built is a Spec made into a certification.
@@ -214,6 +253,17 @@ func usage(field idemcheck.Field, format string, args ...any) error {
 // Build checks s and turns it into a certification. It sends nothing and
 // starts nothing: a target to start is returned as Launch.
 func Build(s Spec) (*Built, error) {
+	if s.Redactor == nil {
+		s.Redactor = idemcheck.NewRedactor()
+	}
+	s.Teach(s.Redactor)
+	b, err := s.build()
+	// A rule's error may quote a secret (a URL's ${NAME}, a query value).
+	return b, s.Redactor.Error(err)
+}
+
+// build is Build once the redactor knows the description's secrets.
+func (s Spec) build() (*Built, error) {
 	b := &Built{}
 	if err := s.checkTarget(); err != nil {
 		return nil, err
@@ -255,7 +305,7 @@ func Build(s Spec) (*Built, error) {
 	}
 	c := certify.Config{
 		Name: s.Name, Endpoint: e, Policy: s.Policy, Checks: s.Checks, Options: s.Options,
-		DB: s.DB, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
+		DB: s.DB, Redactor: s.Redactor, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
 		AllowRemote: s.AllowRemote, Timed: s.Timed, TLS: s.TLS, Preflight: s.Preflight, Words: s.Words,
 	}
 	if c.Name == "" && s.Image != "" {
@@ -353,10 +403,12 @@ func (s Spec) checkTarget() error {
 
 // ParseURL reads a target's URL (certify.CheckBase is the rule) into the
 // base requests go to (scheme and host) and the URL's own path, "/" when it
-// has none. shown is how errors quote it ("" for raw, its password hidden).
+// has none. shown is how errors quote it ("" for raw).
 func ParseURL(field idemcheck.Field, raw, shown string) (*url.URL, string, error) {
 	if shown == "" {
-		shown = redactURL(raw)
+		// The caller's Redactor knows the URL's password and secret
+		// query values (Redactor.LearnURL) and hides them.
+		shown = raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -370,14 +422,6 @@ func ParseURL(field idemcheck.Field, raw, shown string) (*url.URL, string, error
 		path = "/"
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, path, nil
-}
-
-// redactURL hides a URL's password, for messages.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return raw
 }
 
 // ParseHeader reads "Name: value" (SplitHeader) as a request header,

@@ -338,6 +338,12 @@ const GitHubSummaryEnv = "GITHUB_STEP_SUMMARY"
 // is: the file, and the run's page whose artefacts hold it when the GitHub
 // variables say which run this is.
 func AppendGitHubSummary(reports []idemcheck.Report, html string) error {
+	return AppendGitHubSummaryRedacted(reports, html, nil)
+}
+
+// AppendGitHubSummaryRedacted is AppendGitHubSummary with every secret red
+// knows hidden in what it appends (nil hides nothing).
+func AppendGitHubSummaryRedacted(reports []idemcheck.Report, html string, red *idemcheck.Redactor) error {
 	path := os.Getenv(GitHubSummaryEnv)
 	if path == "" {
 		return nil
@@ -346,7 +352,7 @@ func AppendGitHubSummary(reports []idemcheck.Report, html string) error {
 	if err := writeMarkdown(&b, reports, summaryLead(reports, html, os.Getenv)); err != nil {
 		return err
 	}
-	md := b.String()
+	md := red.String(b.String())
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("$%s: %w", GitHubSummaryEnv, err)

@@ -30,6 +30,15 @@ func colours(on bool) palette {
 // IsTerminal reports whether w is a terminal, where colour and a live
 // progress line make sense.
 func IsTerminal(w io.Writer) bool {
+	// A writer that passes to another (idemcheck.RedactWriter) is a
+	// terminal when that one is.
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -399,12 +399,11 @@ func (p *parser) explain(err error, at place, pl places) error {
 			where = place{at.node, join(at.key, w.Name)}
 		}
 	}
-	text := fe.Text(Words)
-	for _, s := range p.secrets {
-		if s != "" {
-			text = strings.ReplaceAll(text, s, "[redacted]")
-		}
-	}
+	// The file's error is said before the command's redactor knows the
+	// suite's secrets: hide them here, in every form.
+	red := idemcheck.NewRedactor()
+	red.AddSecret(p.secrets...)
+	text := red.String(fe.Text(Words))
 	e := &Error{File: p.file, Line: where.node.Line, Field: where.key, Msg: text, Err: err}
 	if rest, ok := strings.CutPrefix(text, w.Name); ok && w.Name != "" {
 		// The message starts with the field: said once, by its key.
