@@ -56,6 +56,17 @@ type Endpoint struct {
 	// endpoint's body under the same key. By default it is derived from
 	// the body by BreakTypes.
 	InvalidBody *idemcheck.Template
+	// Sign, when set, signs every attempt as a webhook sender does.
+	Sign *Signing
+}
+
+// clock is the time computed parts are taken from: now, shifted by the
+// signing skew.
+func (e Endpoint) clock() time.Time {
+	if e.Sign != nil {
+		return time.Now().Add(e.Sign.Skew)
+	}
+	return time.Now()
 }
 
 // invalidBody is the body corrected-retry sends first: the endpoint's
@@ -334,6 +345,9 @@ type session struct {
 	// handler that never opens a transaction); "" until then.
 	lastKind string
 	shifts   map[string]int
+	// soak: the session runs a soak, whose signatures are not learned
+	// one by one (finish).
+	soak bool
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
@@ -1154,7 +1168,11 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	case idemcheck.LongKeyTwin:
 		in.Key = LongKey(in.Key, 'b')
 	}
-	method, path, body := e.Method, e.Path.Fill(in), e.Body.Fill(in)
+	// The body and path are computed once per step: every attempt of it,
+	// and every redelivery, sends the same bytes, as a sender resends an
+	// event. Headers that are computed are computed per attempt (finish).
+	sd := idemcheck.Send{Now: e.clock()}
+	method, body := e.Method, e.Body.FillAt(in, sd)
 	switch v {
 	case idemcheck.OtherBody:
 		if e.MismatchBody != nil {
@@ -1165,7 +1183,7 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	case idemcheck.Reordered:
 		body = ReorderBody(body)
 	case idemcheck.OtherEndpoint:
-		method, path = e.Other.Method, e.Other.Path.Fill(in)
+		method = e.Other.Method
 		if e.Other.Body != nil {
 			body = e.Other.Body.Fill(in)
 		}
@@ -1178,8 +1196,19 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	case idemcheck.InvalidBody:
 		body = e.invalidBody(in)
 	}
+	sd.Body = []byte(body)
+	pathT := e.Path
+	if v == idemcheck.OtherEndpoint {
+		pathT = e.Other.Path
+	}
+	path := pathT.FillAt(in, sd)
 	hdr := http.Header{}
+	var computed []Header
 	for _, h := range e.Header {
+		if h.Value.Computed() {
+			computed = append(computed, h)
+			continue
+		}
 		hdr.Add(h.Name, h.Value.Fill(in))
 	}
 	switch {
@@ -1200,7 +1229,36 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	default:
 		hdr.Del(s.Policy.KeyHeader)
 	}
-	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body)}, in.Key
+	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body), Finish: s.finish(in, computed)}, in.Key
+}
+
+// finish returns what computes a request's per-attempt parts at send time
+// (wire.Request.Finish): the computed headers over the exact body sent,
+// then the signature, with a fresh timestamp each time; nil when there
+// are none. The event id a scheme signs is the intent's key, which a
+// redelivery keeps.
+func (s *session) finish(in idemcheck.Intent, computed []Header) func(wire.Request) wire.Request {
+	e := s.Endpoint
+	if len(computed) == 0 && e.Sign == nil {
+		return nil
+	}
+	return func(r wire.Request) wire.Request {
+		h := r.Header.Clone()
+		sd := idemcheck.Send{Now: e.clock(), Body: r.Body}
+		for _, c := range computed {
+			h.Add(c.Name, c.Value.FillAt(in, sd))
+		}
+		if e.Sign != nil {
+			e.Sign.Sign(h, in.Key, r.Body, sd.Now)
+			if !s.soak {
+				// A reply that echoes this attempt's signature hides it
+				// too. A soak's attempts are too many to learn each.
+				s.secret().learn(h.Get(e.Sign.SignatureHeader()))
+			}
+		}
+		r.Header = h
+		return r
+	}
 }
 
 // record records one of a certification's sends (put) and keeps what the
@@ -1219,6 +1277,9 @@ func (s *session) record(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt
 // hidden (those the request itself carries learnt first), and fp, its
 // fingerprint.
 func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
+	// Computed headers are described as computed now; the signatures
+	// among them are hidden.
+	req = req.Finished()
 	a.Method, a.Header, a.Path, a.Body = req.Method, s.redact(req.Header), s.scrubRequest(req), s.scrub(string(req.Body))
 	a.Fingerprint = fp
 }
@@ -1288,7 +1349,21 @@ func (s *session) scrubRequest(req wire.Request) string {
 func (s *session) scrub(v string) string { return s.secret().text(v) }
 
 func (s *session) secret() *secrets {
-	s.secretsOnce.Do(func() { s.secrets = newSecrets(s.Redact, s.Secrets, s.RedactFields, s.RedactQuery) })
+	s.secretsOnce.Do(func() {
+		names, values := s.Redact, s.Secrets
+		// A signature, and a header computed with an HMAC, is a
+		// credential: hidden by name, and learned as sent.
+		for _, h := range s.Endpoint.Header {
+			if h.Value.Uses("hmac_sha256_hex") || h.Value.Uses("hmac_sha256_base64") {
+				names = append(slices.Clip(names), h.Name)
+			}
+		}
+		if g := s.Endpoint.Sign; g != nil {
+			names = append(slices.Clip(names), g.SignatureHeader())
+			values = append(slices.Clip(values), g.Secrets()...)
+		}
+		s.secrets = newSecrets(names, values, s.RedactFields, s.RedactQuery)
+	})
 	return s.secrets
 }
 

@@ -63,6 +63,13 @@ func (c *Client) Burst(ctx context.Context, addr string, reqs []Request) ([]Resu
 // handshake, prefix write) is not released and has Written false; an
 // invalid request fails alone and the others are still sent.
 func (c *Client) SendBurst(ctx context.Context, addr string, reqs []Request) BurstResult {
+	// Each attempt's computed parts are computed before anything is
+	// sent, so that they never widen the release.
+	finished := make([]Request, len(reqs))
+	for i, r := range reqs {
+		finished[i] = r.Finished()
+	}
+	reqs = finished
 	p := c.protocol()
 	if p == ProtocolHTTP1 || len(reqs) == 0 {
 		res, spread := c.burstHTTP1(ctx, addr, reqs)
