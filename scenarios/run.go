@@ -1154,6 +1154,10 @@ func (s *session) releaseHeld(ev faults.HoldEvent, firstDone, retryDone <-chan w
 // variant; it returns the request and the key it carries ("" for none).
 func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Request, string) {
 	e := s.Endpoint
+	// The id a signature signs is the event's: a request sent without
+	// its key (missing-key) is still signed as the sender would sign
+	// the event, so that the consumer judges the body, not the signature.
+	signID := in.Key
 	switch v {
 	case idemcheck.OtherKey:
 		in.Key = uuid.NewString() // every template sees the new key
@@ -1229,15 +1233,18 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	default:
 		hdr.Del(s.Policy.KeyHeader)
 	}
-	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body), Finish: s.finish(in, computed)}, in.Key
+	if in.Key != "" {
+		signID = in.Key
+	}
+	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body), Finish: s.finish(in, signID, computed)}, in.Key
 }
 
 // finish returns what computes a request's per-attempt parts at send time
 // (wire.Request.Finish): the computed headers over the exact body sent,
 // then the signature, with a fresh timestamp each time; nil when there
-// are none. The event id a scheme signs is the intent's key, which a
+// are none. The event id a scheme signs (id) is the intent's key, which a
 // redelivery keeps.
-func (s *session) finish(in idemcheck.Intent, computed []Header) func(wire.Request) wire.Request {
+func (s *session) finish(in idemcheck.Intent, id string, computed []Header) func(wire.Request) wire.Request {
 	e := s.Endpoint
 	if len(computed) == 0 && e.Sign == nil {
 		return nil
@@ -1249,7 +1256,7 @@ func (s *session) finish(in idemcheck.Intent, computed []Header) func(wire.Reque
 			h.Add(c.Name, c.Value.FillAt(in, sd))
 		}
 		if e.Sign != nil {
-			e.Sign.Sign(h, in.Key, r.Body, sd.Now)
+			e.Sign.Sign(h, id, r.Body, sd.Now)
 			if !s.soak {
 				// A reply that echoes this attempt's signature hides it
 				// too. A soak's attempts are too many to learn each.

@@ -31,10 +31,27 @@ type Entry struct {
 	// Check and Anomaly are what must catch the variant's bug; empty for a
 	// reference, which must show no anomaly at all.
 	Check, Anomaly string
+	// Signed: the webhook consumer verifies every delivery's Standard
+	// Webhooks signature (SigningSecret), and idemcheck signs each attempt.
+	Signed bool
 }
 
-// Name is "app/variant".
-func (e Entry) Name() string { return e.App + "/" + e.Variant }
+// Name is "app/variant", "webhooks-signed/variant" for a signed consumer.
+func (e Entry) Name() string {
+	if e.Signed {
+		return e.App + "-signed/" + e.Variant
+	}
+	return e.App + "/" + e.Variant
+}
+
+// SigningSecret is the signed consumers' secret: a test value, the key
+// "idemcheck zoo signing key" in base64.
+const SigningSecret = "whsec_aWRlbWNoZWNrIHpvbyBzaWduaW5nIGtleQ=="
+
+// signedVariants are the webhook consumers the zoo also certifies signed:
+// the reference, the event recorded after the work committed, and the
+// delivery id taken for the event id.
+var signedVariants = []webhooks.Variant{webhooks.Reference, webhooks.CheckThenInsert, webhooks.DedupeDelivery}
 
 // Args are the flags that start the entry's binary: its variant and, for
 // orders, the zoo's short lease.
@@ -46,10 +63,15 @@ func (e Entry) Args() string {
 	return args
 }
 
-// Lookup returns the entry of app's variant.
+// Lookup returns the entry of app's variant; app "webhooks-signed" names
+// a signed consumer.
 func Lookup(app, variant string) (Entry, bool) {
+	signed := app == "webhooks-signed"
+	if signed {
+		app = "webhooks"
+	}
 	for _, e := range Entries() {
-		if e.App == app && e.Variant == variant {
+		if e.App == app && e.Variant == variant && e.Signed == signed {
 			return e, true
 		}
 	}
@@ -70,6 +92,10 @@ func Entries() []Entry {
 	for _, v := range webhooks.Variants() {
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a})
+	}
+	for _, v := range signedVariants {
+		c, a := webhooks.Expectation(v)
+		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a, Signed: true})
 	}
 	return out
 }
@@ -133,6 +159,9 @@ type Config struct {
 func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result, error) {
 	command := filepath.Join(b.Dir, e.App) + " " + e.Args()
 	o := targets.ProcessOptions{Command: command, Instances: 2, DSN: c.DSN, Logs: c.Logs}
+	if e.Signed {
+		o.Env = []string{webhooks.SecretEnv + "=" + SigningSecret}
+	}
 	if e.App == "orders" {
 		// The orders API charges a payment provider when given one: the
 		// zoo serves it a double, whose calls every check judges too.
@@ -144,6 +173,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	}
 	defer pt.Close()
 	cfg := EndpointConfig(e.App, pt)
+	if e.Signed {
+		cfg.Endpoint.Sign = &scenarios.Signing{Scheme: scenarios.SignStandardWebhooks, Secret: SigningSecret}
+	}
 	cfg.Name = e.Name()
 	cfg.Checks = c.Checks
 	cfg.Options = c.Options
@@ -181,6 +213,9 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 		cfg.Endpoint.Body = idemcheck.MustTemplate(`{"eventId":"{{key}}","type":"payment.succeeded","data":{"customerId":"{{intent}}","amountCents":500}}`)
 		failing := idemcheck.MustTemplate(`{"eventId":"{{key}}","type":"payment.succeeded","data":{"customerId":"{{intent}}","amountCents":500,"failFirst":true}}`)
 		cfg.Endpoint.FailingBody = &failing
+		// A sender's id of each delivery, new at each (the event's id is
+		// in the body): what dedupe-delivery-id takes for the event's.
+		cfg.Endpoint.Header = []scenarios.Header{{Name: webhooks.DeliveryHeader, Value: idemcheck.MustTemplate("{{uuid}}")}}
 		cfg.EffectSQL = "SELECT count(*) FROM ledger WHERE customer_id = $1"
 	}
 	return cfg
