@@ -30,6 +30,10 @@ const (
 	CheckWebhookRedeliver = "webhook-redelivery"
 	CheckCorrectedRetry   = "corrected-retry"
 	CheckKeySyntax        = "key-syntax"
+	// CheckSignature: a delivery signed with another secret, and one
+	// signed an hour ago, are sent to a consumer that verifies signatures;
+	// each must be refused before any work.
+	CheckSignature = "signature"
 	// CheckSoak is the load run of `idemcheck soak`, apart from certification.
 	CheckSoak = "soak"
 )
@@ -79,6 +83,12 @@ const (
 	// intents that a store which truncates keys takes for one.
 	LongKey     Variant = "long-key"
 	LongKeyTwin Variant = "long-key-twin"
+	// BadSignature: the request signed with another secret than the
+	// consumer's (a forgery); StaleSignature: the request signed properly
+	// an hour ago (a replay of a captured delivery). A consumer that
+	// verifies signatures refuses both before any work.
+	BadSignature   Variant = "bad-signature"
+	StaleSignature Variant = "stale-signature"
 )
 
 // MaxKeyLen is the longest key a target must take (Stripe: 255
@@ -161,6 +171,16 @@ const (
 	// no idempotency key, so the provider cannot tell that call's retry
 	// from a new charge.
 	ProviderCallWithoutKey Kind = "provider-call-without-key"
+	// BadSignatureAccepted: a delivery signed with another secret was
+	// acknowledged or left an effect: the consumer acts on forged events
+	// (it checks the signature after the work, or not at all).
+	BadSignatureAccepted Kind = "bad-signature-accepted"
+	// StaleSignatureAccepted: a delivery properly signed an hour ago was
+	// acknowledged, far outside the five-minute tolerance senders document:
+	// a captured delivery can be replayed. A conformance remark (the
+	// FindingClass mechanism classes it so): the event id still keeps its
+	// effect single.
+	StaleSignatureAccepted Kind = "stale-signature-accepted"
 )
 
 // Anomaly is one broken promise, with the evidence that witnesses it. The

@@ -759,6 +759,14 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 		witness = witnesses(cr)
 	}
 	switch {
+	case n > allowed && len(v.refusedSigned) > 0 && len(succ) == 0:
+		// Every delivery was refused for its signature, and the work was
+		// done anyway: the signature is checked after the work.
+		c.add(idemcheck.BadSignatureAccepted, ids(v.refusedSigned),
+			fmt.Sprintf("%d deliveries with a forged or stale signature were refused (%s), yet the effect query counts %d effects (%s with %s): "+
+				"the consumer did the work before it checked the signature, so a forged delivery is applied while its sender is told no.",
+				len(v.refusedSigned), statusesOf(v.refusedSigned), n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			observed)
 	case n > allowed:
 		c.add(idemcheck.DuplicateEffect, witness,
 			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s with %s). One intent must leave exactly one effect.%s",

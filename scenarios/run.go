@@ -1236,7 +1236,7 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	if in.Key != "" {
 		signID = in.Key
 	}
-	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body), Finish: s.finish(in, signID, computed)}, in.Key
+	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body), Finish: s.finish(in, v, signID, computed)}, in.Key
 }
 
 // finish returns what computes a request's per-attempt parts at send time
@@ -1244,7 +1244,7 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 // then the signature, with a fresh timestamp each time; nil when there
 // are none. The event id a scheme signs (id) is the intent's key, which a
 // redelivery keeps.
-func (s *session) finish(in idemcheck.Intent, id string, computed []Header) func(wire.Request) wire.Request {
+func (s *session) finish(in idemcheck.Intent, v idemcheck.Variant, id string, computed []Header) func(wire.Request) wire.Request {
 	e := s.Endpoint
 	if len(computed) == 0 && e.Sign == nil {
 		return nil
@@ -1256,7 +1256,14 @@ func (s *session) finish(in idemcheck.Intent, id string, computed []Header) func
 			h.Add(c.Name, c.Value.FillAt(in, sd))
 		}
 		if e.Sign != nil {
-			e.Sign.Sign(h, id, r.Body, sd.Now)
+			g := *e.Sign
+			switch v {
+			case idemcheck.BadSignature:
+				g.Secret = forgedSecret
+			case idemcheck.StaleSignature:
+				sd.Now = sd.Now.Add(-StaleAge)
+			}
+			g.Sign(h, id, r.Body, sd.Now)
 			if !s.soak {
 				// A reply that echoes this attempt's signature hides it
 				// too. A soak's attempts are too many to learn each.

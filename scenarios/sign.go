@@ -35,6 +35,16 @@ const (
 	SignStandardWebhooks = "standard-webhooks"
 )
 
+// StaleAge is how old the stale delivery of the signature check is
+// signed: far past the five minutes senders document as their consumers'
+// tolerance.
+const StaleAge = time.Hour
+
+// forgedSecret signs the forged delivery of the signature check: a valid
+// secret of every scheme (standard-webhooks' is base64), and not the
+// consumer's.
+const forgedSecret = "whsec_Zm9yZ2VkIGJ5IGlkZW1jaGVjaw=="
+
 // SignSchemes lists the signing schemes, for help and errors.
 var SignSchemes = []string{SignGitHub, SignShopify, SignSlack, SignStandardWebhooks, SignStripe}
 

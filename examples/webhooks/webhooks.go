@@ -61,6 +61,7 @@ var variants = apikit.Variants[Variant, deliverFunc]{
 	{Name: DedupeApart, Check: "webhook-redelivery", Anomaly: "lost-effect", Impl: (*Server).deliverDedupeApart},
 	{Name: CheckThenInsert, Check: "webhook-redelivery", Anomaly: "duplicate-effect", Impl: (*Server).deliverCheckThenInsert},
 	{Name: DedupeDelivery, Check: "webhook-redelivery", Anomaly: "duplicate-effect", Impl: (*Server).deliverDedupeDelivery},
+	{Name: SignedAfterWork, Check: "signature", Anomaly: "bad-signature-accepted", Impl: (*Server).deliverReference},
 }
 
 // Variants lists the references (the reference and the flaky reference)
@@ -127,8 +128,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The signature is checked over the exact bytes received, before the
-	// body is even parsed.
-	if s.cfg.Secret != "" {
+	// body is even parsed (signed-after-work checks it after its work).
+	if s.cfg.Secret != "" && s.cfg.Variant != SignedAfterWork {
 		if err := verify(s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
 			apikit.WriteProblem(w, http.StatusUnauthorized, err.Error())
 			return
@@ -151,6 +152,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		slog.ErrorContext(r.Context(), "webhooks: delivery failed", "event", ev.id, "err", err)
 		apikit.WriteProblem(w, http.StatusInternalServerError, "the event could not be processed; deliver it again")
 		return
+	}
+	if s.cfg.Secret != "" && s.cfg.Variant == SignedAfterWork {
+		// THE BUG of signed-after-work (bug_signed_after_work.go).
+		if err := verify(s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
+			apikit.WriteProblem(w, http.StatusUnauthorized, err.Error())
+			return
+		}
 	}
 	status := "duplicate"
 	if applied {

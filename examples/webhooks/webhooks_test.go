@@ -108,7 +108,8 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 
 func TestVariants(t *testing.T) {
 	vs := webhooks.Variants()
-	require.Equal(t, []webhooks.Variant{webhooks.Reference, webhooks.FlakyReference, webhooks.DedupeApart, webhooks.CheckThenInsert}, vs)
+	require.Equal(t, []webhooks.Variant{webhooks.Reference, webhooks.FlakyReference, webhooks.DedupeApart, webhooks.CheckThenInsert,
+		webhooks.DedupeDelivery, webhooks.SignedAfterWork}, vs)
 	for _, v := range vs {
 		got, err := webhooks.ParseVariant(string(v))
 		require.NoError(t, err)
@@ -118,7 +119,11 @@ func TestVariants(t *testing.T) {
 			require.Empty(t, check+anomaly)
 			continue
 		}
-		require.Equal(t, "webhook-redelivery", check)
+		if v == webhooks.SignedAfterWork {
+			require.Equal(t, "signature", check)
+		} else {
+			require.Equal(t, "webhook-redelivery", check)
+		}
 		require.NotEmpty(t, anomaly)
 		_, err = os.Stat("bug_" + strings.ReplaceAll(string(v), "-", "_") + ".go")
 		require.NoError(t, err, "the file of %s", v)

@@ -16,7 +16,8 @@ import (
 // tolerance) is certified as any other: idemcheck signs every attempt,
 // each redelivery and each copy of a burst with a fresh timestamp. The
 // signed reference is clean and proven, every check; the signed variants
-// are caught as their unsigned twins are.
+// are caught as their unsigned twins are, and the one that checks the
+// signature after its work by the signature check.
 func TestSignedConsumers(t *testing.T) {
 	b := bins(t)
 	ref, ok := zoo.Lookup("webhooks-signed", "reference")
@@ -41,6 +42,10 @@ func TestSignedConsumers(t *testing.T) {
 		for _, a := range res.History.Attempts {
 			switch {
 			case a.Outcome != idemcheck.Replied:
+			case a.Variant == idemcheck.BadSignature || a.Variant == idemcheck.StaleSignature:
+				// The signature check's forged and stale deliveries,
+				// refused on purpose.
+				assert.Equal(t, 401, a.Status, "run %d: attempt %d (%s)", run, a.ID, a.Variant)
 			case a.Status == 401:
 				refused++
 			case a.Status == 200:
@@ -48,6 +53,11 @@ func TestSignedConsumers(t *testing.T) {
 			}
 		}
 		assert.Zero(t, refused, "run %d: deliveries refused for their signature", run)
+		for _, c := range res.Report.Checks {
+			if c.Name == idemcheck.CheckSignature {
+				assert.Equal(t, idemcheck.Pass, c.Status, "run %d: %s", run, c.Reason)
+			}
+		}
 		assert.Positive(t, acked, "run %d", run)
 	}
 	for _, e := range zoo.Entries() {

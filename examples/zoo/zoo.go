@@ -49,9 +49,10 @@ func (e Entry) Name() string {
 const SigningSecret = "whsec_aWRlbWNoZWNrIHpvbyBzaWduaW5nIGtleQ=="
 
 // signedVariants are the webhook consumers the zoo also certifies signed:
-// the reference, the event recorded after the work committed, and the
-// delivery id taken for the event id.
-var signedVariants = []webhooks.Variant{webhooks.Reference, webhooks.CheckThenInsert, webhooks.DedupeDelivery}
+// the reference, the event recorded after the work committed, the
+// delivery id taken for the event id, and the signature checked after the
+// work.
+var signedVariants = []webhooks.Variant{webhooks.Reference, webhooks.CheckThenInsert, webhooks.DedupeDelivery, webhooks.SignedAfterWork}
 
 // Args are the flags that start the entry's binary: its variant and, for
 // orders, the zoo's short lease.
@@ -90,6 +91,9 @@ func Entries() []Entry {
 		out = append(out, Entry{App: "orders", Variant: string(v), Check: c, Anomaly: a})
 	}
 	for _, v := range webhooks.Variants() {
+		if v == webhooks.SignedAfterWork {
+			continue // its bug needs a signed consumer
+		}
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a})
 	}
@@ -363,6 +367,7 @@ var abbreviations = map[idemcheck.Kind]string{
 	idemcheck.LostEffect: "lost", idemcheck.UnexpectedStatus: "status", idemcheck.NeverAcknowledged: "noack",
 	idemcheck.RejectedRequestSaved: "rsave", idemcheck.MalformedKeyAccepted: "mkey",
 	idemcheck.ProviderDuplicateCharge: "pdup", idemcheck.ProviderCallWithoutKey: "pnokey",
+	idemcheck.BadSignatureAccepted: "badsig", idemcheck.StaleSignatureAccepted: "stalesig",
 }
 
 func abbreviate(k idemcheck.Kind) string {
