@@ -232,6 +232,7 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 		ic.checkProvider(calls[in.ID])
 		out = append(out, ic.out...)
 	}
+	out = append(out, staleSkewAccepted(h)...)
 	return hintKeyHeader(h, out, words)
 }
 
@@ -1037,4 +1038,36 @@ func medianSpreadUS(b []idemcheck.Burst) int64 {
 	}
 	slices.Sort(d)
 	return d[len(d)/2].Microseconds()
+}
+
+// staleSkewAccepted remarks on a run signed with a clock shifted past the
+// tolerance senders document (--sign-skew) whose deliveries were
+// acknowledged: the consumer accepts replays of old deliveries. One
+// remark for the run, on the first acknowledged attempt, with the count.
+func staleSkewAccepted(h *idemcheck.History) []idemcheck.Anomaly {
+	g := h.Run.Target.Signing
+	if g == nil {
+		return nil
+	}
+	skew := time.Duration(g.SkewMS) * time.Millisecond
+	if skew.Abs() <= idemcheck.SignatureTolerance {
+		return nil
+	}
+	var acked []idemcheck.Attempt
+	for _, a := range h.Attempts {
+		if a.Outcome == idemcheck.Replied && a.Variant.SameRequest() && h.Run.Policy.Replay(a.Status) {
+			acked = append(acked, a)
+		}
+	}
+	if len(acked) == 0 {
+		return nil
+	}
+	first := acked[0]
+	return []idemcheck.Anomaly{{
+		Kind: idemcheck.StaleSignatureAccepted, Check: first.Check, Intent: first.Intent, Key: first.Key, Attempts: []int{first.ID},
+		Explanation: fmt.Sprintf("every attempt was signed with a clock %s off (--sign-skew), past the %s tolerance senders document, and %d of them "+
+			"were acknowledged (attempt %d first, %d): the consumer accepts signatures far outside its window, so a captured delivery can be replayed.",
+			skew, idemcheck.SignatureTolerance, len(acked), first.ID, first.Status),
+		Observed: map[string]any{"skew_ms": g.SkewMS, "acknowledged": len(acked)},
+	}}
 }

@@ -208,6 +208,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Policy:      cfg.Policy,
 		EffectQuery: cfg.EffectSQL,
 	}}
+	if g := cfg.Endpoint.Sign; g != nil {
+		h.Run.Target.Signing = &idemcheck.TargetSigning{Scheme: g.Scheme, Header: g.SignatureHeader(), SkewMS: g.Skew.Milliseconds()}
+	}
 	if effects != nil && effects.HTTP != nil {
 		// The read-back's path may carry a suite's secret (${NAME}).
 		desc := effects.HTTP.Describe()

@@ -69,6 +69,12 @@ func TestCertifySignedConsumerHidesSecretAndSignatures(t *testing.T) {
 			assert.NotContains(t, text, sig, f)
 		}
 	}
+	rep, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(rep), `"signing": {
+      "scheme": "standard-webhooks",
+      "header": "webhook-signature"
+    }`, "the report says how the run signed")
 	b, err := os.ReadFile(histPath)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"Webhook-Signature":["[redacted]"]`, "the signature header is recorded, hidden")
