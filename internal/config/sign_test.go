@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/scenarios"
@@ -75,4 +77,13 @@ func TestSigningInSuite(t *testing.T) {
 		assert.Contains(t, err.Error(), want, yaml)
 		assert.NotContains(t, err.Error(), "literal-secret")
 	}
+}
+
+// idemchecktest says the signing fields as Target's.
+func TestSigningInGoWords(t *testing.T) {
+	_, err := idemchecktest.Check(context.Background(), idemchecktest.Target{URL: "http://127.0.0.1:1", Path: "/events",
+		Sign: &scenarios.Signing{Scheme: "github"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "idemchecktest: Sign.Secret is missing: github signs with a secret")
+	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
 }
