@@ -1291,8 +1291,8 @@ func (s *session) record(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt
 // hidden (those the request itself carries learnt first), and fp, its
 // fingerprint.
 func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
-	// Computed headers are described as computed now; the signatures
-	// among them are hidden.
+	// Computed headers are described as computed now, the signatures
+	// among them hidden; each sent attempt then records its own (fill).
 	req = req.Finished()
 	a.Method, a.Header, a.Path, a.Body = req.Method, s.redact(req.Header), s.scrubRequest(req), s.scrub(string(req.Body))
 	a.Fingerprint = fp
@@ -1313,6 +1313,11 @@ func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 // (whose vegeta sends come as wire.Results too: vegetaResult).
 func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 	a.Start, a.FirstByte, a.End = res.Start, res.FirstByte, res.End
+	if res.SentHeader != nil {
+		// This attempt's own computed headers (its timestamp, its
+		// signature hidden), not those described for its step.
+		a.Header = s.redact(res.SentHeader)
+	}
 	switch {
 	case res.Err == nil:
 		a.Outcome = idemcheck.Replied

@@ -85,8 +85,13 @@ func TestEveryAttemptSignedAsASenderSigns(t *testing.T) {
 		assert.False(t, deliveries[d.deliveryID], "a computed header is computed per attempt")
 		deliveries[d.deliveryID] = true
 	}
-	// The history says so, with the signature hidden.
+	// The history records each attempt's own computed headers, the
+	// signature hidden.
+	require.Len(t, h.Attempts, len(got))
+	recorded := map[string]bool{}
 	for _, a := range h.Attempts {
 		assert.Equal(t, []string{scenarios.Redacted}, a.Header["Webhook-Signature"])
+		recorded[a.Header.Get("X-Delivery-Id")] = true
 	}
+	assert.Equal(t, deliveries, recorded, "the delivery ids recorded are those sent")
 }

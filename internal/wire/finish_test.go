@@ -39,6 +39,9 @@ func TestFinishPerAttempt(t *testing.T) {
 			for _, s := range e.take() {
 				seqs[s.seq] = true
 			}
+			for _, res := range r.Results {
+				assert.True(t, seqs[res.SentHeader.Get("X-Seq")], "each result carries the header its attempt sent")
+			}
 			assert.Len(t, seqs, 8, "each attempt its own computed header")
 			assert.Equal(t, int32(8), n.Load(), "Finish once per attempt")
 			assert.Equal(t, "shared", shared.Get("X-Seq"))
@@ -47,6 +50,8 @@ func TestFinishPerAttempt(t *testing.T) {
 			res := c.Do(context.Background(), addr, reqs[0])
 			require.NoError(t, res.Err)
 			assert.Equal(t, "9", string(res.Body))
+			assert.Equal(t, "9", res.SentHeader.Get("X-Seq"))
+			assert.Nil(t, c.Do(context.Background(), addr, Request{Method: "GET", Path: "/"}).SentHeader, "nothing computed, nothing kept")
 			e.take()
 		})
 	}

@@ -69,11 +69,17 @@ func (c *Client) SendBurst(ctx context.Context, addr string, reqs []Request) Bur
 	for i, r := range reqs {
 		finished[i] = r.Finished()
 	}
-	reqs = finished
-	p := c.protocol()
-	if p == ProtocolHTTP1 || len(reqs) == 0 {
-		res, spread := c.burstHTTP1(ctx, addr, reqs)
-		return BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+	var out BurstResult
+	if p := c.protocol(); p == ProtocolHTTP1 || len(reqs) == 0 {
+		res, spread := c.burstHTTP1(ctx, addr, finished)
+		out = BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+	} else {
+		out = c.burstH2(ctx, addr, finished, p == ProtocolAuto)
 	}
-	return c.burstH2(ctx, addr, reqs, p == ProtocolAuto)
+	for i := range out.Results {
+		if reqs[i].Finish != nil {
+			out.Results[i].SentHeader = finished[i].Header
+		}
+	}
+	return out
 }

@@ -150,6 +150,11 @@ type Result struct {
 	// say, and that reply is then kept with Err nil). Through a proxy, true
 	// only means the bytes reached the proxy.
 	Written bool
+
+	// SentHeader is the request header as this attempt sent it, when the
+	// request's Finish computed it (nil otherwise): each attempt's own
+	// signature and timestamp, for the record.
+	SentHeader http.Header
 }
 
 // Client sends attempts. The zero value is ready to use. A Client is safe for
@@ -209,7 +214,11 @@ func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
 // reported in the Result, and a failed attempt is the caller's to repeat as a
 // new attempt.
 func (c *Client) Do(ctx context.Context, addr string, req Request) Result {
-	a := c.newAttempt(ctx, addr, req.Finished(), true)
+	sent := req.Finished()
+	a := c.newAttempt(ctx, addr, sent, true)
+	if req.Finish != nil {
+		a.res.SentHeader = sent.Header
+	}
 	if !a.done() && a.dial(addr) {
 		if err := a.write(a.wire); err != nil {
 			a.writeFailed(err)
