@@ -16,7 +16,7 @@ import (
 )
 
 // Template is a string with holes filled per intent: {{key}}, {{intent}}
-// and {{seq}}, and computed parts (TemplateFuncs) such as {{timestamp}} or
+// and {{seq}}, and computed parts such as {{timestamp}}, {{uuid}} or
 // {{hmac_sha256_hex "${SECRET}" (printf "%s.%s" timestamp body)}}. It is
 // parsed once, so an unknown name or a wrong count of arguments is an
 // error before any traffic is sent.
@@ -41,10 +41,10 @@ type templatePart struct {
 // TemplateNames are the plain holes a template may use.
 var TemplateNames = []string{"key", "intent", "seq"}
 
-// TemplateFuncs are the functions a template may call, with what each
-// gives. Each takes and returns text. The time functions read the send's clock
-// (Send.Now), body the exact bytes sent.
-var TemplateFuncs = map[string]string{
+// templateHelp says what each function a template may call gives, for
+// errors. Each takes and returns text. The time functions read the send's
+// clock (Send.Now), body the exact bytes sent.
+var templateHelp = map[string]string{
 	"key":                "the intent's idempotency key (or event id)",
 	"intent":             "the intent's id",
 	"seq":                "the intent's number",
@@ -208,10 +208,10 @@ func checkCommand(c *parse.CommandNode, piped bool, names *[]string, at func(par
 		got++
 	}
 	if want >= 0 && got != want {
-		return fmt.Errorf("%s %s takes %d argument%s, got %d: %s", id.Ident, at(id), want, plural(want), got, TemplateFuncs[id.Ident])
+		return fmt.Errorf("%s %s takes %d argument%s, got %d: %s", id.Ident, at(id), want, plural(want), got, templateHelp[id.Ident])
 	}
 	if want < 0 && got == 0 {
-		return fmt.Errorf("%s %s takes a format and its arguments: %s", id.Ident, at(id), TemplateFuncs[id.Ident])
+		return fmt.Errorf("%s %s takes a format and its arguments: %s", id.Ident, at(id), templateHelp[id.Ident])
 	}
 	if !slices.Contains(*names, id.Ident) {
 		*names = append(*names, id.Ident)

@@ -86,7 +86,7 @@ type Target struct {
 	// Method defaults to POST.
 	Method string
 	// Path, Body and Header values may hold {{key}}, {{intent}} and {{seq}},
-	// and computed parts such as {{timestamp}} (idemcheck.TemplateFuncs).
+	// and computed parts such as {{timestamp}} (docs/webhooks.md).
 	Path   string
 	Body   string
 	Header map[string]string
