@@ -30,6 +30,10 @@ const (
 	CheckWebhookRedeliver = "webhook-redelivery"
 	CheckCorrectedRetry   = "corrected-retry"
 	CheckKeySyntax        = "key-syntax"
+	// CheckSignature: a delivery signed with another secret, and one
+	// signed an hour ago, are sent to a consumer that verifies signatures;
+	// each must be refused before any work.
+	CheckSignature = "signature"
 	// CheckSoak is the load run of `idemcheck soak`, apart from certification.
 	CheckSoak = "soak"
 )
@@ -79,6 +83,12 @@ const (
 	// intents that a store which truncates keys takes for one.
 	LongKey     Variant = "long-key"
 	LongKeyTwin Variant = "long-key-twin"
+	// BadSignature: the request signed with another secret than the
+	// consumer's (a forgery); StaleSignature: the request signed properly
+	// an hour ago (a replay of a captured delivery). A consumer that
+	// verifies signatures refuses both before any work.
+	BadSignature   Variant = "bad-signature"
+	StaleSignature Variant = "stale-signature"
 )
 
 // MaxKeyLen is the longest key a target must take (Stripe: 255
@@ -170,6 +180,16 @@ const (
 	// (a cut link, a failed downstream call): the expected outcome of the
 	// fault, a robustness finding apart from the verdict.
 	ServerErrorUnderFault Kind = "server-error-under-fault"
+	// BadSignatureAccepted: a delivery signed with another secret was
+	// acknowledged or left an effect: the consumer acts on forged events
+	// (it checks the signature after the work, or not at all).
+	BadSignatureAccepted Kind = "bad-signature-accepted"
+	// StaleSignatureAccepted: a delivery properly signed an hour ago was
+	// acknowledged, far outside the five-minute tolerance senders document:
+	// a captured delivery can be replayed. A conformance remark (the
+	// FindingClass mechanism classes it so): the event id still keeps its
+	// effect single.
+	StaleSignatureAccepted Kind = "stale-signature-accepted"
 )
 
 // FindingClass says what a finding means for the verdict. Only failures
@@ -198,7 +218,7 @@ const (
 // know is a failure, never a remark.
 func (k Kind) Class() FindingClass {
 	switch k {
-	case MalformedKeyAccepted:
+	case MalformedKeyAccepted, StaleSignatureAccepted:
 		return ConformanceFinding
 	case TargetExitedFinding, ServerErrorUnderFault:
 		return RobustnessFinding

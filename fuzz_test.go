@@ -8,7 +8,7 @@ import (
 // FuzzParseTemplate: parsing never panics; a template that parses fills
 // without panicking, and a text without "{{" is its own filling.
 func FuzzParseTemplate(f *testing.F) {
-	for _, s := range []string{"", "/orders", `{"customerId":"{{intent}}","totalCents":4000}`, "{{ key }}-{{seq}}", "{{uuid}}", "a{{", "{{}}", "}}{{key"} {
+	for _, s := range []string{"", "/orders", `{"customerId":"{{intent}}","totalCents":4000}`, "{{ key }}-{{seq}}", "{{uuid}}", `{{hmac_sha256_hex "s" (printf "%s.%s" timestamp body)}}`, "{{body | sha256_hex}}", "a{{", "{{}}", "}}{{key"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

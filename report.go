@@ -133,7 +133,24 @@ type Target struct {
 	// target idemcheck started (--target-log); empty when its output was
 	// not kept.
 	Log string `json:"log,omitempty"`
+	// Signing says how every attempt was signed (--sign), never with
+	// what secret; nil when requests were not signed.
+	Signing *TargetSigning `json:"signing,omitempty"`
 }
+
+// TargetSigning is how a run signed its requests: the scheme, the
+// signature header and the shift of the signing clock (--sign-skew).
+type TargetSigning struct {
+	Scheme string `json:"scheme"`
+	Header string `json:"header"`
+	SkewMS int64  `json:"skew_ms,omitempty"`
+}
+
+// SignatureTolerance is how far from the receiver's clock senders document
+// that a signature's timestamp may be (Stripe, Slack, Standard Webhooks):
+// a consumer that acknowledges a delivery signed further off accepts
+// replays.
+const SignatureTolerance = 5 * time.Minute
 
 // Stats are run facts.
 type Stats struct {

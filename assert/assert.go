@@ -263,6 +263,7 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 		ic.checkProvider(calls[in.ID])
 		out = append(out, ic.out...)
 	}
+	out = append(out, staleSkewAccepted(h)...)
 	return hintKeyHeader(h, out, words)
 }
 
@@ -799,6 +800,14 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 		witness = witnesses(cr)
 	}
 	switch {
+	case n > allowed && len(v.refusedSigned) > 0 && len(succ) == 0:
+		// Every delivery was refused for its signature, and the work was
+		// done anyway: the signature is checked after the work.
+		c.add(idemcheck.BadSignatureAccepted, ids(v.refusedSigned),
+			fmt.Sprintf("%d deliveries with a forged or stale signature were refused (%s), yet the effect query counts %d effects (%s with %s): "+
+				"the consumer did the work before it checked the signature, so a forged delivery is applied while its sender is told no.",
+				len(v.refusedSigned), statusesOf(v.refusedSigned), n, c.obs.Query, strings.Join(c.obs.Args, ", ")),
+			observed)
 	case n > allowed:
 		c.add(idemcheck.DuplicateEffect, witness,
 			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s). One intent must leave exactly one effect.%s",
@@ -1069,4 +1078,36 @@ func medianSpreadUS(b []idemcheck.Burst) int64 {
 	}
 	slices.Sort(d)
 	return d[len(d)/2].Microseconds()
+}
+
+// staleSkewAccepted remarks on a run signed with a clock shifted past the
+// tolerance senders document (--sign-skew) whose deliveries were
+// acknowledged: the consumer accepts replays of old deliveries. One
+// remark for the run, on the first acknowledged attempt, with the count.
+func staleSkewAccepted(h *idemcheck.History) []idemcheck.Anomaly {
+	g := h.Run.Target.Signing
+	if g == nil {
+		return nil
+	}
+	skew := time.Duration(g.SkewMS) * time.Millisecond
+	if skew.Abs() <= idemcheck.SignatureTolerance {
+		return nil
+	}
+	var acked []idemcheck.Attempt
+	for _, a := range h.Attempts {
+		if a.Outcome == idemcheck.Replied && a.Variant.SameRequest() && h.Run.Policy.Replay(a.Status) {
+			acked = append(acked, a)
+		}
+	}
+	if len(acked) == 0 {
+		return nil
+	}
+	first := acked[0]
+	return []idemcheck.Anomaly{{
+		Kind: idemcheck.StaleSignatureAccepted, Check: first.Check, Intent: first.Intent, Key: first.Key, Attempts: []int{first.ID},
+		Explanation: fmt.Sprintf("every attempt was signed with a clock %s off (--sign-skew), past the %s tolerance senders document, and %d of them "+
+			"were acknowledged (attempt %d first, %d): the consumer accepts signatures far outside its window, so a captured delivery can be replayed.",
+			skew, idemcheck.SignatureTolerance, len(acked), first.ID, first.Status),
+		Observed: map[string]any{"skew_ms": g.SkewMS, "acknowledged": len(acked)},
+	}}
 }

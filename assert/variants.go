@@ -15,6 +15,9 @@ type variantEffects struct {
 	// promised counts changed requests the client was told succeeded as
 	// new work: each must have left one.
 	promised int
+	// refusedSigned are the deliveries with a forged or stale signature
+	// the consumer refused: they must have run nothing.
+	refusedSigned []idemcheck.Attempt
 }
 
 // checkVariants judges the attempts that sent a changed request under the
@@ -112,6 +115,24 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 			} else {
 				v.explained++
 			}
+		case idemcheck.BadSignature, idemcheck.StaleSignature:
+			if !ok2xx {
+				v.refusedSigned = append(v.refusedSigned, a)
+				continue
+			}
+			// Its effect, if any, is this finding's.
+			v.explained++
+			if a.Variant == idemcheck.BadSignature {
+				c.add(idemcheck.BadSignatureAccepted, []int{a.ID},
+					fmt.Sprintf("attempt %d was signed with another secret than the consumer's and was acknowledged with %d %s: the consumer acts on forged "+
+						"deliveries, so anyone who can reach it can make it apply any event.", a.ID, a.Status, short(a.RespBody)), nil)
+			} else {
+				c.add(idemcheck.StaleSignatureAccepted, []int{a.ID},
+					fmt.Sprintf("attempt %d was properly signed an hour before it was sent and was acknowledged with %d %s: senders document a five-minute "+
+						"tolerance, so a captured delivery can be replayed for ever (the event id still keeps its effect single).", a.ID, a.Status, short(a.RespBody)),
+					map[string]any{"signed_age_s": 3600})
+			}
+			continue
 		case idemcheck.NoKey:
 			switch {
 			case p.MissingKeyStatus == 0:

@@ -252,6 +252,9 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 		// to count in it, counts nothing.
 		h.Run.Target.Database = cfg.DBName
 	}
+	if g := cfg.Endpoint.Sign; g != nil {
+		h.Run.Target.Signing = &idemcheck.TargetSigning{Scheme: g.Scheme, Header: g.SignatureHeader(), SkewMS: g.Skew.Milliseconds()}
+	}
 	if effects != nil && effects.HTTP != nil {
 		// The read-back's path may carry a suite's secret (${NAME}).
 		desc := red.String(effects.HTTP.Describe())

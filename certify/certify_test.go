@@ -91,7 +91,7 @@ func TestCertifyReferencePassesEveryRun(t *testing.T) {
 			switch c.Name {
 			case idemcheck.CheckCrossEndpoint, idemcheck.CheckCrossTenant, idemcheck.CheckWebhookRedeliver,
 				idemcheck.CheckFailedAttempt, idemcheck.CheckCrashLease, idemcheck.CheckLeaseFencing,
-				idemcheck.CheckRestartReplay, idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry:
+				idemcheck.CheckRestartReplay, idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry, idemcheck.CheckSignature:
 				want = idemcheck.Skip // not configured, or needs powers an in-process handler lacks
 			}
 			assert.Equal(t, want, c.Status, "run %d: %s %s", run, c.Name, c.Reason)

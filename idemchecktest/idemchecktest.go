@@ -85,7 +85,8 @@ type Target struct {
 	DSN string
 	// Method defaults to POST.
 	Method string
-	// Path, Body and Header values may hold {{key}}, {{intent}} and {{seq}}.
+	// Path, Body and Header values may hold {{key}}, {{intent}} and {{seq}},
+	// and computed parts such as {{timestamp}} (docs/webhooks.md).
 	Path   string
 	Body   string
 	Header map[string]string
@@ -106,6 +107,10 @@ type Target struct {
 	SkipChecks []string
 	// Options default to scenarios.Defaults.
 	Options *scenarios.Options
+	// Sign, when set, signs every attempt as a webhook sender does
+	// (docs/webhooks.md); its Secret is hidden in the report, with every
+	// signature. Read the secret from the environment, never a literal.
+	Sign *scenarios.Signing
 }
 
 // Check certifies the target and returns its report. The error is an
@@ -185,6 +190,7 @@ var targetWords = map[idemcheck.Field]idemcheck.Word{
 	"Headers": {Name: "Header"}, "Endpoint.Header": {Name: "Header"}, "Endpoint.Base": {Name: "URL"}, "Endpoint.Path": {Name: "Path"},
 	"DB": {Name: "DB", Set: "set DB (or DSN for a Command or Image)"}, "AllowRemote": {Name: "AllowRemote", Set: "set AllowRemote"},
 	"Powers": {Name: "Command", Set: "set Command or Image"}, "Endpoint.Other": {Name: "OtherPath", Set: "set OtherPath"},
+	"Sign": {Name: "Sign.Scheme", Set: "set Sign"}, "SignSecret": {Name: "Sign.Secret"}, "SignHeader": {Name: "Sign.Header"}, "SignSkew": {Name: "Sign.Skew"},
 }
 
 // inTargetWords is err with the fields it names said as Target's; it
@@ -230,6 +236,9 @@ func (t Target) config(ctx context.Context) (certify.Config, func(), error) {
 	}
 	if t.Options != nil {
 		spec.Options = *t.Options
+	}
+	if g := t.Sign; g != nil {
+		spec.Sign, spec.SignSecret, spec.SignHeader, spec.SignSkew = g.Scheme, g.Secret, g.Header, g.Skew
 	}
 	if len(spec.EffectArgs) == 0 && t.EffectSQL != "" {
 		spec.EffectArgs = []string{"{{intent}}"}

@@ -59,7 +59,7 @@ func TestConfigurationErrors(t *testing.T) {
 	_, err := idemchecktest.Check(context.Background(), idemchecktest.Target{URL: "nope"})
 	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
 	_, err = idemchecktest.Check(context.Background(), idemchecktest.Target{URL: "http://127.0.0.1:1", Body: "{{nope}}"})
-	assert.ErrorContains(t, err, "Body: unknown template name")
+	assert.ErrorContains(t, err, "Body: unknown template function {{nope}} at byte 2")
 	o := scenarios.Defaults
 	o.BurstSize = 1
 	_, err = idemchecktest.Check(context.Background(), idemchecktest.Target{URL: "http://127.0.0.1:1", Options: &o})

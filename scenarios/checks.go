@@ -396,6 +396,15 @@ var registry = []Check{
 		},
 	},
 	{
+		Name: idemcheck.CheckSignature,
+		Rule: "Stripe, GitHub, Shopify, Slack and the Standard Webhooks specification: a consumer verifies each delivery's signature over " +
+			"the exact body, and its timestamp within a tolerance (five minutes), before acting on it: a forged delivery and a replayed old one " +
+			"are refused and run nothing.",
+		Build: rounds(SignatureRefusals),
+		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return e.Sign == nil },
+			unless("the requests are not signed (%s)", idemcheck.Setting("Sign"))),
+	},
+	{
 		Name: idemcheck.CheckKeySyntax,
 		Rule: "IETF Idempotency-Key draft, section 2.1: the key is a Structured Field string; Stripe: at most 255 characters. " +
 			"A malformed key (empty, too long, a list) gets the policy's invalid-key status and runs nothing; two valid long keys that differ only past " +

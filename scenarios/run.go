@@ -56,6 +56,17 @@ type Endpoint struct {
 	// endpoint's body under the same key. By default it is derived from
 	// the body by BreakTypes.
 	InvalidBody *idemcheck.Template
+	// Sign, when set, signs every attempt as a webhook sender does.
+	Sign *Signing
+}
+
+// clock is the time computed parts are taken from: now, shifted by the
+// signing skew.
+func (e Endpoint) clock() time.Time {
+	if e.Sign != nil {
+		return time.Now().Add(e.Sign.Skew)
+	}
+	return time.Now()
 }
 
 // invalidBody is the body corrected-retry sends first: the endpoint's
@@ -383,6 +394,9 @@ type session struct {
 	// handler that never opens a transaction); "" until then.
 	lastKind string
 	shifts   map[string]int
+	// soak: the session runs a soak, whose signatures are not learned
+	// one by one (finish).
+	soak bool
 	// lastStep places the step that ran last (Check, Intent, Round,
 	// Step), for the events that happen in its time.
 	lastStep idemcheck.Event
@@ -1209,6 +1223,10 @@ func (s *session) releaseHeld(ev faults.HoldEvent, firstDone, retryDone <-chan w
 // variant; it returns the request and the key it carries ("" for none).
 func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Request, string) {
 	e := s.Endpoint
+	// The id a signature signs is the event's: a request sent without
+	// its key (missing-key) is still signed as the sender would sign
+	// the event, so that the consumer judges the body, not the signature.
+	signID := in.Key
 	switch v {
 	case idemcheck.OtherKey:
 		in.Key = uuid.NewString() // every template sees the new key
@@ -1223,7 +1241,11 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	case idemcheck.LongKeyTwin:
 		in.Key = LongKey(in.Key, 'b')
 	}
-	method, path, body := e.Method, e.Path.Fill(in), e.Body.Fill(in)
+	// The body and path are computed once per step: every attempt of it,
+	// and every redelivery, sends the same bytes, as a sender resends an
+	// event. Headers that are computed are computed per attempt (finish).
+	sd := idemcheck.Send{Now: e.clock()}
+	method, body := e.Method, e.Body.FillAt(in, sd)
 	switch v {
 	case idemcheck.OtherBody:
 		if e.MismatchBody != nil {
@@ -1234,7 +1256,7 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	case idemcheck.Reordered:
 		body = ReorderBody(body)
 	case idemcheck.OtherEndpoint:
-		method, path = e.Other.Method, e.Other.Path.Fill(in)
+		method = e.Other.Method
 		if e.Other.Body != nil {
 			body = e.Other.Body.Fill(in)
 		}
@@ -1247,8 +1269,19 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	case idemcheck.InvalidBody:
 		body = e.invalidBody(in)
 	}
+	sd.Body = []byte(body)
+	pathT := e.Path
+	if v == idemcheck.OtherEndpoint {
+		pathT = e.Other.Path
+	}
+	path := pathT.FillAt(in, sd)
 	hdr := http.Header{}
+	var computed []Header
 	for _, h := range e.Header {
+		if h.Value.Computed() {
+			computed = append(computed, h)
+			continue
+		}
 		hdr.Add(h.Name, h.Value.Fill(in))
 	}
 	switch {
@@ -1269,7 +1302,46 @@ func (s *session) request(in idemcheck.Intent, v idemcheck.Variant) (wire.Reques
 	default:
 		hdr.Del(s.Policy.KeyHeader)
 	}
-	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body)}, in.Key
+	if in.Key != "" {
+		signID = in.Key
+	}
+	return wire.Request{Method: method, Path: path, Header: hdr, Body: []byte(body), Finish: s.finish(in, v, signID, computed)}, in.Key
+}
+
+// finish returns what computes a request's per-attempt parts at send time
+// (wire.Request.Finish): the computed headers over the exact body sent,
+// then the signature, with a fresh timestamp each time; nil when there
+// are none. The event id a scheme signs (id) is the intent's key, which a
+// redelivery keeps.
+func (s *session) finish(in idemcheck.Intent, v idemcheck.Variant, id string, computed []Header) func(wire.Request) wire.Request {
+	e := s.Endpoint
+	if len(computed) == 0 && e.Sign == nil {
+		return nil
+	}
+	return func(r wire.Request) wire.Request {
+		h := r.Header.Clone()
+		sd := idemcheck.Send{Now: e.clock(), Body: r.Body}
+		for _, c := range computed {
+			h.Add(c.Name, c.Value.FillAt(in, sd))
+		}
+		if e.Sign != nil {
+			g := *e.Sign
+			switch v {
+			case idemcheck.BadSignature:
+				g.Secret = forgedSecret
+			case idemcheck.StaleSignature:
+				sd.Now = sd.Now.Add(-StaleAge)
+			}
+			g.Sign(h, id, r.Body, sd.Now)
+			if !s.soak {
+				// A reply that echoes this attempt's signature hides it
+				// too. A soak's attempts are too many to learn each.
+				s.secret().LearnHeader(e.Sign.SignatureHeader(), h.Get(e.Sign.SignatureHeader()))
+			}
+		}
+		r.Header = h
+		return r
+	}
 }
 
 // record records one of a certification's sends (put) and keeps what the
@@ -1288,6 +1360,9 @@ func (s *session) record(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt
 // hidden (those the request itself carries learnt first), and fp, its
 // fingerprint.
 func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
+	// Computed headers are described as computed now, the signatures
+	// among them hidden; each sent attempt then records its own (fill).
+	req = req.Finished()
 	a.Method, a.Header, a.Path, a.Body = req.Method, s.redact(req.Header), s.scrubRequest(req), s.scrub(string(req.Body))
 	a.Fingerprint = fp
 }
@@ -1307,6 +1382,11 @@ func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 // (whose vegeta sends come as wire.Results too: vegetaResult).
 func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 	a.Start, a.FirstByte, a.End = res.Start, res.FirstByte, res.End
+	if res.SentHeader != nil {
+		// This attempt's own computed headers (its timestamp, its
+		// signature hidden), not those described for its step.
+		a.Header = s.redact(res.SentHeader)
+	}
 	switch {
 	case res.Err == nil:
 		a.Outcome = idemcheck.Replied

@@ -299,6 +299,16 @@ func MissingKey(rounds int) Scenario {
 		Steps: []Step{{Attempts: 1, Variant: idemcheck.NoKey}}}
 }
 
+// SignatureRefusals sends the intent signed with another secret, then
+// signed StaleAge ago: a consumer that verifies signatures refuses both,
+// and neither leaves an effect.
+func SignatureRefusals(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckSignature, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, Variant: idemcheck.BadSignature},
+		{Attempts: 1, Variant: idemcheck.StaleSignature},
+	}}
+}
+
 // FailedAttempt cuts the target's database link at one of its effect
 // writes (a COMMIT, or a write that commits on its own; another each
 // round), so the first attempt dies inside the server, then retries.

@@ -67,7 +67,8 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	for _, c := range []string{idemcheck.CheckRestartReplay, idemcheck.CheckCrashAfterCommit, idemcheck.CheckInFlightRetry} {
 		assert.Contains(t, skipped[c], "(set Powers)", c)
 	}
-	assert.Len(t, scs, len(Names())-11+1, "key-syntax sends two scenarios")
+	assert.Contains(t, skipped[idemcheck.CheckSignature], "not signed (set Sign)")
+	assert.Len(t, scs, len(Names())-12+1, "key-syntax sends two scenarios")
 
 	_, _, err = Plan([]string{"concurrent-burst", "nope"}, Defaults, idemcheck.IETF(), e, nil, nil)
 	assert.ErrorContains(t, err, `unknown check "nope"`)

@@ -30,6 +30,17 @@ func (s *session) secret() *idemcheck.Redactor {
 		for _, t := range s.Endpoint.Tenants {
 			red.AddHeader(t.Name)
 		}
+		// A signature, and a header computed with an HMAC, is a
+		// credential: hidden by name, and learned as sent.
+		for _, h := range s.Endpoint.Header {
+			if h.Value.Uses("hmac_sha256_hex") || h.Value.Uses("hmac_sha256_base64") {
+				red.AddHeader(h.Name)
+			}
+		}
+		if g := s.Endpoint.Sign; g != nil {
+			red.AddHeader(g.SignatureHeader())
+			red.AddSecret(g.Secrets()...)
+		}
 		s.secrets = red
 	})
 	return s.secrets

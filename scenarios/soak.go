@@ -254,7 +254,9 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		}
 		seq := int(sk.Shard.Seq(n))
 		in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-%d", s.run, seq), Key: uuid.NewString(), Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
+		// Computed now, as the attempt is sent.
 		req, _ := s.request(in, idemcheck.Original)
+		req = req.Finished()
 		addr, fault := direct, faults.None
 		end := 0.0
 		for i, f := range single {
@@ -459,7 +461,7 @@ func (sk *Soak) Preflight(ctx context.Context) error {
 func (sk *Soak) session() *session {
 	r := &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redactor: sk.Redactor, Redact: sk.Redact, Secrets: sk.Secrets,
 		RedactFields: sk.RedactFields, RedactQuery: sk.RedactQuery, Upstream: sk.Upstream}
-	return &session{Runner: r, run: newRunID()}
+	return &session{Runner: r, run: newRunID(), soak: true}
 }
 
 func (sk *Soak) timeout() time.Duration {

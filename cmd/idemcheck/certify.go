@@ -211,6 +211,8 @@ type certifyFlags struct {
 	keyHeader, replayHeader, resourceID, keyPointer              string
 	policyName, otherPath, command, failingBody                  string
 	invalidBody, image, dbImage, ready                           string
+	sign, signSecret, signHeader                                 string
+	signSkew                                                     time.Duration
 	instances                                                    int
 	lease                                                        time.Duration
 	headers, effectArgs, ignore, redact, env, tenants, providers listFlag
@@ -241,9 +243,13 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.failingBody, "failing-body", "", "a body `template` the target answers with an error (a declined card): failed-attempt checks the error is saved")
 	fs.StringVar(&f.invalidBody, "invalid-body", "", "a body `template` the target must refuse with a 4xx before doing any work, for corrected-retry (default: the body with every member's type broken)")
 	fs.StringVar(&f.method, "method", "POST", "request method")
-	fs.StringVar(&f.path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
+	fs.StringVar(&f.path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent and computed parts such as {{timestamp}} (default: the URL's path)")
 	fs.StringVar(&f.body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}' (${NAME} is read from the environment)")
-	fs.Var(&f.headers, "header", "extra request header 'Name: value' (repeatable; templates allowed; ${NAME} is read from the environment and hidden in reports, $${ is a literal ${), such as 'Authorization: Bearer ${TOKEN}'")
+	fs.Var(&f.headers, "header", "extra request header 'Name: value' (repeatable; templates allowed, computed per attempt over the body sent, such as 'X-Sig: {{hmac_sha256_hex \"${SECRET}\" body}}'; ${NAME} is read from the environment and hidden in reports, $${ is a literal ${), such as 'Authorization: Bearer ${TOKEN}'")
+	fs.StringVar(&f.sign, "sign", "", "sign every attempt as a webhook sender does, with `scheme` "+strings.Join(scenarios.SignSchemes, ", ")+": a fresh timestamp and signature per attempt, over the exact body sent (docs/webhooks.md)")
+	fs.StringVar(&f.signSecret, "sign-secret", "", "with --sign: the signing secret, read from the environment: '${NAME}' (hidden in every report and history, with every signature)")
+	fs.StringVar(&f.signHeader, "sign-header", "", "with --sign: the signature header's `name`, for a sender that follows the scheme under another name")
+	fs.DurationVar(&f.signSkew, "sign-skew", 0, "with --sign: shift the signing clock, such as -10m: a consumer that accepts a signature past its 5-minute tolerance is remarked on")
 	fs.StringVar(&f.db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
 	fs.StringVar(&f.effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
 	fs.Var(&f.effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
@@ -297,6 +303,10 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		}
 		secrets = append(secrets, used...)
 	}
+	signSecret, err := signSecret(f.signSecret)
+	if err != nil {
+		return config.Spec{}, err
+	}
 	if err := f.rf.tlsFlags.forURL(rawURL); err != nil {
 		return config.Spec{}, err
 	}
@@ -342,6 +352,7 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		Policy: pol, DSN: db, DSNDefault: dbFromEnv, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
 		Checks: splitList(f.checks), Options: f.opts,
 		Redact: f.redact, RedactFields: f.redactFields, RedactQuery: f.redactQuery, Secrets: secrets,
+		Sign: f.sign, SignSecret: signSecret, SignHeader: f.signHeader, SignSkew: f.signSkew,
 	}
 	if set["checks"] && s.Checks == nil {
 		s.Checks = []string{} // --checks '' names none: a usage error, not every check
@@ -358,6 +369,20 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 	}
 	f.rf.apply(&s)
 	return s, nil
+}
+
+// signSecret reads --sign-secret, which must name an environment
+// variable: a secret typed on the command line would stay in the shell's
+// history and the process list.
+func signSecret(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if !strings.Contains(v, "${") {
+		return "", idemcheck.Usagef("--sign-secret takes the secret from the environment: write '${NAME}' (in single quotes, so the shell leaves it), not the secret itself")
+	}
+	out, _, err := expandFlag("--sign-secret", v, os.LookupEnv)
+	return out, err
 }
 
 func splitHeaders(hs []string) []config.Header {

@@ -183,7 +183,7 @@ func TestBadInput(t *testing.T) {
 		{"unreachable url", certifyArgs("http://127.0.0.1:1", dsn), idemcheck.ExitUnavailable, "cannot reach target 127.0.0.1:1"},
 		{"bad dsn", certifyArgs(url, "postgres://app:hunter2@127.0.0.1:1/app"), idemcheck.ExitUnavailable, "postgres://app:xxxxx@127.0.0.1:1/app"},
 		{"malformed body", append(certifyArgs(url, dsn), "--body", `{"customerId":`), idemcheck.ExitUsage, "--body is not valid JSON"},
-		{"unknown template", append(certifyArgs(url, dsn), "--body", `{"customerId":"{{uuid}}"}`), idemcheck.ExitUsage, "--body: unknown template name {{uuid}}"},
+		{"unknown template", append(certifyArgs(url, dsn), "--body", `{"customerId":"{{uuid4}}"}`), idemcheck.ExitUsage, "--body: unknown template function {{uuid4}} at byte 17"},
 		{"unknown template in effect arg", append(certifyArgs(url, dsn), "--effect-arg", "{{nope}}"), idemcheck.ExitUsage, "--effect-arg"},
 		{"effect sql fails", append(certifyArgs(url, dsn), "--effect-sql", "SELECT count(*) FROM missing WHERE id = $1"), idemcheck.ExitUsage, `relation "missing" does not exist`},
 		{"burst out of range", append(certifyArgs(url, dsn), "--burst", "1"), idemcheck.ExitUsage, "--burst 1 is out of range: use 2 to 1024"},

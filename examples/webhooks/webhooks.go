@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -59,6 +60,8 @@ var variants = apikit.Variants[Variant, deliverFunc]{
 	{Name: FlakyReference, Impl: (*Server).deliverFlakyReference},
 	{Name: DedupeApart, Check: "webhook-redelivery", Anomaly: "lost-effect", Impl: (*Server).deliverDedupeApart},
 	{Name: CheckThenInsert, Check: "webhook-redelivery", Anomaly: "duplicate-effect", Impl: (*Server).deliverCheckThenInsert},
+	{Name: DedupeDelivery, Check: "webhook-redelivery", Anomaly: "duplicate-effect", Impl: (*Server).deliverDedupeDelivery},
+	{Name: SignedAfterWork, Check: "signature", Anomaly: "bad-signature-accepted", Impl: (*Server).deliverReference},
 }
 
 // Variants lists the references (the reference and the flaky reference)
@@ -76,6 +79,12 @@ func Expectation(v Variant) (check, anomaly string) { return variants.Expectatio
 // Config tunes a Server. The zero value is the reference.
 type Config struct {
 	Variant Variant // default Reference
+	// Secret, when set, is the Standard Webhooks signing secret (whsec_
+	// and the key in base64): every delivery must then carry a valid
+	// signature made with it, timestamped within Tolerance of the
+	// consumer's clock, or it is refused with 401 before any work (see
+	// verify.go).
+	Secret string
 }
 
 // Server serves POST /webhooks and GET /healthz.
@@ -113,11 +122,25 @@ func (s *Server) Commits() int64 { return s.commits.Load() }
 func (s *Server) Refusals() int64 { return s.refusals.Load() }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	ev, problem := parseEvent(w, r)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyLen))
+	if err != nil {
+		apikit.WriteProblem(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+		return
+	}
+	// The signature is checked over the exact bytes received, before the
+	// body is even parsed (signed-after-work checks it after its work).
+	if s.cfg.Secret != "" && s.cfg.Variant != SignedAfterWork {
+		if err := verify(s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
+			apikit.WriteProblem(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+	}
+	ev, problem := parseEvent(raw)
 	if problem != "" {
 		apikit.WriteProblem(w, http.StatusBadRequest, problem)
 		return
 	}
+	ev.delivery = r.Header.Get(DeliveryHeader)
 	applied, err := s.deliver(s, r.Context(), ev)
 	if errors.Is(err, errTryLater) {
 		apikit.WriteProblem(w, http.StatusServiceUnavailable, "the event cannot be processed now; deliver it again")
@@ -129,6 +152,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		slog.ErrorContext(r.Context(), "webhooks: delivery failed", "event", ev.id, "err", err)
 		apikit.WriteProblem(w, http.StatusInternalServerError, "the event could not be processed; deliver it again")
 		return
+	}
+	if s.cfg.Secret != "" && s.cfg.Variant == SignedAfterWork {
+		// THE BUG of signed-after-work (bug_signed_after_work.go).
+		if err := verify(s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
+			apikit.WriteProblem(w, http.StatusUnauthorized, err.Error())
+			return
+		}
 	}
 	status := "duplicate"
 	if applied {
@@ -150,6 +180,9 @@ type event struct {
 	amountCents int64
 	// failFirst asks for the first delivery's work to fail (see doomed).
 	failFirst bool
+	// delivery is the sender's id of this delivery (DeliveryHeader), new
+	// at each redelivery.
+	delivery string
 }
 
 const (
@@ -167,11 +200,7 @@ func storable(s string) bool {
 // with. Members it does not know are ignored: senders add fields to their
 // events over time, and a consumer that refused them would break on the
 // sender's schedule.
-func parseEvent(w http.ResponseWriter, r *http.Request) (event, string) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyLen))
-	if err != nil {
-		return event{}, "cannot read the request body: " + err.Error()
-	}
+func parseEvent(raw []byte) (event, string) {
 	var in struct {
 		EventID *string `json:"eventId"`
 		Type    *string `json:"type"`

@@ -3,15 +3,21 @@ package webhooks_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck/examples/webhooks"
+	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -102,7 +108,8 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 
 func TestVariants(t *testing.T) {
 	vs := webhooks.Variants()
-	require.Equal(t, []webhooks.Variant{webhooks.Reference, webhooks.FlakyReference, webhooks.DedupeApart, webhooks.CheckThenInsert}, vs)
+	require.Equal(t, []webhooks.Variant{webhooks.Reference, webhooks.FlakyReference, webhooks.DedupeApart, webhooks.CheckThenInsert,
+		webhooks.DedupeDelivery, webhooks.SignedAfterWork}, vs)
 	for _, v := range vs {
 		got, err := webhooks.ParseVariant(string(v))
 		require.NoError(t, err)
@@ -112,7 +119,11 @@ func TestVariants(t *testing.T) {
 			require.Empty(t, check+anomaly)
 			continue
 		}
-		require.Equal(t, "webhook-redelivery", check)
+		if v == webhooks.SignedAfterWork {
+			require.Equal(t, "signature", check)
+		} else {
+			require.Equal(t, "webhook-redelivery", check)
+		}
 		require.NotEmpty(t, anomaly)
 		_, err = os.Stat("bug_" + strings.ReplaceAll(string(v), "-", "_") + ".go")
 		require.NoError(t, err, "the file of %s", v)
@@ -187,4 +198,33 @@ func TestCheckThenInsertRedeliveryAfterFailure(t *testing.T) {
 	require.Equal(t, "processed", f.deliver(eventBody(id, true)).deliveryStatus(t))
 	require.Equal(t, "duplicate", f.deliver(eventBody(id, true)).deliveryStatus(t))
 	require.Equal(t, 1, f.ledgerRows(id))
+}
+
+// A signed consumer refuses an unsigned or stale delivery with 401 before
+// any work, and applies one signed as a Standard Webhooks sender signs.
+func TestSignedConsumer(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	f := newFixture(t, webhooks.Config{Secret: secret})
+	id := "evt_" + uuid.NewString()
+	body := fmt.Sprintf(`{"eventId":%q,"type":"payment.succeeded","data":{"customerId":"c-%s","amountCents":500}}`, id, id)
+	post := func(skew time.Duration, sign bool) int {
+		req, err := http.NewRequest("POST", f.url+"/webhooks", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if sign {
+			g := scenarios.Signing{Scheme: scenarios.SignStandardWebhooks, Secret: secret}
+			g.Sign(req.Header, id, []byte(body), time.Now().Add(skew))
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, post(0, false))
+	assert.Equal(t, http.StatusUnauthorized, post(-webhooks.Tolerance-time.Minute, true))
+	assert.Equal(t, int64(0), f.api.Commits())
+	assert.Equal(t, http.StatusOK, post(-time.Minute, true))
+	assert.Equal(t, http.StatusOK, post(0, true))
+	assert.Equal(t, int64(1), f.api.Commits())
 }

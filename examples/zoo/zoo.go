@@ -46,15 +46,33 @@ type Entry struct {
 	// time never lets two same-key attempts reach the handler together):
 	// they must be inconclusive, with a reason, and never pass or fail.
 	Inconclusive []string
+	// Signed: the webhook consumer verifies every delivery's Standard
+	// Webhooks signature (SigningSecret), and idemcheck signs each attempt.
+	Signed bool
 }
 
-// Name is "app/variant", and the entry's flags after it.
+// Name is "app/variant" ("webhooks-signed/variant" for a signed
+// consumer), and the entry's flags after it.
 func (e Entry) Name() string {
-	if e.Flags != "" {
-		return e.App + "/" + e.Variant + " " + e.Flags
+	n := e.App + "/" + e.Variant
+	if e.Signed {
+		n = e.App + "-signed/" + e.Variant
 	}
-	return e.App + "/" + e.Variant
+	if e.Flags != "" {
+		n += " " + e.Flags
+	}
+	return n
 }
+
+// SigningSecret is the signed consumers' secret: a test value, the key
+// "idemcheck zoo signing key" in base64.
+const SigningSecret = "whsec_aWRlbWNoZWNrIHpvbyBzaWduaW5nIGtleQ=="
+
+// signedVariants are the webhook consumers the zoo also certifies signed:
+// the reference, the event recorded after the work committed, the
+// delivery id taken for the event id, and the signature checked after the
+// work.
+var signedVariants = []webhooks.Variant{webhooks.Reference, webhooks.CheckThenInsert, webhooks.DedupeDelivery, webhooks.SignedAfterWork}
 
 // Args are the flags that start the entry's binary: its variant, for
 // orders the zoo's short lease, and its own flags.
@@ -73,13 +91,18 @@ func (e Entry) Args() string {
 // when a database connection fails under it.
 const ExitOnDBError = "-exit-on-db-error"
 
-// Lookup returns the entry of app's variant.
+// Lookup returns the entry of app's variant; app "webhooks-signed" names
+// a signed consumer.
 func Lookup(app, variant string) (Entry, bool) { return LookupFlags(app, variant, "") }
 
 // LookupFlags returns the entry of app's variant with flags.
 func LookupFlags(app, variant, flags string) (Entry, bool) {
+	signed := app == "webhooks-signed"
+	if signed {
+		app = "webhooks"
+	}
 	for _, e := range Entries() {
-		if e.App == app && e.Variant == variant && e.Flags == flags {
+		if e.App == app && e.Variant == variant && e.Flags == flags && e.Signed == signed {
 			return e, true
 		}
 	}
@@ -107,8 +130,15 @@ func Entries() []Entry {
 			Check: idemcheck.CheckFailedAttempt, Anomaly: string(idemcheck.DuplicateEffect)},
 	)
 	for _, v := range webhooks.Variants() {
+		if v == webhooks.SignedAfterWork {
+			continue // its bug needs a signed consumer
+		}
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a})
+	}
+	for _, v := range signedVariants {
+		c, a := webhooks.Expectation(v)
+		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a, Signed: true})
 	}
 	return append(out, RateLimited()...)
 }
@@ -202,6 +232,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 		instances = 2
 	}
 	o := targets.ProcessOptions{Command: command, Instances: instances, DSN: c.DSN, Logs: c.Logs}
+	if e.Signed {
+		o.Env = []string{webhooks.SecretEnv + "=" + SigningSecret}
+	}
 	if e.App == "orders" {
 		// The orders API charges a payment provider when given one: the
 		// zoo serves it a double, whose calls every check judges too.
@@ -213,6 +246,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	}
 	defer pt.Close()
 	cfg := EndpointConfig(e.App, pt)
+	if e.Signed {
+		cfg.Endpoint.Sign = &scenarios.Signing{Scheme: scenarios.SignStandardWebhooks, Secret: SigningSecret}
+	}
 	cfg.Name = e.Name()
 	cfg.Checks = c.Checks
 	cfg.Options = c.Options
@@ -253,6 +289,9 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 		cfg.Endpoint.Body = idemcheck.MustTemplate(`{"eventId":"{{key}}","type":"payment.succeeded","data":{"customerId":"{{intent}}","amountCents":500}}`)
 		failing := idemcheck.MustTemplate(`{"eventId":"{{key}}","type":"payment.succeeded","data":{"customerId":"{{intent}}","amountCents":500,"failFirst":true}}`)
 		cfg.Endpoint.FailingBody = &failing
+		// A sender's id of each delivery, new at each (the event's id is
+		// in the body): what dedupe-delivery-id takes for the event's.
+		cfg.Endpoint.Header = []scenarios.Header{{Name: webhooks.DeliveryHeader, Value: idemcheck.MustTemplate("{{uuid}}")}}
 		cfg.EffectSQL = "SELECT count(*) FROM ledger WHERE customer_id = $1"
 	}
 	return cfg
@@ -446,6 +485,7 @@ var abbreviations = map[idemcheck.Kind]string{
 	idemcheck.LostEffect: "lost", idemcheck.UnexpectedStatus: "status", idemcheck.NeverAcknowledged: "noack",
 	idemcheck.RejectedRequestSaved: "rsave", idemcheck.MalformedKeyAccepted: "mkey",
 	idemcheck.ProviderDuplicateCharge: "pdup", idemcheck.ProviderCallWithoutKey: "pnokey",
+	idemcheck.BadSignatureAccepted: "badsig", idemcheck.StaleSignatureAccepted: "stalesig",
 }
 
 func abbreviate(k idemcheck.Kind) string {

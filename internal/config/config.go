@@ -131,6 +131,14 @@ type Spec struct {
 
 	Policy idemcheck.Policy
 
+	// Sign names the signing scheme every attempt is signed with, as a
+	// webhook sender signs (scenarios.SignSchemes); SignSecret is its
+	// secret, SignHeader a name for its signature header instead of the
+	// scheme's, SignSkew a shift of the clock its timestamps are taken
+	// from.
+	Sign, SignSecret, SignHeader string
+	SignSkew                     time.Duration
+
 	// DSN is the database: where EffectSQL counts for a target reached by
 	// URL, the one handed to a started target. DB is an open pool instead
 	// (from Go, with Handler or URL).
@@ -303,10 +311,18 @@ func (s Spec) build() (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.Sign, err = s.signing(); err != nil {
+		return nil, err
+	}
 	c := certify.Config{
 		Name: s.Name, Endpoint: e, Policy: s.Policy, Checks: s.Checks, Options: s.Options,
 		DB: s.DB, Redactor: s.Redactor, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
 		AllowRemote: s.AllowRemote, Timed: s.Timed, TLS: s.TLS, Preflight: s.Preflight, Words: s.Words,
+	}
+	if g := e.Sign; g != nil {
+		// Hidden in every report and history, wherever they show up.
+		c.Secrets = append(slices.Clip(c.Secrets), g.Secrets()...)
+		c.Redact = append(slices.Clip(c.Redact), g.SignatureHeader())
 	}
 	if c.Name == "" && s.Image != "" {
 		// The port is picked anew each run; the image is what a pipeline
@@ -342,6 +358,35 @@ func (s Spec) build() (*Built, error) {
 	}
 	b.Config = c
 	return b, nil
+}
+
+// signing checks the signing settings and makes them a scenarios.Signing
+// (nil without Sign). Its errors never quote the secret.
+func (s Spec) signing() (*scenarios.Signing, error) {
+	if s.Sign == "" {
+		for _, f := range []struct {
+			field idemcheck.Field
+			set   bool
+		}{{"SignSecret", s.SignSecret != ""}, {"SignHeader", s.SignHeader != ""}, {"SignSkew", s.SignSkew != 0}} {
+			if f.set {
+				return nil, usage(f.field, "%s goes with %s, the signing scheme (%s)", f.field, idemcheck.Field("Sign"), strings.Join(scenarios.SignSchemes, ", "))
+			}
+		}
+		return nil, nil
+	}
+	g := &scenarios.Signing{Scheme: s.Sign, Secret: s.SignSecret, Header: s.SignHeader, Skew: s.SignSkew}
+	err := g.Check()
+	switch {
+	case err == nil:
+		return g, nil
+	case s.SignSecret == "":
+		return nil, usage("SignSecret", "%s is missing: %s signs with a secret (read from the environment, such as ${WEBHOOK_SECRET})", idemcheck.Field("SignSecret"), s.Sign)
+	case g.Scheme == scenarios.SignStandardWebhooks && strings.Contains(err.Error(), "decode"):
+		return nil, usage("SignSecret", "%s: %v", idemcheck.Field("SignSecret"), err)
+	case s.SignHeader != "" && strings.Contains(err.Error(), "header"):
+		return nil, usage("SignHeader", "%s %q is not an HTTP header name (%s)", idemcheck.Field("SignHeader"), s.SignHeader, idemcheck.HeaderNameRule)
+	}
+	return nil, usage("Sign", "%s: %v", idemcheck.Field("Sign"), err)
 }
 
 // checkTarget checks where the API runs and the settings that go with a
@@ -536,6 +581,9 @@ func (r Request) Endpoint(base *url.URL) (scenarios.Endpoint, error) {
 	}
 	if e.Body, err = template("Body", r.Body); err != nil {
 		return e, err
+	}
+	if e.Body.Uses("body") {
+		return e, usage("Body", "%s uses {{body}}, the body itself: {{body}} goes in a header or the path, computed over the body sent", idemcheck.Field("Body"))
 	}
 	for i, h := range r.Headers {
 		t, err := parseHeader(idemcheck.Field(fmt.Sprintf("Headers[%d]", i)), h)

@@ -93,12 +93,12 @@ func TestEachRuleOnceInEachFrontEndsWords(t *testing.T) {
 		},
 		{
 			rule: "the body is a template", field: "Body",
-			flags:   func(s *config.Spec) { s.Body = `{"a":"{{uuid}}"}` },
-			yaml:    suiteHead + "    body: '{\"a\":\"{{uuid}}\"}'\n",
-			target:  idemchecktest.Target{URL: "http://127.0.0.1:8080", Path: "/orders", Body: `{"a":"{{uuid}}"}`},
-			flag:    "--body: unknown template name {{uuid}}",
-			suite:   "s.yaml:4: endpoints[0].body: unknown template name {{uuid}}",
-			goField: "idemchecktest: Body: unknown template name {{uuid}}",
+			flags:   func(s *config.Spec) { s.Body = `{"a":"{{uuid4}}"}` },
+			yaml:    suiteHead + "    body: '{\"a\":\"{{uuid4}}\"}'\n",
+			target:  idemchecktest.Target{URL: "http://127.0.0.1:8080", Path: "/orders", Body: `{"a":"{{uuid4}}"}`},
+			flag:    "--body: unknown template function {{uuid4}} at byte 8",
+			suite:   "s.yaml:4: endpoints[0].body: unknown template function {{uuid4}} at byte 8",
+			goField: "idemchecktest: Body: unknown template function {{uuid4}} at byte 8",
 		},
 		{
 			rule: "the path starts with /", field: "Path",

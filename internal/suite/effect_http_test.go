@@ -28,7 +28,7 @@ func TestEffectHTTP(t *testing.T) {
 		{"{http: 'GET /orders?c={{intent}}', count: data}", "must start with /"},
 		{"{http: 'GET /o?c={{intent}}', count: /d, sql: 'SELECT 1'}", "give sql or http, not both"},
 		{"{sql: 'SELECT 1', count: /d}", "count goes with http"},
-		{"{http: 'GET /o?c={{nope}}', count: /d}", "unknown template name"},
+		{"{http: 'GET /o?c={{nope}}', count: /d}", "unknown template function {{nope}}"},
 	} {
 		_, err := Parse("s.yaml", []byte(head+"    effect: "+c.effect+"\n"), env(nil))
 		require.Error(t, err, c.effect)

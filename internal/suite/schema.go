@@ -470,7 +470,7 @@ func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 
 func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, error) {
 	f, err := p.fields(n, field, "name", "url", "method", "path", "headers", "body", "mismatch_body", "failing_body", "tenants",
-		"cross_endpoint", "invalid_body", "policy", "effect", "db", "checks", "skip_checks")
+		"cross_endpoint", "invalid_body", "policy", "effect", "db", "checks", "skip_checks", "sign")
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -518,6 +518,11 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 			return e, err
 		}
 	}
+	if v, ok := f["sign"]; ok {
+		if err := p.sign(v, join(field, "sign"), &spec, pl); err != nil {
+			return e, err
+		}
+	}
 	if v, ok := f["policy"]; ok {
 		if spec.Policy, err = p.policy(v, join(field, "policy"), d.spec.Policy); err != nil {
 			return e, err
@@ -559,6 +564,37 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		e.Checks = scenarios.Names()
 	}
 	return e, nil
+}
+
+// sign reads how every attempt is signed: {scheme: stripe, secret:
+// '${WEBHOOK_SECRET}', header: NAME, skew: -10m}. The secret must come from
+// the environment: a suite file is committed.
+func (p *parser) sign(n *yaml.Node, field string, spec *config.Spec, pl places) error {
+	f, err := p.fields(n, field, "scheme", "secret", "header", "skew")
+	if err != nil {
+		return err
+	}
+	if v, ok := f["secret"]; ok && !strings.Contains(v.Value, "${") {
+		return p.errf(v, join(field, "secret"), "the secret comes from the environment: write '${NAME}', never the secret itself (a suite file is committed)")
+	}
+	if err := p.texts(f, field, pl, text{key: "scheme", field: "Sign", to: &spec.Sign}, text{key: "secret", field: "SignSecret", to: &spec.SignSecret},
+		text{key: "header", field: "SignHeader", to: &spec.SignHeader}); err != nil {
+		return err
+	}
+	if v, ok := f["skew"]; ok {
+		s, err := p.str(v, join(field, "skew"))
+		if err != nil {
+			return err
+		}
+		if spec.SignSkew, err = time.ParseDuration(s); err != nil {
+			return p.errf(v, join(field, "skew"), "expected a duration such as -10m, got %q", s)
+		}
+		pl["SignSkew"] = place{v, join(field, "skew")}
+	}
+	if _, ok := f["scheme"]; !ok {
+		return p.errf(n, join(field, "scheme"), "missing: the signing scheme (%s)", strings.Join(scenarios.SignSchemes, ", "))
+	}
+	return nil
 }
 
 // tenants reads two clients' credentials, each "Name: value".

@@ -362,6 +362,8 @@ var Words = func() map[idemcheck.Field]idemcheck.Word {
 		"Image": {Name: "image"}, "DBImage": {Name: "db_image"}, "Env": {Name: "env"}, "Providers": {Name: "providers"}, "TargetLog": {Name: "log"},
 		"Method": {Name: "method"}, "Path": {Name: "path"}, "Endpoint.Path": {Name: "path"}, "Body": {Name: "body"},
 		"Headers": {Name: "headers"}, "Endpoint.Header": {Name: "headers"}, "Tenants": {Name: "tenants"},
+		"Sign": {Name: "sign.scheme", Set: "set sign: {scheme: …, secret: '${NAME}'}"}, "SignSecret": {Name: "sign.secret"},
+		"SignHeader": {Name: "sign.header"}, "SignSkew": {Name: "sign.skew"},
 		"MismatchBody": {Name: "mismatch_body"}, "FailingBody": {Name: "failing_body"}, "InvalidBody": {Name: "invalid_body"},
 		"OtherMethod": {Name: "cross_endpoint.method"}, "OtherPath": {Name: "cross_endpoint.path"}, "OtherBody": {Name: "cross_endpoint.body"},
 		"DSN": {Name: "db"}, "DB": {Name: "db", Set: "set db here or under target (such as db: ${DATABASE_URL})"},

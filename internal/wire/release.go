@@ -63,10 +63,23 @@ func (c *Client) Burst(ctx context.Context, addr string, reqs []Request) ([]Resu
 // handshake, prefix write) is not released and has Written false; an
 // invalid request fails alone and the others are still sent.
 func (c *Client) SendBurst(ctx context.Context, addr string, reqs []Request) BurstResult {
-	p := c.protocol()
-	if p == ProtocolHTTP1 || len(reqs) == 0 {
-		res, spread := c.burstHTTP1(ctx, addr, reqs)
-		return BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+	// Each attempt's computed parts are computed before anything is
+	// sent, so that they never widen the release.
+	finished := make([]Request, len(reqs))
+	for i, r := range reqs {
+		finished[i] = r.Finished()
 	}
-	return c.burstH2(ctx, addr, reqs, p == ProtocolAuto)
+	var out BurstResult
+	if p := c.protocol(); p == ProtocolHTTP1 || len(reqs) == 0 {
+		res, spread := c.burstHTTP1(ctx, addr, finished)
+		out = BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+	} else {
+		out = c.burstH2(ctx, addr, finished, p == ProtocolAuto)
+	}
+	for i := range out.Results {
+		if reqs[i].Finish != nil {
+			out.Results[i].SentHeader = finished[i].Header
+		}
+	}
+	return out
 }

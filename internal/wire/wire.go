@@ -90,6 +90,26 @@ type Request struct {
 	Path   string
 	Header http.Header
 	Body   []byte
+	// Finish, when set, is called once for each attempt that sends the
+	// request, just before its bytes are built (for a burst, before its
+	// release), and what it returns is sent: the caller's parts computed
+	// at send time, such as a signature with a fresh timestamp over the
+	// body. It must not change the Header it is given, which other
+	// attempts share.
+	Finish func(Request) Request
+}
+
+// Finished returns the request as an attempt sends it: Finish applied,
+// once.
+func (r Request) Finished() Request {
+	if r.Finish == nil {
+		return r
+	}
+	f := r.Finish
+	r.Finish = nil
+	r = f(r)
+	r.Finish = nil
+	return r
 }
 
 // Result records one attempt: when each phase happened, the reply, or the
@@ -130,6 +150,11 @@ type Result struct {
 	// say, and that reply is then kept with Err nil). Through a proxy, true
 	// only means the bytes reached the proxy.
 	Written bool
+
+	// SentHeader is the request header as this attempt sent it, when the
+	// request's Finish computed it (nil otherwise): each attempt's own
+	// signature and timestamp, for the record.
+	SentHeader http.Header
 }
 
 // Client sends attempts. The zero value is ready to use. A Client is safe for
@@ -189,7 +214,11 @@ func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
 // reported in the Result, and a failed attempt is the caller's to repeat as a
 // new attempt.
 func (c *Client) Do(ctx context.Context, addr string, req Request) Result {
-	a := c.newAttempt(ctx, addr, req, true)
+	sent := req.Finished()
+	a := c.newAttempt(ctx, addr, sent, true)
+	if req.Finish != nil {
+		a.res.SentHeader = sent.Header
+	}
 	if !a.done() && a.dial(addr) {
 		if err := a.write(a.wire); err != nil {
 			a.writeFailed(err)
@@ -209,7 +238,7 @@ func (c *Client) Encode(addr string, req Request) ([]byte, error) {
 	if host == "" {
 		host = addr
 	}
-	return encode(host, req, true)
+	return encode(host, req.Finished(), true)
 }
 
 // http1TLS is the TLS configuration of an HTTP/1.1 connection: the caller's,
