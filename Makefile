@@ -1,6 +1,6 @@
 # idemcheck: `make demo` runs the demo (examples/demo), `make test` the whole test
 # suite. Both install what they need on a fresh Debian machine (PostgreSQL
-# server binaries) and start nothing that outlives them, except that in CI
+# and MariaDB server binaries) and start nothing that outlives them, except that in CI
 # (CI=true) `make test` also installs and starts a Docker engine, a service
 # that keeps running, so that the container tests run for real.
 
@@ -9,7 +9,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak bench-merge zoo fuzz
+.PHONY: all build install example-api doc-blocks release-check demo test vet fmt-check postgres mariadb chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak bench-merge zoo fuzz
 
 all: build
 
@@ -57,6 +57,14 @@ postgres:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql >/dev/null; \
 	fi
 
+## mariadb: make sure the MariaDB server binary (mariadbd) exists, for MySQL-family targets and their tests.
+mariadb:
+	@if command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; then :; else \
+		echo "make: installing the MariaDB server (apt-get install mariadb-server)"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends mariadb-server >/dev/null; \
+	fi
+
 # The names the browser goes by, in the order the browser test looks them up
 # (internal/render/browser_test.go's browserNames, which a test there keeps
 # equal to this list); IDEMCHECK_CHROMIUM names one instead, for both.
@@ -78,7 +86,7 @@ chromium:
 	fi
 
 ## demo: certify the example orders API and three classic bugs on a throwaway PostgreSQL (examples/demo).
-demo: postgres
+demo: postgres mariadb
 	$(GO) run ./examples/demo
 
 fmt-check:
@@ -106,24 +114,25 @@ images-if-docker: postgres
 # built, and IDEMCHECK_REQUIRE_DOCKER=1 turns a container test's skip into a
 # failure, since a skip there would only hide a broken setup; the same
 # for the HTML report's browser test with IDEMCHECK_REQUIRE_BROWSER=1
-# (CI=true alone has the same effect on that test).
+# (CI=true alone has the same effect on that test), and for the MariaDB
+# tests (targets/mysqltest) with IDEMCHECK_REQUIRE_MARIADB=1.
 ifeq ($(CI),true)
 TEST_IMAGES := images
-TEST_ENV := IDEMCHECK_REQUIRE_DOCKER=1 IDEMCHECK_REQUIRE_BROWSER=1
+TEST_ENV := IDEMCHECK_REQUIRE_DOCKER=1 IDEMCHECK_REQUIRE_BROWSER=1 IDEMCHECK_REQUIRE_MARIADB=1
 else
 TEST_IMAGES := images-if-docker
 TEST_ENV :=
 endif
 
-## test: formatting, vet, and every test with the race detector, on real PostgreSQL, real HTTP over loopback, headless Chromium
+## test: formatting, vet, and every test with the race detector, on real PostgreSQL and MariaDB, real HTTP over loopback, headless Chromium
 ## (the HTML report) and (where Docker runs; always in CI) real containers.
-test: postgres chromium fmt-check vet $(TEST_IMAGES)
+test: postgres mariadb chromium fmt-check vet $(TEST_IMAGES)
 	$(TEST_ENV) $(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 ## zoo: certify every example API (references and the bug zoo) and print the detection matrix.
 ## ZOO_FLAGS passes flags on: `make zoo ZOO_FLAGS="-runs 20 -expected-only"` certifies each entry 20 times.
 ZOO_FLAGS ?=
-zoo: postgres
+zoo: postgres mariadb
 	$(GO) run ./examples/zoo/cmd/zoo $(ZOO_FLAGS)
 
 ## fuzz: every fuzz target for FUZZTIME each (default 60s), one after another; a finding stops the run and

@@ -16,7 +16,8 @@ import (
 	"github.com/idemcheck/idemcheck/internal/netguard"
 )
 
-// Database is an open PostgreSQL database a run uses for effect counts.
+// Database is an open database a run uses for effect counts: PostgreSQL
+// (Pool) or, from a mysql:// or mariadb:// DSN, MySQL or MariaDB (SQL).
 type Database struct {
 	// DSN is the connection string as given. It may hold a password, so
 	// never print it raw: use RedactDSN.
@@ -25,11 +26,20 @@ type Database struct {
 	// "local" when a throwaway cluster was started for this run, "container"
 	// when a PostgreSQL container was.
 	Source string
-	// Pool is the connection pool every effect count goes through.
+	// Pool is the connection pool every effect count goes through, for
+	// PostgreSQL.
 	Pool *pgxpool.Pool
+	// Engine is EnginePostgres or EngineMySQL (empty means PostgreSQL).
+	Engine string
+	// SQL is where effects are counted in a database of the MySQL
+	// family; Pool is then nil.
+	SQL *MySQLDB
 
 	// local is the throwaway cluster behind a "local" database; Close stops it.
 	local *LocalPostgres
+	// mariadb is the throwaway server behind a "local" MySQL-family
+	// database; Close stops it.
+	mariadb *LocalMariaDB
 }
 
 // Sources a Database can come from, as stored in Database.Source.
@@ -62,6 +72,12 @@ func (d *Database) Close() {
 	}
 	if d.Pool != nil {
 		d.Pool.Close()
+	}
+	if d.SQL != nil {
+		_ = d.SQL.db.Close()
+	}
+	if d.mariadb != nil {
+		_ = d.mariadb.Close()
 	}
 	if d.local != nil {
 		// The cluster is throwaway and Close is best effort: a leftover data
@@ -120,6 +136,16 @@ func CheckDSN(dsn, field string, allowRemote bool) error {
 // DSNHosts returns the hosts dsn connects to, its fallbacks' included; a
 // Unix socket directory is left out, being local. It sends nothing.
 func DSNHosts(dsn string) ([]string, error) {
+	if DSNEngine(dsn) == EngineMySQL {
+		cfg, err := mysqlConfig(dsn)
+		if err != nil {
+			return nil, err
+		}
+		if h := mysqlHost(cfg); h != "" {
+			return []string{h}, nil
+		}
+		return nil, nil
+	}
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, errors.New(parseErrorReason(err))
@@ -142,6 +168,9 @@ func fallbackHosts(cfg *pgconn.Config) []string {
 }
 
 func openDatabase(ctx context.Context, dsn string, allowRemote bool) (*Database, error) {
+	if DSNEngine(dsn) == EngineMySQL {
+		return openMySQL(ctx, dsn, allowRemote)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors quote the DSN again (best-effort redacted); the
@@ -186,7 +215,7 @@ func openDatabase(ctx context.Context, dsn string, allowRemote bool) (*Database,
 		pool.Close()
 		return nil, newConnectError(dsn, password, err.Error(), err)
 	}
-	return &Database{DSN: dsn, Source: SourceDSN, Pool: pool}, nil
+	return &Database{DSN: dsn, Source: SourceDSN, Pool: pool, Engine: EnginePostgres}, nil
 }
 
 // parseErrorReason drops the quoted DSN from a pgx parse error, keeping the

@@ -208,9 +208,9 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
 	fs.StringVar(&f.body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}' (${NAME} is read from the environment)")
 	fs.Var(&f.headers, "header", "extra request header 'Name: value' (repeatable; templates allowed; ${NAME} is read from the environment and hidden in reports, $${ is a literal ${), such as 'Authorization: Bearer ${TOKEN}'")
-	fs.StringVar(&f.db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
+	fs.StringVar(&f.db, "db", "", "`DSN` of the database to count effects in: postgres://…, mysql://…, mariadb://… or user:pw@tcp(host:port)/db (default $DATABASE_URL)")
 	fs.StringVar(&f.effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
-	fs.Var(&f.effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
+	fs.Var(&f.effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (PostgreSQL) or each ? in turn (MySQL, MariaDB) (repeatable)")
 	fs.StringVar(&f.effectHTTP, "effect-http", "", "count effects through the API, without database access: a `GET` of the target whose answer counts one intent's effects, such as 'GET /orders?customerId={{intent}}' (only GET is ever sent)")
 	fs.StringVar(&f.effectCount, "effect-count", "", "with --effect-http: the JSON `pointer` of the array (its length is the count) or number in the answer, such as /data; empty for the whole answer")
 	fs.StringVar(&f.checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
@@ -359,7 +359,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			return 0, err
 		}
 		defer d.Close()
-		b.Config.DB = d.Pool
+		config.UseDatabase(&b.Config, d)
 	}
 	return certifyAndReport(ctx, b.Config, f.rf.outputs, stdout, stderr, started)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/estimate"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
@@ -220,7 +221,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		rawURL = started.URL.String()
 		sk.Powers = started.Powers()
 		if effectSQL != "" {
-			sk.Effects, dbName = &scenarios.Effects{Pool: started.DB.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(started.DB.DSN)
+			sk.Effects, dbName = config.EffectsIn(started.DB, effectSQL, argTemplates), targets.RedactDSN(started.DB.DSN)
 		}
 	} else if effectSQL != "" {
 		d, err := openEffectDB(ctx, db, allowRemote)
@@ -228,7 +229,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, err
 		}
 		defer d.Close()
-		sk.Effects, dbName = &scenarios.Effects{Pool: d.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(db)
+		sk.Effects, dbName = config.EffectsIn(d, effectSQL, argTemplates), targets.RedactDSN(db)
 	}
 	base, urlPath, err := targetURL(rawURL)
 	if err != nil {
@@ -247,6 +248,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
+		}
+		if effectBatchSQL != "" && sk.Effects.DB != nil {
+			return 0, idemcheck.Usagef("--effect-batch-sql is PostgreSQL's (= ANY($1)); on %s the soak counts a batch with --effect-sql, prepared once, in one transaction: leave --effect-batch-sql out", sk.Effects.DB.Engine())
 		}
 		if sk.Effects.BatchSQL = effectBatchSQL; effectBatchSQL != "" {
 			if err := checkEffectBatchSQL(ctx, sk.Effects); err != nil {

@@ -816,6 +816,25 @@ func (b *Built) Attach(s *Started) {
 	c.Endpoint.Base = &url.URL{Scheme: s.URL.Scheme, Host: s.URL.Host}
 	c.Powers, c.Replicas = s.Powers, s.Replicas
 	if c.EffectSQL != "" && s.DB != nil {
-		c.DB, c.DBName = s.DB.Pool, targets.RedactDSN(s.DB.DSN)
+		UseDatabase(c, s.DB)
+		c.DBName = targets.RedactDSN(s.DB.DSN)
 	}
+}
+
+// UseDatabase points c's effect count at d, whatever its engine: a
+// PostgreSQL pool (DB) or a MySQL-family database (EffectDB).
+func UseDatabase(c *certify.Config, d *targets.Database) {
+	c.DB = d.Pool
+	if d.SQL != nil {
+		c.EffectDB = d.SQL
+	}
+}
+
+// EffectsIn is the soak's effect count of query in d, whatever its engine.
+func EffectsIn(d *targets.Database, query string, args []idemcheck.Template) *scenarios.Effects {
+	e := &scenarios.Effects{Pool: d.Pool, SQL: query, Args: args}
+	if d.SQL != nil {
+		e.DB = d.SQL
+	}
+	return e
 }
