@@ -434,7 +434,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				return false, err
 			}
 			var unbar func() faults.Schedule
-			if sch, ok := s.Powers.(targets.Scheduler); ok && !s.Timed && st.DBFault.IsNone() {
+			if sch, ok := s.Powers.(targets.Scheduler); ok && !s.Timed && st.DBFault.IsNone() && noDBLink(s.Powers) == "" {
 				if unbar, err = sch.Barrier(st.Attempts, st.InTurn); err != nil {
 					disarm()
 					return false, fmt.Errorf("write barrier: %w", err)
@@ -678,6 +678,16 @@ func faultLinks(fs ...faults.Fault) []string {
 		links = append(links, idemcheck.LinkDB)
 	}
 	return links
+}
+
+// noDBLink says why the target's database link cannot be faulted (a
+// MySQL-family database: targets.NoDBLink), "" when it can or there are
+// no powers.
+func noDBLink(p targets.Powers) string {
+	if nl, ok := p.(targets.NoDBLink); ok {
+		return nl.NoDBLink()
+	}
+	return ""
 }
 
 // arm puts a database-link fault on the target for one step.

@@ -301,3 +301,33 @@ func ProvideDatabase(ctx context.Context, dsn string) (*Database, error) {
 	db.local = local
 	return db, nil
 }
+
+// ProvideMySQLDatabase is ProvideDatabase for the MySQL family: with a DSN
+// it opens that database; without one it starts a throwaway MariaDB from
+// the local binaries (StartLocalMariaDB) and creates a database in it,
+// which Database.Close removes with the server.
+func ProvideMySQLDatabase(ctx context.Context, dsn string) (*Database, error) {
+	if dsn != "" {
+		return OpenDatabase(ctx, dsn)
+	}
+	if _, err := FindMariaDB(); err != nil {
+		return nil, noDatabase(", or install the MariaDB server (mariadbd), e.g. apt-get install mariadb-server")
+	}
+	local, err := StartLocalMariaDB(ctx)
+	if err != nil {
+		return nil, noDatabase("; the local MariaDB did not start: %w", err)
+	}
+	localDSN, err := local.CreateDatabase(ctx, "idemcheck")
+	if err != nil {
+		_ = local.Close()
+		return nil, noDatabase("; the local MariaDB started but: %w", err)
+	}
+	db, err := OpenDatabase(ctx, localDSN)
+	if err != nil {
+		_ = local.Close()
+		return nil, noDatabase("; the local MariaDB started but: %w", err)
+	}
+	db.Source = SourceLocal
+	db.mariadb = local
+	return db, nil
+}

@@ -179,6 +179,7 @@ type certifyFlags struct {
 	keyHeader, replayHeader, resourceID, keyPointer              string
 	policyName, otherPath, command, failingBody                  string
 	invalidBody, image, dbImage, ready                           string
+	dbEngine                                                     string
 	instances                                                    int
 	lease                                                        time.Duration
 	headers, effectArgs, ignore, redact, env, tenants, providers listFlag
@@ -208,6 +209,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.path, "path", "", "request path, with {{key}}, {{intent}}, {{seq}} filled per intent (default: the URL's path)")
 	fs.StringVar(&f.body, "body", "", "request body `template`, such as '{\"customerId\":\"{{intent}}\",\"totalCents\":4000}' (${NAME} is read from the environment)")
 	fs.Var(&f.headers, "header", "extra request header 'Name: value' (repeatable; templates allowed; ${NAME} is read from the environment and hidden in reports, $${ is a literal ${), such as 'Authorization: Bearer ${TOKEN}'")
+	fs.StringVar(&f.dbEngine, "db-engine", "", "with --cmd and no --db: the `engine` of the throwaway database idemcheck starts for the target, postgres (default) or mysql (a MariaDB server from the local binaries)")
 	fs.StringVar(&f.db, "db", "", "`DSN` of the database to count effects in: postgres://…, mysql://…, mariadb://… or user:pw@tcp(host:port)/db (default $DATABASE_URL)")
 	fs.StringVar(&f.effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
 	fs.Var(&f.effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (PostgreSQL) or each ? in turn (MySQL, MariaDB) (repeatable)")
@@ -296,7 +298,8 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		Name:  f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env, Providers: f.providers,
 		Method: f.method, Path: f.path, Body: body[0], Headers: splitHeaders(f.headers), Tenants: splitHeaders(f.tenants),
 		FailingBody: f.failingBody, InvalidBody: f.invalidBody, OtherPath: f.otherPath,
-		Policy: pol, DSN: db, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
+		DBEngine: f.dbEngine,
+		Policy:   pol, DSN: db, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
 		Checks: splitList(f.checks), Options: f.opts,
 		Redact: f.redact, RedactFields: f.redactFields, RedactQuery: f.redactQuery, Secrets: secrets,
 	}
