@@ -21,6 +21,7 @@ import (
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets/mysqltest"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -48,7 +49,8 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	pgtest.Main(m)
+	mysqltest.Use()
+	pgtest.Main(m, mysqltest.Close)
 }
 
 // withStdin gives the commands in this test in as their standard input.

@@ -52,7 +52,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&path, "path", "", "request path template (default: the URL's path)")
 	fs.StringVar(&body, "body", "", "request body `template`")
 	fs.Var(&headers, "header", "extra request header 'Name: value' (repeatable)")
-	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
+	fs.StringVar(&db, "db", "", "`DSN` of the database to count effects in, PostgreSQL or MySQL-family (default $DATABASE_URL)")
 	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count")
 	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template (repeatable)")
 	fs.StringVar(&effectBatchSQL, "effect-batch-sql", "", "the effect SQL's batch form, run once for many intents: `SQL` whose $1 is the array of their --effect-arg values, returning each value as text and its count (SELECT customer_id::text, count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1)")

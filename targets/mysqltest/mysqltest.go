@@ -56,17 +56,37 @@ func Main(m *testing.M, cleanups ...func()) {
 	for _, c := range cleanups {
 		c()
 	}
-	mu.Lock()
-	if server != nil {
-		if err := server.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "mysqltest: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+	if err := closeServer(); err != nil {
+		fmt.Fprintf(os.Stderr, "mysqltest: %v\n", err)
+		if code == 0 {
+			code = 1
 		}
 	}
-	mu.Unlock()
 	os.Exit(code)
+}
+
+// Close stops the shared server, for a package whose TestMain is another
+// one's (pgtest.Main(m, mysqltest.Close)); it marks the server as one
+// that will be stopped, as Main does.
+func Close() {
+	if err := closeServer(); err != nil {
+		fmt.Fprintf(os.Stderr, "mysqltest: %v\n", err)
+	}
+}
+
+// Use declares that the package's TestMain stops the server (with Close):
+// call it from that TestMain before m.Run.
+func Use() { mainCalled.Store(true) }
+
+func closeServer() error {
+	mu.Lock()
+	defer mu.Unlock()
+	if server == nil {
+		return nil
+	}
+	err := server.Close()
+	server, started, startErr = nil, false, nil
+	return err
 }
 
 // Required reports whether a missing MariaDB must fail the tests rather
