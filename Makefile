@@ -41,7 +41,7 @@ example-api: postgres
 ## doc-blocks: run every sh block of README.md and docs/*.md, as written, in a fresh clone of this commit
 ## (commit first), each file in one shell, in order (about 5 minutes); blocks marked doc-blocks: skip are
 ## listed with their reason and left out, needs docker ones run where an engine answers.
-doc-blocks: postgres
+doc-blocks: postgres mariadb
 	IDEMCHECK_DOC_BLOCKS=1 $(GO) test -count=1 -v -timeout 40m -run '^TestDocBlocks$$' ./internal/docblocks
 
 ## release-check: build the release binaries (linux and darwin, amd64 and arm64) as .goreleaser.yaml

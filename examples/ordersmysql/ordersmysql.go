@@ -121,13 +121,14 @@ type request struct {
 // parse validates the request before anything is written: a missing key
 // is 400, an invalid body 400.
 func parse(w http.ResponseWriter, r *http.Request) (request, bool) {
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		apikit.WriteProblem(w, http.StatusBadRequest, "the Idempotency-Key header is required")
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) != 1 || keys[0] == "" {
+		apikit.WriteProblem(w, http.StatusBadRequest, "exactly one non-empty Idempotency-Key header is required")
 		return request{}, false
 	}
-	if len(key) > 255 {
-		apikit.WriteProblem(w, http.StatusBadRequest, "the Idempotency-Key header is longer than 255 characters")
+	key := keys[0]
+	if len(key) > 255 || !keySyntax(key) {
+		apikit.WriteProblem(w, http.StatusBadRequest, "Idempotency-Key must be one key of at most 255 printable ASCII characters, without commas")
 		return request{}, false
 	}
 	var body struct {
@@ -147,6 +148,18 @@ func parse(w http.ResponseWriter, r *http.Request) (request, bool) {
 	client := sha256.Sum256([]byte(r.Header.Get("Authorization")))
 	fp := sha256.Sum256([]byte(fmt.Sprintf("%s %s %q %d", r.Method, r.URL.Path, o.CustomerID, o.TotalCents)))
 	return request{client: fmt.Sprintf("%x", client[:16]), key: key, fingerprint: fmt.Sprintf("%x", fp), order: o}, true
+}
+
+// keySyntax reports whether key is one key as the IETF draft writes it (a
+// Structured Field string: printable ASCII); a comma would make the header
+// a list of keys.
+func keySyntax(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e || c == ',' {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
