@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	mysqltest.Use()
-	pgtest.Main(m, mysqltest.Close)
+	pgtest.Main(m, mysqltest.Close, ordersMySQLBin.Remove)
 }
 
 // withStdin gives the commands in this test in as their standard input.

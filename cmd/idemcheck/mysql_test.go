@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/ordersmysql"
+	"github.com/idemcheck/idemcheck/internal/testbin"
 	"github.com/idemcheck/idemcheck/targets/mysqltest"
 )
 
@@ -37,6 +38,9 @@ func ordersOnMariaDB(t *testing.T) (string, string, *atomic.Int64) {
 	t.Cleanup(func() { _ = srv.Close(); _ = s.Close() })
 	return "http://" + ln.Addr().String() + "/orders", dsn, &got
 }
+
+// ordersMySQLBin is the MariaDB orders API as a program, for --cmd.
+var ordersMySQLBin = testbin.New("github.com/idemcheck/idemcheck/examples/ordersmysql/cmd/ordersmysql")
 
 const mysqlBody = `{"customerId":"{{intent}}","totalCents":4000}`
 
@@ -108,4 +112,16 @@ func TestDBEngineUsageErrors(t *testing.T) {
 		assert.Contains(t, errOut, tc.says, tc.args)
 		assert.NotContains(t, out+errOut, "hunter22secret")
 	}
+}
+
+// A soak's database-link fault on a MySQL-family target is refused before
+// any traffic: the link speaks MySQL, which the faults do not read.
+func TestSoakRefusesDBFaultsOnMariaDB(t *testing.T) {
+	_, dsn, _ := ordersOnMariaDB(t)
+	code, out, errOut := cli(t, "soak", "--cmd", ordersMySQLBin.Path(t), "--db", dsn, "--path", "/orders", "--body", mysqlBody,
+		"--fault", "db-latency:ms=5", "--duration", "1s", "--rate", "5")
+	require.Equal(t, idemcheck.ExitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, errOut, "--fault db-latency acts on the target's database link, and database-link faults speak the PostgreSQL protocol")
+	assert.NotContains(t, errOut, "intents/s", "refused before the soak began")
+	assert.NotContains(t, out+errOut, "hunter22secret")
 }

@@ -220,6 +220,13 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		defer started.Close()
 		rawURL = started.URL.String()
 		sk.Powers = started.Powers()
+		if why := started.Powers().NoDBLink(); why != "" {
+			for _, f := range soakFaults {
+				if f.Fault.Link == faults.LinkDB {
+					return 0, idemcheck.Usagef("--fault %s acts on the target's database link, and %s: leave it out", f.Fault.Name, why)
+				}
+			}
+		}
 		if effectSQL != "" {
 			sk.Effects, dbName = config.EffectsIn(started.DB, effectSQL, argTemplates), targets.RedactDSN(started.DB.DSN)
 		}
