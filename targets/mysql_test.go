@@ -1,9 +1,13 @@
 package targets
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -277,4 +281,43 @@ func TestLocalMariaDBLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	assert.NoDirExists(t, stale)
+}
+
+// A run killed with SIGKILL leaves no MariaDB running (the parent-death
+// signal), and its data directory goes (the watcher, else the next
+// start's sweep).
+func TestKilledRunLeavesNoMariaDB(t *testing.T) {
+	if os.Getenv("IDEMCHECK_MARIADB_HELPER") == "1" {
+		m, err := StartLocalMariaDB(context.Background())
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		fmt.Printf("READY %d %s\n", m.cmd.Process.Pid, m.dir)
+		select {} // until killed
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal exists on Linux only")
+	}
+	mariadbDSN(t) // skips where MariaDB is missing, outside CI
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledRunLeavesNoMariaDB$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "IDEMCHECK_MARIADB_HELPER=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "helper output: %q", line)
+	var (
+		pid int
+		dir string
+	)
+	_, err = fmt.Sscanf(line, "READY %d %s", &pid, &dir)
+	require.NoError(t, err, "helper said %q", line)
+	require.True(t, processAlive(pid))
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	assert.Eventually(t, func() bool { return !processAlive(pid) }, 10*time.Second, 20*time.Millisecond, "mariadbd %d outlived its killed parent", pid)
+	removeStaleMariaDBDirs()
+	assert.NoDirExists(t, dir, "the next start removes it")
 }
