@@ -321,3 +321,22 @@ func TestKilledRunLeavesNoMariaDB(t *testing.T) {
 	removeStaleMariaDBDirs()
 	assert.NoDirExists(t, dir, "the next start removes it")
 }
+
+// What only looks like a refused word is let through: a column named
+// handler or load, CHARACTER SET in a cast, a string holding SLEEP(1), a
+// comment, a quoted name.
+func TestMySQLReaderLetsPlainQueriesThrough(t *testing.T) {
+	for _, q := range []string{
+		"SELECT count(*) FROM hooks WHERE handler = ? AND load > 0",
+		"SELECT count(*) FROM orders WHERE CAST(customer_id AS CHAR CHARACTER SET utf8mb4) = ?",
+		"SELECT count(*) FROM orders WHERE note <> 'SLEEP(1); DELETE' AND customer_id = ?",
+		"SELECT count(*) -- SLEEP(1)\nFROM orders WHERE customer_id = ? /* GET_LOCK('x', 1) */",
+		"SELECT count(*) FROM `orders` WHERE `customer_id` = ?",
+		"WITH o AS (SELECT * FROM orders WHERE customer_id = ?) SELECT count(*) FROM o",
+		"(SELECT count(*) FROM orders WHERE customer_id = ?)",
+	} {
+		read, why := readMySQLQuery(q)
+		assert.Empty(t, why, q)
+		assert.Equal(t, 1, read.placeholders, q)
+	}
+}
