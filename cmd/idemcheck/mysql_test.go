@@ -94,6 +94,7 @@ func TestSoakCountsEffectsInMariaDB(t *testing.T) {
 		"--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = ?", "--effect-arg", "{{intent}}",
 		"--duration", "1s", "--rate", "20", "--no-color")
 	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Regexp(t, `effects counted for \d+ intents: 0 duplicated, 0 lost`, out)
 	assert.NotContains(t, out+errOut, "hunter22secret")
 }
 
