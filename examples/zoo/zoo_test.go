@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/targets/mysqltest"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -45,6 +46,9 @@ func TestEveryVariantIsCaught(t *testing.T) {
 			continue
 		}
 		t.Run(e.Name(), func(t *testing.T) {
+			if e.App == "ordersmysql" {
+				mysqltest.NeedBinary(t)
+			}
 			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: []string{e.Check}, Options: zoo.Options(), DSN: pgtest.DSN(t)})
 			require.NoError(t, err)
 			row := zoo.NewRow(e, res.Report)
@@ -64,6 +68,9 @@ func TestReferencesAreCleanOverTwentyCertifications(t *testing.T) {
 			continue
 		}
 		t.Run(e.Name(), func(t *testing.T) {
+			if e.App == "ordersmysql" {
+				mysqltest.NeedBinary(t)
+			}
 			dsn := pgtest.DSN(t)
 			for run := 1; run <= 20; run++ {
 				res, err := b.Certify(context.Background(), e, zoo.Config{Options: o, DSN: dsn})

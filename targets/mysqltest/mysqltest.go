@@ -95,6 +95,19 @@ func Required() bool {
 	return os.Getenv("CI") == "true" || os.Getenv("IDEMCHECK_REQUIRE_MARIADB") == "1"
 }
 
+// NeedBinary skips the test where the MariaDB server binary is missing
+// (fails it where Required), for a test that starts MariaDB by other
+// means (a target idemcheck starts on a throwaway one).
+func NeedBinary(tb testing.TB) {
+	tb.Helper()
+	if _, err := targets.FindMariaDB(); err != nil {
+		if !Required() {
+			tb.Skipf("mysqltest: %v (make mariadb installs it)", err)
+		}
+		tb.Fatalf("mysqltest: %v", err)
+	}
+}
+
 // Server returns the shared server, starting it on first use; a missing
 // binary skips the test (fails it where Required).
 func Server(tb testing.TB) *targets.LocalMariaDB {
