@@ -1,6 +1,6 @@
 # idemcheck: `make demo` runs the demo (examples/demo), `make test` the whole test
 # suite. Both install what they need on a fresh Debian machine (PostgreSQL
-# server binaries) and start nothing that outlives them. In CI (CI=true)
+# and MariaDB server binaries) and start nothing that outlives them. In CI (CI=true)
 # `make test` also installs and starts a Docker engine when none answers, so
 # that the container tests run for real, and stops it again when the tests
 # end; an engine that was already running is left running.
@@ -10,7 +10,7 @@ export PATH := $(PATH):/usr/local/go/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PKGS := ./...
 
-.PHONY: all build install man example-api doc-blocks release-check demo test vet fmt-check postgres chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak bench-merge zoo fuzz
+.PHONY: all build install man example-api doc-blocks release-check demo test vet fmt-check postgres mariadb chromium docker-setup images images-if-docker clean bench bench-product bench-bursts bench-soak bench-merge zoo fuzz
 
 all: build
 
@@ -51,8 +51,8 @@ example-api: postgres
 ## listed with their reason and left out, needs docker ones run where an engine answers.
 ## DOC_BLOCKS_ONLY=README.md,docs/ci.md runs those files alone.
 DOC_BLOCKS_ONLY ?=
-doc-blocks: postgres
-	IDEMCHECK_DOC_BLOCKS=1 IDEMCHECK_DOC_BLOCKS_ONLY=$(DOC_BLOCKS_ONLY) $(GO) test -count=1 -v -timeout 30m -run '^TestDocBlocks$$' ./internal/docblocks
+doc-blocks: postgres mariadb
+	IDEMCHECK_DOC_BLOCKS=1 IDEMCHECK_DOC_BLOCKS_ONLY=$(DOC_BLOCKS_ONLY) $(GO) test -count=1 -v -timeout 40m -run '^TestDocBlocks$$' ./internal/docblocks
 
 ## release-check: build the release binaries (linux and darwin, amd64 and arm64) as .goreleaser.yaml
 ## describes them, and with goreleaser and docker buildx its image of idemcheck, without publishing anything.
@@ -72,6 +72,14 @@ postgres:
 		echo "make: installing the PostgreSQL contrib extensions (apt-get install postgresql-contrib)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends postgresql-contrib >/dev/null; \
+	fi
+
+## mariadb: make sure the MariaDB server binary (mariadbd) exists, for MySQL-family targets and their tests.
+mariadb:
+	@if command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; then :; else \
+		echo "make: installing the MariaDB server (apt-get install mariadb-server)"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends mariadb-server >/dev/null; \
 	fi
 
 # The names the browser goes by, in the order the browser test looks them up
@@ -97,7 +105,7 @@ chromium:
 ## demo: certify the example orders API and three classic bugs on a throwaway PostgreSQL (examples/demo).
 ## Built, not go run, so that its reports name the commit (go run records none); the binary goes into a
 ## temporary folder that is removed when the demo ends, Ctrl-C included.
-demo: postgres
+demo: postgres mariadb
 	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/idemcheck-demo-bin.XXXXXX"); trap 'rm -rf "$$d"' EXIT; trap 'exit 130' INT TERM; \
 	$(GO) build $(BUILDFLAGS) -o "$$d/idemcheck-demo" ./examples/demo && "$$d/idemcheck-demo"
 
@@ -126,7 +134,8 @@ images-if-docker: postgres
 # built, and IDEMCHECK_REQUIRE_DOCKER=1 turns a container test's skip into a
 # failure, since a skip there would only hide a broken setup; the same
 # for the HTML report's browser test with IDEMCHECK_REQUIRE_BROWSER=1
-# (CI=true alone has the same effect on that test).
+# (CI=true alone has the same effect on that test), and for the MariaDB
+# tests (targets/mysqltest) with IDEMCHECK_REQUIRE_MARIADB=1.
 #
 # TEST_TIMEOUT is go test's limit for each package's test binary; CI's job
 # limit (.github/workflows/ci.yml, timeout-minutes: 40) is above it, with
@@ -138,19 +147,19 @@ images-if-docker: postgres
 TEST_TIMEOUT ?= 30m
 TEST_GO = $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
-## test: formatting, vet, and every test with the race detector, on real PostgreSQL, real HTTP over loopback, headless Chromium
+## test: formatting, vet, and every test with the race detector, on real PostgreSQL and MariaDB, real HTTP over loopback, headless Chromium
 ## (the HTML report) and (where Docker runs; always in CI) real containers. Each zoo reference and variant is certified once
 ## here; `make zoo ZOO_FLAGS="-runs 20 -expected-only"` is the 20-run matrix.
 ifeq ($(CI),true)
 # The engine docker-setup starts (none when one already answers) is stopped
 # when the tests end, however they end.
-test: postgres chromium fmt-check vet
+test: postgres mariadb chromium fmt-check vet
 	@started=$$(mktemp "$${TMPDIR:-/tmp}/idemcheck-dockerd-started.XXXXXX"); \
 	trap '.ci/docker-stop "$$started"' EXIT; trap 'exit 130' INT TERM; \
 	DOCKERD_STARTED="$$started" .ci/docker-setup && GO="$(GO)" docker/build-images && \
-	IDEMCHECK_REQUIRE_DOCKER=1 IDEMCHECK_REQUIRE_BROWSER=1 $(TEST_GO)
+	IDEMCHECK_REQUIRE_DOCKER=1 IDEMCHECK_REQUIRE_BROWSER=1 IDEMCHECK_REQUIRE_MARIADB=1 $(TEST_GO)
 else
-test: postgres chromium fmt-check vet images-if-docker
+test: postgres mariadb chromium fmt-check vet images-if-docker
 	$(TEST_GO)
 endif
 
@@ -158,7 +167,7 @@ endif
 ## ZOO_FLAGS passes flags on: `make zoo ZOO_FLAGS="-runs 20 -expected-only"` certifies each entry 20 times, the matrix
 ## that make test (one certification of each) leaves out to stay short.
 ZOO_FLAGS ?=
-zoo: postgres
+zoo: postgres mariadb
 	$(GO) run ./examples/zoo/cmd/zoo $(ZOO_FLAGS)
 
 ## fuzz: every fuzz target for FUZZTIME each (default 60s), one after another; a finding stops the run and

@@ -67,8 +67,12 @@ type Config struct {
 	Checks  []string
 	Options scenarios.Options
 	// DB, when set, is where EffectSQL counts each intent's effects.
-	DB     *pgxpool.Pool
-	DBName string // the DSN with its password redacted, for the report
+	DB *pgxpool.Pool
+	// EffectDB, when set instead of DB, is a database of another engine
+	// where EffectSQL counts, by the same rules: a MySQL or MariaDB
+	// database (targets.Database.SQL), whose query takes ? placeholders.
+	EffectDB targets.EffectDB
+	DBName   string // the DSN with its password redacted, for the report
 	// DSN, when set, is the database's DSN, checked against the loopback
 	// rule (CheckDSN) before any traffic; DB must have been opened on it
 	// with the same AllowRemote.
@@ -229,10 +233,13 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 		}
 	}
 	if cfg.EffectSQL != "" {
-		if cfg.DB == nil {
+		if cfg.DB == nil && cfg.EffectDB == nil {
 			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s needs a database: %s", idemcheck.Field("EffectSQL"), idemcheck.Setting("DB"))
 		}
 		effects = &scenarios.Effects{Pool: cfg.DB, SQL: cfg.EffectSQL, Args: cfg.EffectArgs}
+		if cfg.DB == nil {
+			effects.DB = cfg.EffectDB
+		}
 		if err := CheckEffectSQL(ctx, effects); err != nil {
 			return nil, err
 		}
@@ -482,7 +489,13 @@ func RequireLoopback(field, host string) error {
 // runs it once, read-only, so a query that tries to write (a DELETE, an
 // UPDATE ... RETURNING, a data-modifying WITH) or runs past the statement
 // timeout is refused before anything is sent. It changes nothing.
+//
+// On a database of another engine (e.DB) that engine's Check does the
+// same, by its own means.
 func CheckEffectSQL(ctx context.Context, e *scenarios.Effects) error {
+	if e.DB != nil && e.Pool == nil {
+		return e.Try(ctx)
+	}
 	conn, err := e.Pool.Acquire(ctx)
 	if err != nil {
 		return idemcheck.Unavailablef("database: %v", err)

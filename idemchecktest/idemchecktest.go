@@ -82,7 +82,14 @@ type Target struct {
 	// DSN is the database handed to a Command or Image target (idemcheck
 	// creates nothing in it: the target makes its own tables); empty
 	// provides a throwaway one. EffectSQL counts there; DB stays unset.
+	// A MySQL-family DSN (mysql://, user:pw@tcp(host)/db) works too, its
+	// EffectSQL taking ? placeholders.
 	DSN string
+	// DBEngine, for a Command target without a DSN, is the engine of the
+	// throwaway database: "postgres" (empty) or "mysql", a MariaDB from
+	// the local binaries, on which the checks that fault the database
+	// link are skipped.
+	DBEngine string
 	// Method defaults to POST.
 	Method string
 	// Path, Body and Header values may hold {{key}}, {{intent}} and {{seq}},
@@ -219,7 +226,7 @@ func (t Target) config(ctx context.Context) (certify.Config, func(), error) {
 		return certify.Config{}, nil, idemcheck.Fieldf(idemcheck.ExitUsage, "DSN", "idemchecktest: DSN goes with Command or Image, a target idemcheck starts (with Handler or URL, set DB)")
 	}
 	spec := config.Spec{
-		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, Providers: t.Providers, DSN: t.DSN,
+		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, Providers: t.Providers, DSN: t.DSN, DBEngine: t.DBEngine,
 		Method: t.Method, Path: t.Path, Body: t.Body, OtherPath: t.OtherPath,
 		Policy: idemcheck.IETF(), DB: t.DB, EffectSQL: t.EffectSQL, EffectArgs: t.EffectArgs,
 		Checks: t.Checks, SkipChecks: t.SkipChecks, Options: scenarios.Defaults, Words: targetWords,

@@ -2,6 +2,7 @@ package idemchecktest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/idemchecktest"
 	"github.com/idemcheck/idemcheck/internal/testbin"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets/mysqltest"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -23,7 +25,32 @@ var ordersProgram = testbin.New("github.com/idemcheck/idemcheck/examples/orders/
 
 func ordersBinary(t *testing.T) string { return ordersProgram.Path(t) }
 
-func removeBinaries() { ordersProgram.Remove() }
+// ordersMySQLProgram is the orders API on MySQL or MariaDB.
+var ordersMySQLProgram = testbin.New("github.com/idemcheck/idemcheck/examples/ordersmysql/cmd/ordersmysql")
+
+func removeBinaries() { ordersProgram.Remove(); ordersMySQLProgram.Remove() }
+
+// A command on a throwaway MariaDB (DBEngine mysql), effects counted
+// there with ? placeholders: it passes, the database-link checks skipped.
+func TestCommandOnMariaDB(t *testing.T) {
+	mysqltest.NeedBinary(t)
+	p := idemcheck.IETF()
+	p.ReplayHeader = "Idempotent-Replayed"
+	r, err := idemchecktest.Check(context.Background(), idemchecktest.Target{
+		Command: ordersMySQLProgram.Path(t), DBEngine: "mysql", Path: "/orders", Body: `{"customerId":"{{intent}}","totalCents":4000}`,
+		Policy: &p, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = ?",
+		Checks: []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckCrashLease},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, idemcheck.Pass, r.Verdict, "%+v", r.Anomalies)
+	skipped := false
+	for _, c := range r.Checks {
+		if c.Name == idemcheck.CheckCrashLease {
+			skipped = c.Status == idemcheck.Skip && strings.Contains(c.Reason, "this target's database is MySQL")
+		}
+	}
+	assert.True(t, skipped, "crash-lease skipped with the reason: %+v", r.Checks)
+}
 
 func ordersTarget(t *testing.T, v orders.Variant) idemchecktest.Target {
 	pool := pgtest.Pool(t)

@@ -99,7 +99,7 @@ func Lookup(name string) (Check, error) {
 // every step that delivers a request to be processed redelivers it until
 // acknowledged, whatever the check.
 func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers, words map[idemcheck.Field]idemcheck.Word) ([]Scenario, []idemcheck.PlannedCheck, error) {
-	t := target{powers: powers != nil}
+	t := target{powers: powers != nil, noLink: noDBLink(powers)}
 	if d, ok := powers.(targets.Downstream); ok && len(d.ProviderNames()) > 0 {
 		t.downstream = true
 	}
@@ -183,8 +183,22 @@ func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) idemcheck.Phrase {
 	return idemcheck.Phrase{}
 }
 
-func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+// needsDBLink is the skip of a check that faults the target's database
+// link: it needs the powers, and a link idemcheck can fault (a
+// PostgreSQL one), else it is skipped with the reason, never
+// inconclusive: a correct service on another database can pass.
+func needsDBLink(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
 	if r := needsPowers(p, e, t); !r.IsZero() {
+		return r
+	}
+	if t.noLink != "" {
+		return unless("%s", t.noLink)
+	}
+	return idemcheck.Phrase{}
+}
+
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+	if r := needsDBLink(p, e, t); !r.IsZero() {
 		return r
 	}
 	if p.Lease <= 0 {
@@ -211,7 +225,7 @@ var registry = []Check{
 		// history records which schedule each burst had (Burst.InTurn).
 		Build: func(o Options, _ Endpoint, t target) []Scenario {
 			scs := []Scenario{ConcurrentBurst(o.BurstSize, o.BurstRounds)}
-			if t.powers {
+			if t.powers && t.noLink == "" {
 				scs = append(scs, ConcurrentBurstInTurn(o.BurstSize, o.BurstRounds))
 			}
 			return scs
@@ -286,7 +300,7 @@ var registry = []Check{
 			// committed, unknown to the target) and a failure the target
 			// answers (needs a failing body).
 			var scs []Scenario
-			if t.powers {
+			if t.powers && t.noLink == "" {
 				scs = append(scs, FailedAttempt(o.FaultRounds), FailedAfterCommit(o.FaultRounds))
 			}
 			if e.FailingBody != nil {
@@ -300,10 +314,10 @@ var registry = []Check{
 			return scs
 		},
 		Skip: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
-			if e.FailingBody != nil {
+			if e.FailingBody != nil || (t.powers && t.downstream) {
 				return idemcheck.Phrase{}
 			}
-			return needsPowers(p, e, t)
+			return needsDBLink(p, e, t)
 		},
 	},
 	// Without a lease the crash checks still run: a key still in progress
@@ -316,7 +330,7 @@ var registry = []Check{
 			"the retry succeeds and the effect happens once.",
 		Faults: true,
 		Build:  faultRounds(CrashLease),
-		Skip:   needsPowers,
+		Skip:   needsDBLink,
 	},
 	{
 		Name: idemcheck.CheckRestartReplay,
@@ -331,14 +345,14 @@ var registry = []Check{
 			"killed after its effect committed and before its reply reached the client answers the retry with a replay, never a second effect.",
 		Faults: true,
 		Build:  faultRounds(CrashAfterCommit),
-		Skip:   needsPowers,
+		Skip:   needsDBLink,
 	},
 	{
 		Name: idemcheck.CheckInFlightRetry,
 		Rule: "IETF Idempotency-Key draft, section 2.7: a retry that arrives while the first attempt is still running gets " +
 			"409 Conflict (or waits and gets the replay); it never executes a second time.",
 		Build: faultRounds(InFlightRetry),
-		Skip:  needsPowers,
+		Skip:  needsDBLink,
 	},
 	{
 		Name:           idemcheck.CheckLeaseFencing,

@@ -11,8 +11,10 @@ import (
 
 // DBLinkFaults says whether database-link faults (a cut, a held
 // statement, a write barrier) can act on the target, and why not: the
-// Runner's NoDBLinkFaults (a database engine idemcheck cannot fault), or
-// Powers that report no database traffic through the link they offered
+// Runner's NoDBLinkFaults (a reason its caller knows), the Powers' own
+// (targets.NoDBLink: a MySQL-family database, known before any traffic,
+// whose checks Plan skips already), or Powers that report no database
+// traffic through the link they offered
 // (targets.DBLinkReporter: no PostgreSQL session came through it, so the
 // target's database is another engine or it connects elsewhere). A
 // target without Powers has no database link at all, and the checks that
@@ -24,17 +26,20 @@ func (r *Runner) DBLinkFaults() (bool, string) {
 	if r.NoDBLinkFaults != "" {
 		return false, r.NoDBLinkFaults
 	}
+	if why := noDBLink(r.Powers); why != "" {
+		return false, why
+	}
 	if rep, ok := r.Powers.(targets.DBLinkReporter); ok {
 		return rep.DBLinkFaults()
 	}
 	return true, ""
 }
 
-// needsDBLink reports whether a scenario acts on the database link: a step
+// actsOnDBLink reports whether a scenario acts on the database link: a step
 // cuts or holds a statement there. A kill after commit does not need it:
 // without a statement to hold it kills at the reply, which is held on the
 // client link.
-func needsDBLink(sc Scenario) bool {
+func actsOnDBLink(sc Scenario) bool {
 	for _, st := range sc.Steps {
 		if !st.DBFault.IsNone() && st.OnHold != HoldKillAfterCommit {
 			return true
@@ -52,7 +57,7 @@ func withoutDBLink(scs []Scenario, h *idemcheck.History, why string) []Scenario 
 	dropped := map[string]bool{}
 	var out []Scenario
 	for _, sc := range scs {
-		if needsDBLink(sc) {
+		if actsOnDBLink(sc) {
 			dropped[sc.Check] = true
 			continue
 		}

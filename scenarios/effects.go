@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Effects counts what one intent left in the database: SQL returning one
@@ -22,6 +23,11 @@ import (
 // in a read-only transaction with SQLSTATE 25006).
 type Effects struct {
 	Pool *pgxpool.Pool
+	// DB, when set instead of Pool, is a database of another engine (a
+	// MySQL or MariaDB one) that counts by the same rules: read-only,
+	// rolled back, bounded by Timeout, checked before any traffic (its
+	// Check, which Try runs).
+	DB   targets.EffectDB
 	SQL  string
 	Args []idemcheck.Template
 	// Timeout bounds one run of the query; zero means EffectTimeout.
@@ -151,6 +157,9 @@ func (e *Effects) CountBatch(ctx context.Context, ins []idemcheck.Intent) ([]ide
 	if timeout <= 0 {
 		timeout = EffectTimeout
 	}
+	if e.DB != nil {
+		return e.countEach(ctx, ins, timeout)
+	}
 	tx, err := e.Pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, err
@@ -184,6 +193,27 @@ func (e *Effects) CountBatch(ctx context.Context, ins []idemcheck.Intent) ([]ide
 	}
 	if err := br.Close(); err != nil {
 		return out, fmt.Errorf("effect query %q: %w", e.SQL, err)
+	}
+	return out, nil
+}
+
+// countEach counts a batch through DB: the effect query once per intent,
+// in one read-only transaction.
+func (e *Effects) countEach(ctx context.Context, ins []idemcheck.Intent, timeout time.Duration) ([]idemcheck.Observation, error) {
+	args := make([][]string, len(ins))
+	for i, in := range ins {
+		args[i] = make([]string, len(e.Args))
+		for j, t := range e.Args {
+			args[i][j] = t.Fill(in)
+		}
+	}
+	ns, err := e.DB.CountEach(ctx, e.SQL, args, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("effect query %q: %w", e.SQL, err)
+	}
+	out := make([]idemcheck.Observation, len(ins))
+	for i, in := range ins {
+		out[i] = idemcheck.Observation{Intent: in.ID, Check: in.Check, Effects: ns[i], Query: e.SQL, Args: args[i]}
 	}
 	return out, nil
 }
@@ -277,6 +307,9 @@ func (e *Effects) Try(ctx context.Context) error {
 	for i, t := range e.Args {
 		strs[i] = t.Fill(in)
 	}
+	if e.DB != nil {
+		return e.DB.Check(ctx, e.SQL, strs)
+	}
 	_, err := e.run(ctx, strs)
 	return err
 }
@@ -285,6 +318,13 @@ func (e *Effects) run(ctx context.Context, args []string) (int64, error) {
 	timeout := e.Timeout
 	if timeout <= 0 {
 		timeout = EffectTimeout
+	}
+	if e.DB != nil {
+		ns, err := e.DB.CountEach(ctx, e.SQL, [][]string{args}, timeout)
+		if err != nil {
+			return 0, err
+		}
+		return ns[0], nil
 	}
 	tx, err := e.Pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {

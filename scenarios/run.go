@@ -279,7 +279,7 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 	// known once it was ready and, with a pre-flight, had answered a
 	// request: the header records what was skipped for it.
 	ok, why := r.DBLinkFaults()
-	if !ok && !r.Preflight && r.NoDBLinkFaults == "" && len(scs) > 0 {
+	if !ok && !r.Preflight && r.NoDBLinkFaults == "" && noDBLink(r.Powers) == "" && len(scs) > 0 {
 		// A target may open its database connection on its first request:
 		// one plain request, as the pre-flight sends (not recorded, its
 		// answer not judged), before the link is judged.
@@ -755,6 +755,16 @@ func faultLinks(fs ...faults.Fault) []string {
 		links = append(links, idemcheck.LinkDB)
 	}
 	return links
+}
+
+// noDBLink says why the target's database link cannot be faulted (a
+// MySQL-family database: targets.NoDBLink), "" when it can or there are
+// no powers.
+func noDBLink(p targets.Powers) string {
+	if nl, ok := p.(targets.NoDBLink); ok {
+		return nl.NoDBLink()
+	}
+	return ""
 }
 
 // arm puts a database-link fault on the target for one step.

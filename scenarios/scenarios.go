@@ -428,6 +428,9 @@ type target struct {
 	powers bool
 	// downstream: the harness serves the target provider doubles.
 	downstream bool
+	// noLink: why the harness cannot fault the target's database link
+	// though it started the target (targets.NoDBLink); "" when it can.
+	noLink string
 }
 
 // SavedError sends the endpoint's failing body twice under one key: the

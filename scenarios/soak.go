@@ -149,6 +149,9 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
 	}
 	single, wholeClient, wholeDB := soakPlan(sk.Faults)
+	if why := noDBLink(sk.Powers); why != "" && len(wholeDB) > 0 {
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %s acts on the target's database link, and %s", idemcheck.Field("Faults"), wholeDB[0].Fault.Name, why)
+	}
 	s := sk.session()
 	upstream := s.upstream()
 	// Each fault on the whole client link is a proxy in front of the

@@ -17,7 +17,8 @@ import (
 	"github.com/idemcheck/idemcheck/internal/netguard"
 )
 
-// Database is an open PostgreSQL database a run uses for effect counts.
+// Database is an open database a run uses for effect counts: PostgreSQL
+// (Pool) or, from a mysql:// or mariadb:// DSN, MySQL or MariaDB (SQL).
 type Database struct {
 	// DSN is the connection string as given. It may hold a password, so
 	// never print it raw: use RedactDSN.
@@ -26,11 +27,20 @@ type Database struct {
 	// "local" when a throwaway cluster was started for this run, "container"
 	// when a PostgreSQL container was.
 	Source string
-	// Pool is the connection pool every effect count goes through.
+	// Pool is the connection pool every effect count goes through, for
+	// PostgreSQL.
 	Pool *pgxpool.Pool
+	// Engine is EnginePostgres or EngineMySQL (empty means PostgreSQL).
+	Engine string
+	// SQL is where effects are counted in a database of the MySQL
+	// family; Pool is then nil.
+	SQL *MySQLDB
 
 	// local is the throwaway cluster behind a "local" database; Close stops it.
 	local *LocalPostgres
+	// mariadb is the throwaway server behind a "local" MySQL-family
+	// database; Close stops it.
+	mariadb *LocalMariaDB
 }
 
 // Sources a Database can come from, as stored in Database.Source.
@@ -63,6 +73,12 @@ func (d *Database) Close() {
 	}
 	if d.Pool != nil {
 		d.Pool.Close()
+	}
+	if d.SQL != nil {
+		_ = d.SQL.db.Close()
+	}
+	if d.mariadb != nil {
+		_ = d.mariadb.Close()
 	}
 	if d.local != nil {
 		// The cluster is throwaway and Close is best effort: a leftover data
@@ -121,6 +137,16 @@ func CheckDSN(dsn, field string, allowRemote bool) error {
 // DSNHosts returns the hosts dsn connects to, its fallbacks' included; a
 // Unix socket directory is left out, being local. It sends nothing.
 func DSNHosts(dsn string) ([]string, error) {
+	if DSNEngine(dsn) == EngineMySQL {
+		cfg, err := mysqlConfig(dsn)
+		if err != nil {
+			return nil, err
+		}
+		if h := mysqlHost(cfg); h != "" {
+			return []string{h}, nil
+		}
+		return nil, nil
+	}
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, errors.New(parseErrorReason(err))
@@ -143,6 +169,9 @@ func fallbackHosts(cfg *pgconn.Config) []string {
 }
 
 func openDatabase(ctx context.Context, dsn string, allowRemote bool) (*Database, error) {
+	if DSNEngine(dsn) == EngineMySQL {
+		return openMySQL(ctx, dsn, allowRemote)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors quote the DSN again (best-effort redacted); the
@@ -187,7 +216,7 @@ func openDatabase(ctx context.Context, dsn string, allowRemote bool) (*Database,
 		pool.Close()
 		return nil, newConnectError(dsn, password, err.Error(), err)
 	}
-	return &Database{DSN: dsn, Source: SourceDSN, Pool: pool}, nil
+	return &Database{DSN: dsn, Source: SourceDSN, Pool: pool, Engine: EnginePostgres}, nil
 }
 
 // parseErrorReason drops the quoted DSN from a pgx parse error, keeping the
@@ -323,5 +352,35 @@ func ProvideDatabase(ctx context.Context, dsn string) (*Database, error) {
 	}
 	db.Source = SourceLocal
 	db.local = local
+	return db, nil
+}
+
+// ProvideMySQLDatabase is ProvideDatabase for the MySQL family: with a DSN
+// it opens that database; without one it starts a throwaway MariaDB from
+// the local binaries (StartLocalMariaDB) and creates a database in it,
+// which Database.Close removes with the server.
+func ProvideMySQLDatabase(ctx context.Context, dsn string) (*Database, error) {
+	if dsn != "" {
+		return OpenDatabase(ctx, dsn)
+	}
+	if _, err := FindMariaDB(); err != nil {
+		return nil, noDatabase(", or install the MariaDB server (mariadbd), e.g. apt-get install mariadb-server")
+	}
+	local, err := StartLocalMariaDB(ctx)
+	if err != nil {
+		return nil, noDatabase("; the local MariaDB did not start: %w", err)
+	}
+	localDSN, err := local.CreateDatabase(ctx, "idemcheck")
+	if err != nil {
+		_ = local.Close()
+		return nil, noDatabase("; the local MariaDB started but: %w", err)
+	}
+	db, err := OpenDatabase(ctx, localDSN)
+	if err != nil {
+		_ = local.Close()
+		return nil, noDatabase("; the local MariaDB started but: %w", err)
+	}
+	db.Source = SourceLocal
+	db.mariadb = local
 	return db, nil
 }

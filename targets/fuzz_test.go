@@ -43,5 +43,20 @@ func FuzzRedactDSN(f *testing.F) {
 		if got := RedactDSN(kvForm(password)); survived(got, kvForm("xxxxx")) {
 			t.Fatalf("password %q survived in %q", password, got)
 		}
+		// The MySQL family's URL, escaped as a client library writes it.
+		myForm := func(pw string) string {
+			return "mysql://" + url.UserPassword(user, pw).String() + "@" + host + "/db"
+		}
+		if got := RedactDSN(myForm(password)); survived(got, myForm("xxxxx")) {
+			t.Fatalf("password %q survived in %q", password, got)
+		}
+		// The Go driver's form, the password raw as that driver reads it
+		// (anything but a '/', which would end it early).
+		if !strings.Contains(password, "/") && !strings.ContainsAny(user, ":@/") {
+			goForm := func(pw string) string { return user + ":" + pw + "@tcp(127.0.0.1:3306)/db" }
+			if got := RedactDSN(goForm(password)); survived(got, goForm("xxxxx")) {
+				t.Fatalf("password %q survived in %q", password, got)
+			}
+		}
 	})
 }

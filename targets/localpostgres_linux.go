@@ -28,8 +28,14 @@ func sysProcAttr(acct *account, server bool) *syscall.SysProcAttr {
 // directory, as happens if the parent-death signal was lost. The pid in
 // postmaster.pid is trusted only if that process's working folder is dir
 // (postgres changes into its data directory), so a reused pid is never hit.
-func killOrphanPostmaster(dir string) {
-	data, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+func killOrphanPostmaster(dir string) { killOrphanServer(dir, "postmaster.pid") }
+
+// killOrphanServer kills a server still running from a stale data
+// directory, its pid read from the first line of pidFile there and
+// trusted only if that process's working folder is dir (postgres and
+// mariadbd both change into their data directory).
+func killOrphanServer(dir, pidFile string) {
+	data, err := os.ReadFile(filepath.Join(dir, pidFile))
 	if err != nil {
 		return
 	}

@@ -10,6 +10,10 @@ import (
 // serverAccount never switches users outside Unix.
 func serverAccount() (*account, error) { return nil, nil }
 
+func mariadbAccount() (*account, error) { return nil, nil }
+
+func terminate(p *os.Process) error { return p.Kill() }
+
 // sysProcAttr sets nothing outside Unix.
 func sysProcAttr(*account, bool) *syscall.SysProcAttr { return nil }
 
@@ -25,3 +29,5 @@ func killGroup(p *os.Process) { _ = p.Kill() }
 
 // killOrphanPostmaster does nothing outside Unix.
 func killOrphanPostmaster(string) {}
+
+func killOrphanServer(string, string) {}

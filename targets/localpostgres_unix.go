@@ -15,10 +15,29 @@ import (
 // run them as ourselves. PostgreSQL refuses to start as root, so root hands
 // the cluster to the postgres user, or to nobody where no such user exists.
 func serverAccount() (*account, error) {
+	acct, err := accountOf("postgres", "nobody")
+	if err != nil {
+		return nil, fmt.Errorf("running as root and neither a postgres nor a nobody user exists, and PostgreSQL refuses to run as root: create one (useradd --system postgres) or run idemcheck as a normal user")
+	}
+	return acct, nil
+}
+
+// mariadbAccount is serverAccount for MariaDB, which refuses root too: the
+// mysql user Debian's package creates, else nobody.
+func mariadbAccount() (*account, error) {
+	acct, err := accountOf("mysql", "nobody")
+	if err != nil {
+		return nil, fmt.Errorf("running as root and neither a mysql nor a nobody user exists, and MariaDB refuses to run as root: create one (useradd --system mysql) or run idemcheck as a normal user")
+	}
+	return acct, nil
+}
+
+// accountOf returns the first of names that exists, or nil when not root.
+func accountOf(names ...string) (*account, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
-	for _, name := range []string{"postgres", "nobody"} {
+	for _, name := range names {
 		u, err := user.Lookup(name)
 		if err != nil {
 			continue
@@ -30,7 +49,7 @@ func serverAccount() (*account, error) {
 		}
 		return &account{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
 	}
-	return nil, fmt.Errorf("running as root and neither a postgres nor a nobody user exists, and PostgreSQL refuses to run as root: create one (useradd --system postgres) or run idemcheck as a normal user")
+	return nil, errors.New("no such user")
 }
 
 // processAlive reports whether pid exists. EPERM means it exists but
@@ -38,6 +57,11 @@ func serverAccount() (*account, error) {
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// terminate asks a server for a normal shutdown.
+func terminate(p *os.Process) error {
+	return p.Signal(syscall.SIGTERM)
 }
 
 // interrupt asks the postmaster for a fast shutdown.

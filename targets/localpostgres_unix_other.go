@@ -20,3 +20,5 @@ func sysProcAttr(acct *account, server bool) *syscall.SysProcAttr {
 // killOrphanPostmaster does nothing outside Linux: there is no portable way
 // to check that the pid in postmaster.pid is still that server.
 func killOrphanPostmaster(string) {}
+
+func killOrphanServer(string, string) {}

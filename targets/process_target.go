@@ -40,10 +40,16 @@ type ProcessOptions struct {
 	Command   string
 	Instances int
 	// DSN is the database to hand the target; empty starts a throwaway
-	// PostgreSQL from the local binaries.
-	DSN  string
-	Env  []string
-	Logs io.Writer
+	// PostgreSQL (or, with Engine EngineMySQL, MariaDB) from the local
+	// binaries.
+	DSN string
+	// Engine is the engine of the database to start when DSN is empty:
+	// EnginePostgres (empty) or EngineMySQL. A MySQL-family database is
+	// handed to the target directly: its link cannot be faulted yet
+	// (MySQLLinkReason), so the checks that fault it are skipped.
+	Engine string
+	Env    []string
+	Logs   io.Writer
 	// AllowRemote lets DSN name a database off loopback (--allow-remote).
 	AllowRemote bool
 	// Providers names the variables that hand the target the base URLs
@@ -69,19 +75,29 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	if err := CheckDSN(o.DSN, "DSN", o.AllowRemote); err != nil {
 		return nil, err
 	}
-	if o.AllowRemote && o.DSN != "" {
+	mysqlTarget := o.Engine == EngineMySQL || (o.DSN != "" && DSNEngine(o.DSN) == EngineMySQL)
+	switch {
+	case o.AllowRemote && o.DSN != "":
 		pt.DB, err = OpenRemoteDatabase(ctx, o.DSN)
-	} else {
+	case mysqlTarget:
+		pt.DB, err = ProvideMySQLDatabase(ctx, o.DSN)
+	default:
 		pt.DB, err = ProvideDatabase(ctx, o.DSN)
 	}
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%w", err)
 	}
 	var targetDSN string
-	if pt.link, targetDSN, err = proxyDatabase(ctx, pt.DB, o.AllowRemote); err != nil {
+	env := o.Env
+	if mysqlTarget {
+		var goDSN string
+		if targetDSN, goDSN, err = mysqlTargetDSNs(pt.DB.DSN); err != nil {
+			return nil, idemcheck.Usagef("database %s: %v", RedactDSN(pt.DB.DSN), err)
+		}
+		env = append(slices.Clone(env), "MYSQL_DSN="+goDSN)
+	} else if pt.link, targetDSN, err = proxyDatabase(ctx, pt.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
-	env := o.Env
 	if len(o.Providers) > 0 {
 		var penv []string
 		if err := CheckProviderEnv(o.Providers); err != nil {
@@ -140,6 +156,26 @@ func proxyDatabase(ctx context.Context, db *Database, allowRemote bool) (*faults
 	return nil, "", idemcheck.Unavailablef("database link: %v", err)
 }
 
+// MySQLLinkReason is why the database-link checks are skipped for a
+// target whose database is of the MySQL family.
+const MySQLLinkReason = "database-link faults speak the PostgreSQL protocol; this target's database is MySQL"
+
+// NoDBLink is Powers over a target whose database link idemcheck cannot
+// fault: NoDBLink says why, "" when it can. The checks that fault the
+// link are then skipped with that reason, and bursts are timed.
+type NoDBLink interface {
+	NoDBLink() string
+}
+
+// NoDBLink says why the target's database link cannot be faulted: its
+// database is of the MySQL family (MySQLLinkReason); "" for PostgreSQL.
+func (p linkPowers) NoDBLink() string {
+	if p.link == nil {
+		return MySQLLinkReason
+	}
+	return ""
+}
+
 // Replicas is how many instances of the target run.
 func (pt *ProcessTarget) Replicas() int { return len(pt.Process.Instances()) }
 
@@ -175,11 +211,19 @@ type linkPowers struct {
 
 // ArmDB puts a fault on the target's database link; disarm reports where
 // it landed (see faults.Link.Arm).
-func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) { return p.link.Arm(f) }
+func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
+	if p.link == nil {
+		return nil, errors.New(MySQLLinkReason)
+	}
+	return p.link.Arm(f)
+}
 
 // Barrier arms a write barrier on the target's database link for a burst
 // (see faults.Link.Barrier and Scheduler).
 func (p linkPowers) Barrier(attempts int, inTurn bool) (func() faults.Schedule, error) {
+	if p.link == nil {
+		return nil, errors.New(MySQLLinkReason)
+	}
 	return p.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.db), InTurn: inTurn})
 }
 
@@ -197,6 +241,9 @@ func (p *ProcessPowers) ProviderNames() []string { return p.pt.Providers.Names()
 // target's database link (see DBLinkReporter): with none once the target
 // was ready and had answered, its database traffic goes elsewhere.
 func (p linkPowers) DBLinkFaults() (bool, string) {
+	if why := p.NoDBLink(); why != "" {
+		return false, why
+	}
 	if p.link.PGSessions() > 0 {
 		return true, ""
 	}
@@ -205,7 +252,12 @@ func (p linkPowers) DBLinkFaults() (bool, string) {
 }
 
 // Held delivers the hold events of db-hold faults.
-func (p linkPowers) Held() <-chan faults.HoldEvent { return p.link.Held() }
+func (p linkPowers) Held() <-chan faults.HoldEvent {
+	if p.link == nil {
+		return nil
+	}
+	return p.link.Held()
+}
 
 // ProcessPowers implements Powers for a process target: its database link
 // (ArmDB, Barrier, Held) and its instances (Kill, Restart, …).

@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 		runHarness(command)
 		return
 	}
-	pgtest.Main(m)
+	pgtest.Main(m, targets.CloseTestMariaDB)
 }
 
 // binDir is the folder the helper binaries are built into, made once.

@@ -12,13 +12,20 @@ const redactedPassword = "xxxxx"
 // RedactDSN returns dsn with every password replaced by xxxxx, so a DSN can be
 // printed in errors, logs and reports. It understands both forms PostgreSQL
 // accepts: URLs (postgres://user:pw@host/db?password=pw) and key=value strings
-// (host=h password='pw'). It follows the structure pgx parses rather than
+// (host=h password='pw'), and both forms of the MySQL family (DSNEngine):
+// mysql:// and mariadb:// URLs, and the Go driver's user:pw@tcp(host)/db. It follows the structure pgx parses rather than
 // pattern matching, and when a URL is malformed in a way that could strand a
 // password outside the user-info part it masks more than strictly needed:
 // showing too little is better than leaking a secret.
 func RedactDSN(dsn string) string {
 	if rest, ok := cutURLScheme(dsn); ok {
 		return dsn[:len(dsn)-len(rest)] + redactURLRest(rest)
+	}
+	if rest, ok := cutMySQLScheme(dsn); ok {
+		return dsn[:len(dsn)-len(rest)] + redactURLRest(rest)
+	}
+	if isGoMySQLDSN(dsn) {
+		return redactGoMySQL(dsn)
 	}
 	return redactKeyValue(dsn)
 }

@@ -213,6 +213,7 @@ type certifyFlags struct {
 	invalidBody, image, dbImage, ready                           string
 	sign, signSecret, signHeader                                 string
 	signSkew                                                     time.Duration
+	dbEngine                                                     string
 	instances                                                    int
 	lease                                                        time.Duration
 	headers, effectArgs, ignore, redact, env, tenants, providers listFlag
@@ -250,9 +251,10 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.signSecret, "sign-secret", "", "with --sign: the signing secret, read from the environment: '${NAME}' (hidden in every report and history, with every signature)")
 	fs.StringVar(&f.signHeader, "sign-header", "", "with --sign: the signature header's `name`, for a sender that follows the scheme under another name")
 	fs.DurationVar(&f.signSkew, "sign-skew", 0, "with --sign: shift the signing clock, such as -10m: a consumer that accepts a signature past its 5-minute tolerance is remarked on")
-	fs.StringVar(&f.db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
+	fs.StringVar(&f.dbEngine, "db-engine", "", "with --cmd and no --db: the `engine` of the throwaway database idemcheck starts for the target, postgres (default) or mysql (a MariaDB server from the local binaries)")
+	fs.StringVar(&f.db, "db", "", "`DSN` of the database to count effects in: postgres://…, mysql://…, mariadb://… or user:pw@tcp(host:port)/db (default $DATABASE_URL)")
 	fs.StringVar(&f.effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count, such as 'SELECT count(*) FROM orders WHERE customer_id = $1'")
-	fs.Var(&f.effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (repeatable)")
+	fs.Var(&f.effectArgs, "effect-arg", "effect SQL argument template, bound as $1, $2, … (PostgreSQL) or each ? in turn (MySQL, MariaDB) (repeatable)")
 	fs.StringVar(&f.effectHTTP, "effect-http", "", "count effects through the API, without database access: a `GET` of the target whose answer counts one intent's effects, such as 'GET /orders?customerId={{intent}}' (only GET is ever sent)")
 	fs.StringVar(&f.effectCount, "effect-count", "", "with --effect-http: the JSON `pointer` of the array (its length is the count) or number in the answer, such as /data; empty for the whole answer")
 	fs.StringVar(&f.checks, "checks", strings.Join(scenarios.Names(), ","), "comma-separated `checks` to run")
@@ -349,7 +351,7 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		Name:  f.name, URL: rawURL, Command: f.command, Instances: f.instances, Image: f.image, Env: f.env, Providers: f.providers,
 		Method: f.method, Path: f.path, Body: body[0], Headers: splitHeaders(f.headers), Tenants: splitHeaders(f.tenants),
 		FailingBody: f.failingBody, InvalidBody: f.invalidBody, OtherPath: f.otherPath,
-		Policy: pol, DSN: db, DSNDefault: dbFromEnv, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
+		DBEngine: f.dbEngine, Policy: pol, DSN: db, DSNDefault: dbFromEnv, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
 		Checks: splitList(f.checks), Options: f.opts,
 		Redact: f.redact, RedactFields: f.redactFields, RedactQuery: f.redactQuery, Secrets: secrets,
 		Sign: f.sign, SignSecret: signSecret, SignHeader: f.signHeader, SignSkew: f.signSkew,
@@ -433,7 +435,7 @@ func runCertify(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 			return 0, err
 		}
 		defer d.Close()
-		b.Config.DB = d.Pool
+		config.UseDatabase(&b.Config, d)
 	}
 	return certifyAndReport(ctx, b.Config, f.rf.outputs, stdout, stderr, started)
 }

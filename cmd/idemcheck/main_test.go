@@ -23,6 +23,7 @@ import (
 	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/internal/program"
 	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets/mysqltest"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -60,7 +61,8 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	pgtest.Main(m)
+	mysqltest.Use()
+	pgtest.Main(m, mysqltest.Close, ordersMySQLBin.Remove)
 }
 
 // withStdin gives the commands in this test in as their standard input.

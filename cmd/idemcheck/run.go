@@ -142,7 +142,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				}
 				dbs[b.Config.DSN] = d
 			}
-			b.Config.DB = d.Pool
+			config.UseDatabase(&b.Config, d)
 		}
 		cfg := b.Config
 		if i > 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
+	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/estimate"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
@@ -55,7 +56,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.Var(&redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization, Cookie, X-Api-Key and names with token, secret, password or api-key always are)")
 	fs.Var(&redactFields, "redact-field", "JSON `pointer` into request and reply bodies, such as /card/number, whose value never reaches a report or history (repeatable)")
 	fs.Var(&redactQuery, "redact-query", "query parameter `name` whose value never reaches a report or history (repeatable)")
-	fs.StringVar(&db, "db", "", "PostgreSQL `DSN` to count effects in (default $DATABASE_URL)")
+	fs.StringVar(&db, "db", "", "`DSN` of the database to count effects in, PostgreSQL or MySQL-family (default $DATABASE_URL)")
 	fs.StringVar(&effectSQL, "effect-sql", "", "`SQL` returning one intent's effect count")
 	fs.Var(&effectArgs, "effect-arg", "effect SQL argument template (repeatable)")
 	fs.StringVar(&effectBatchSQL, "effect-batch-sql", "", "the effect SQL's batch form, run once for many intents: `SQL` whose $1 is the array of their --effect-arg values, returning each value as text and its count (SELECT customer_id::text, count(*) FROM orders WHERE customer_id = ANY($1) GROUP BY 1)")
@@ -238,8 +239,15 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		defer started.Close()
 		rawURL = started.URL.String()
 		sk.Powers = started.Powers()
+		if why := started.Powers().NoDBLink(); why != "" {
+			for _, f := range soakFaults {
+				if f.Fault.Link == faults.LinkDB {
+					return 0, idemcheck.Usagef("--fault %s acts on the target's database link, and %s: leave it out", f.Fault.Name, why)
+				}
+			}
+		}
 		if effectSQL != "" {
-			sk.Effects, dbName = &scenarios.Effects{Pool: started.DB.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(started.DB.DSN)
+			sk.Effects, dbName = config.EffectsIn(started.DB, effectSQL, argTemplates), targets.RedactDSN(started.DB.DSN)
 		}
 	} else if effectSQL != "" {
 		d, err := openEffectDB(ctx, db, allowRemote)
@@ -247,7 +255,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			return 0, err
 		}
 		defer d.Close()
-		sk.Effects, dbName = &scenarios.Effects{Pool: d.Pool, SQL: effectSQL, Args: argTemplates}, targets.RedactDSN(db)
+		sk.Effects, dbName = config.EffectsIn(d, effectSQL, argTemplates), targets.RedactDSN(db)
 	}
 	base, urlPath, err := targetURL(rawURL)
 	if err != nil {
@@ -267,6 +275,9 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if sk.Effects != nil {
 		if err := certify.CheckEffectSQL(ctx, sk.Effects); err != nil {
 			return 0, err
+		}
+		if effectBatchSQL != "" && sk.Effects.DB != nil {
+			return 0, idemcheck.Usagef("--effect-batch-sql is PostgreSQL's (= ANY($1)); on %s the soak counts a batch with --effect-sql, prepared once, in one transaction: leave --effect-batch-sql out", sk.Effects.DB.Engine())
 		}
 		if sk.Effects.BatchSQL = effectBatchSQL; effectBatchSQL != "" {
 			if err := checkEffectBatchSQL(ctx, sk.Effects); err != nil {

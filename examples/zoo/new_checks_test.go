@@ -10,6 +10,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/targets/mysqltest"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -35,6 +36,9 @@ func TestNewChecksOnEveryEntry(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	for _, e := range zoo.Entries() {
 		t.Run(e.Name(), func(t *testing.T) {
+			if e.App == "ordersmysql" {
+				mysqltest.NeedBinary(t)
+			}
 			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: checks, Options: zoo.Options(), DSN: dsn})
 			require.NoError(t, err)
 			row := zoo.NewRow(e, res.Report)

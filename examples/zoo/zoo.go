@@ -19,6 +19,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/ordersmysql"
 	"github.com/idemcheck/idemcheck/examples/webhooks"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
@@ -26,7 +27,7 @@ import (
 
 // Entry is one API of the zoo.
 type Entry struct {
-	App     string // "orders" or "webhooks"
+	App     string // "orders", "ordersmysql" or "webhooks"
 	Variant string
 	// Check and Anomaly are what must catch the variant's bug; empty for a
 	// reference, which must show no anomaly at all.
@@ -140,6 +141,10 @@ func Entries() []Entry {
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a, Signed: true})
 	}
+	// The orders API on MariaDB, on a throwaway MariaDB of its own: the
+	// checks that fault the database link are skipped there.
+	out = append(out, Entry{App: "ordersmysql", Variant: ordersmysql.Reference},
+		Entry{App: "ordersmysql", Variant: ordersmysql.CheckThenInsert, Check: idemcheck.CheckConcurrentBurst, Anomaly: string(idemcheck.DuplicateEffect)})
 	return append(out, RateLimited()...)
 }
 
@@ -198,7 +203,7 @@ func (b *Bins) Remove() error { return os.RemoveAll(b.Dir) }
 // Build compiles the example APIs into dir (go build), from the module's
 // root folder root.
 func Build(ctx context.Context, root, dir string) (*Bins, error) {
-	for _, app := range []string{"orders", "webhooks"} {
+	for _, app := range []string{"orders", "webhooks", "ordersmysql"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, app), "./examples/"+app+"/cmd/"+app)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -213,7 +218,8 @@ type Config struct {
 	Checks  []string // empty: every check
 	Options scenarios.Options
 	// DSN is the database server to create the entry's database on; empty
-	// starts a throwaway one per entry.
+	// starts a throwaway one per entry. A MySQL-family entry
+	// (ordersmysql) always starts a throwaway MariaDB.
 	DSN  string
 	Logs io.Writer
 	// Adjust, when set, changes the entry's configuration before it is
@@ -234,6 +240,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	o := targets.ProcessOptions{Command: command, Instances: instances, DSN: c.DSN, Logs: c.Logs}
 	if e.Signed {
 		o.Env = []string{webhooks.SecretEnv + "=" + SigningSecret}
+	}
+	if e.App == "ordersmysql" {
+		o.DSN, o.Engine = "", targets.EngineMySQL
 	}
 	if e.App == "orders" {
 		// The orders API charges a payment provider when given one: the
@@ -266,6 +275,9 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 		Powers: pt.Powers(), Replicas: pt.Replicas(), DB: pt.DB.Pool, DBName: "the " + app + " database",
 		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
 	}
+	if pt.DB.SQL != nil {
+		cfg.EffectDB = pt.DB.SQL
+	}
 	cfg.Endpoint.Base = base
 	cfg.Endpoint.Method = "POST"
 	cfg.Endpoint.Tenants = []scenarios.Header{
@@ -283,6 +295,12 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 		cfg.Endpoint.FailingBody = &failing
 		cfg.Endpoint.Other = &scenarios.OtherEndpoint{Method: "POST", Path: idemcheck.MustTemplate("/payments")}
 		cfg.EffectSQL = "SELECT count(*) FROM orders WHERE customer_id = $1"
+	case "ordersmysql":
+		cfg.Policy = idemcheck.IETF()
+		cfg.Policy.ReplayHeader = "Idempotent-Replayed"
+		cfg.Endpoint.Path = idemcheck.MustTemplate("/orders")
+		cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`)
+		cfg.EffectSQL = "SELECT count(*) FROM orders WHERE customer_id = ?"
 	case "webhooks":
 		cfg.Policy = idemcheck.Webhook()
 		cfg.Endpoint.Path = idemcheck.MustTemplate("/webhooks")

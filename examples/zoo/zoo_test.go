@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/targets/mysqltest"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -46,6 +47,9 @@ func TestEveryVariantIsCaught(t *testing.T) {
 			continue
 		}
 		t.Run(e.Name(), func(t *testing.T) {
+			if e.App == "ordersmysql" {
+				mysqltest.NeedBinary(t)
+			}
 			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: []string{e.Check}, Options: zoo.Options(), DSN: pgtest.DSN(t)})
 			require.NoError(t, err)
 			row := zoo.NewRow(e, res.Report)
@@ -86,6 +90,9 @@ func TestReferencesAreClean(t *testing.T) {
 			continue
 		}
 		t.Run(e.Name(), func(t *testing.T) {
+			if e.App == "ordersmysql" {
+				mysqltest.NeedBinary(t)
+			}
 			dsn := pgtest.DSN(t)
 			for run := 1; run <= runs; run++ {
 				res, err := b.Certify(context.Background(), e, zoo.Config{Options: o, DSN: dsn})

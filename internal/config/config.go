@@ -106,6 +106,11 @@ type Spec struct {
 	// target's database; Ready the path that answers 2xx once it serves
 	// (with Command, targets.ReadyTCP waits for its port instead).
 	DBImage, Ready string
+	// DBEngine (with Command) is the engine of the database idemcheck
+	// starts for the target when DSN is empty: "postgres" (the default)
+	// or "mysql" (a throwaway MariaDB; "mariadb" says the same). With a
+	// DSN it must agree with the DSN's form (targets.DSNEngine).
+	DBEngine string
 	// Env holds NAME=VALUE variables for a Command or Image target.
 	Env []string
 	// Providers names the variables that hand a Command or Image target
@@ -243,8 +248,11 @@ type Launch struct {
 	Instances int
 	Image     string
 	DBImage   string
-	Ready     string
-	Env       []string
+	// DBEngine is the engine of the database to start (targets.EngineMySQL
+	// or targets.EnginePostgres); empty is PostgreSQL, or the DSN's.
+	DBEngine string
+	Ready    string
+	Env      []string
 	// Providers are the variables naming its provider doubles.
 	Providers []string
 	// DSN is the database handed to the target; empty provides one.
@@ -350,7 +358,7 @@ func (s Spec) build() (*Built, error) {
 	}
 	if s.Handler != nil || started {
 		b.Launch = &Launch{Handler: s.Handler, Command: s.Command, Instances: max(s.Instances, 1), Image: s.Image,
-			DBImage: s.DBImage, Ready: s.Ready, Env: s.Env, Providers: s.Providers, DSN: s.DSN, AllowRemote: s.AllowRemote, Log: s.TargetLog}
+			DBImage: s.DBImage, DBEngine: dbEngine(s.DBEngine, s.DSN), Ready: s.Ready, Env: s.Env, Providers: s.Providers, DSN: s.DSN, AllowRemote: s.AllowRemote, Log: s.TargetLog}
 	} else if s.DSN != "" && s.EffectSQL != "" {
 		// A DSN read from the environment with no query to run is left
 		// unused (effects): the report must not say effects were counted.
@@ -411,6 +419,16 @@ func (s Spec) checkTarget() error {
 			idemcheck.Field("Command"), idemcheck.Field("Image"))
 	case s.Image == "" && s.DBImage != "":
 		return usage("DBImage", "%s goes with %s", idemcheck.Field("DBImage"), idemcheck.Field("Image"))
+	case s.DBEngine != "" && s.DBEngine != targets.EnginePostgres && s.DBEngine != targets.EngineMySQL && s.DBEngine != "mariadb":
+		return usage("DBEngine", "%s %q is not an engine idemcheck starts: use postgres or mysql (a MariaDB server)", idemcheck.Field("DBEngine"), s.DBEngine)
+	case s.DBEngine != "" && s.Command == "":
+		return usage("DBEngine", "%s goes with %s: it is the database idemcheck starts for the target", idemcheck.Field("DBEngine"), idemcheck.Field("Command"))
+	case s.DBEngine != "" && s.DSN != "" && dbEngine(s.DBEngine, "") != targets.DSNEngine(s.DSN):
+		return usage("DBEngine", "%s %s does not match the database %s, a %s DSN: leave %s out, or give a DSN of its kind",
+			idemcheck.Field("DBEngine"), s.DBEngine, targets.RedactDSN(s.DSN), targets.DSNEngine(s.DSN), idemcheck.Field("DBEngine"))
+	case s.Image != "" && s.DSN != "" && targets.DSNEngine(s.DSN) == targets.EngineMySQL:
+		return usage("DSN", "a MySQL-family database (%s) goes with %s or %s, not %s yet: start the target with %s",
+			targets.RedactDSN(s.DSN), idemcheck.Field("Command"), idemcheck.Field("URL"), idemcheck.Field("Image"), idemcheck.Field("Command"))
 	case !started && len(s.Env) > 0:
 		return usage("Env", "%s goes with %s or %s, a target idemcheck starts", idemcheck.Field("Env"), idemcheck.Field("Command"), idemcheck.Field("Image"))
 	case !started && len(s.Providers) > 0:
@@ -990,7 +1008,7 @@ func (l *Launch) Start(ctx context.Context, output, log io.Writer) (*Started, er
 		}
 		return &Started{URL: ct.URL, Powers: ct.Powers(), Replicas: 1, DB: ct.DB, stop: ct.Close}, nil
 	}
-	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: l.Command, Instances: l.Instances, DSN: l.DSN, Env: l.Env,
+	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: l.Command, Instances: l.Instances, DSN: l.DSN, Engine: l.DBEngine, Env: l.Env,
 		AllowRemote: l.AllowRemote, Logs: output, Providers: l.Providers, Ready: l.Ready})
 	if err != nil {
 		return nil, err
@@ -1005,6 +1023,39 @@ func (b *Built) Attach(s *Started) {
 	c.Endpoint.Base = &url.URL{Scheme: s.URL.Scheme, Host: s.URL.Host}
 	c.Powers, c.Replicas = s.Powers, s.Replicas
 	if c.EffectSQL != "" && s.DB != nil {
-		c.DB, c.DBName = s.DB.Pool, targets.RedactDSN(s.DB.DSN)
+		UseDatabase(c, s.DB)
+		c.DBName = targets.RedactDSN(s.DB.DSN)
 	}
+}
+
+// dbEngine is the engine of a started target's database: the one named
+// ("mariadb" is MySQL's family), else the DSN's, else PostgreSQL.
+func dbEngine(named, dsn string) string {
+	switch {
+	case named == "mariadb" || named == targets.EngineMySQL:
+		return targets.EngineMySQL
+	case named != "":
+		return named
+	case dsn != "":
+		return targets.DSNEngine(dsn)
+	}
+	return targets.EnginePostgres
+}
+
+// UseDatabase points c's effect count at d, whatever its engine: a
+// PostgreSQL pool (DB) or a MySQL-family database (EffectDB).
+func UseDatabase(c *certify.Config, d *targets.Database) {
+	c.DB = d.Pool
+	if d.SQL != nil {
+		c.EffectDB = d.SQL
+	}
+}
+
+// EffectsIn is the soak's effect count of query in d, whatever its engine.
+func EffectsIn(d *targets.Database, query string, args []idemcheck.Template) *scenarios.Effects {
+	e := &scenarios.Effects{Pool: d.Pool, SQL: query, Args: args}
+	if d.SQL != nil {
+		e.DB = d.SQL
+	}
+	return e
 }

@@ -16,6 +16,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Instances":              {Name: "--instances"},
 		"Image":                  {Name: "--image"},
 		"DBImage":                {Name: "--db-image"},
+		"DBEngine":               {Name: "--db-engine"},
 		"Ready":                  {Name: "--ready"},
 		"Env":                    {Name: "--env"},
 		"Providers":              {Name: "--provider-env"},

@@ -92,14 +92,14 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 }
 
 func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
-	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances", "image", "db_image", "env", "log", "providers")
+	f, err := p.fields(n, field, "url", "headers", "db", "cmd", "instances", "image", "db_image", "db_engine", "env", "log", "providers")
 	if err != nil {
 		return err
 	}
 	d.spec.Instances = 1
 	if err := p.texts(f, field, d.places, text{key: "url", field: "URL", to: &d.spec.URL, url: true}, text{key: "db", field: "DSN", to: &d.spec.DSN},
 		text{key: "cmd", field: "Command", to: &d.spec.Command}, text{key: "image", field: "Image", to: &d.spec.Image},
-		text{key: "db_image", field: "DBImage", to: &d.spec.DBImage}, text{key: "log", field: "TargetLog", to: &d.spec.TargetLog}); err != nil {
+		text{key: "db_image", field: "DBImage", to: &d.spec.DBImage}, text{key: "db_engine", field: "DBEngine", to: &d.spec.DBEngine}, text{key: "log", field: "TargetLog", to: &d.spec.TargetLog}); err != nil {
 		return err
 	}
 	if v, ok := f["url"]; ok {

@@ -359,7 +359,7 @@ func (p *parser) statuses(n *yaml.Node, field string) ([]int, error) {
 var Words = func() map[idemcheck.Field]idemcheck.Word {
 	w := map[idemcheck.Field]idemcheck.Word{
 		"URL": {Name: "url"}, "Endpoint.Base": {Name: "url"}, "Command": {Name: "cmd"}, "Instances": {Name: "instances"},
-		"Image": {Name: "image"}, "DBImage": {Name: "db_image"}, "Env": {Name: "env"}, "Providers": {Name: "providers"}, "TargetLog": {Name: "log"},
+		"Image": {Name: "image"}, "DBImage": {Name: "db_image"}, "DBEngine": {Name: "db_engine"}, "Env": {Name: "env"}, "Providers": {Name: "providers"}, "TargetLog": {Name: "log"},
 		"Method": {Name: "method"}, "Path": {Name: "path"}, "Endpoint.Path": {Name: "path"}, "Body": {Name: "body"},
 		"Headers": {Name: "headers"}, "Endpoint.Header": {Name: "headers"}, "Tenants": {Name: "tenants"},
 		"Sign": {Name: "sign.scheme", Set: "set sign: {scheme: …, secret: '${NAME}'}"}, "SignSecret": {Name: "sign.secret"},

@@ -1,0 +1,67 @@
+// Command ordersmysql serves the orders reference on MySQL or MariaDB
+// (package ordersmysql), or its check-then-insert variant:
+//
+//	PORT=8080 MYSQL_DSN='user:pw@tcp(127.0.0.1:3306)/shop' ordersmysql [-variant check-then-insert]
+//
+// It reads MYSQL_DSN (the Go driver's form), else DATABASE_URL (a
+// mysql:// URL), both of which idemcheck --cmd --db-engine mysql sets, and
+// listens on 127.0.0.1:$PORT until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/idemcheck/idemcheck/examples/ordersmysql"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "ordersmysql:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	variant := flag.String("variant", ordersmysql.Reference, "reference or check-then-insert")
+	flag.Parse()
+	dsn := os.Getenv("MYSQL_DSN")
+	if dsn == "" {
+		dsn = ordersmysql.GoDSN(os.Getenv("DATABASE_URL"))
+	}
+	if dsn == "" {
+		return errors.New("set MYSQL_DSN or DATABASE_URL")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start, cancel := context.WithTimeout(ctx, time.Minute)
+	s, err := ordersmysql.New(start, dsn, *variant)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", os.Getenv("PORT")))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

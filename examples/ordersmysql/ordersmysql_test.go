@@ -1,0 +1,147 @@
+package ordersmysql_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/examples/ordersmysql"
+	"github.com/idemcheck/idemcheck/internal/config"
+	"github.com/idemcheck/idemcheck/internal/testbin"
+	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/targets"
+	"github.com/idemcheck/idemcheck/targets/mysqltest"
+)
+
+var bin = testbin.New("github.com/idemcheck/idemcheck/examples/ordersmysql/cmd/ordersmysql")
+
+func TestMain(m *testing.M) { mysqltest.Main(m, bin.Remove) }
+
+// checks are those that run on a MySQL-family target, and two that fault
+// the database link, which must be skipped with the reason.
+var checks = []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialReplay, idemcheck.CheckLostReply,
+	idemcheck.CheckRestartReplay, idemcheck.CheckCrashLease, idemcheck.CheckInFlightRetry}
+
+// certifyCmd certifies the variant started by idemcheck (--cmd) on a
+// throwaway MariaDB (--db-engine mysql), effects counted in it in SQL.
+func certifyCmd(t *testing.T, variant string, checks []string) idemcheck.Report {
+	t.Helper()
+	mysqltest.Server(t) // skips where MariaDB is missing, outside CI
+	pol, err := idemcheck.Preset("ietf")
+	require.NoError(t, err)
+	b, err := config.Build(config.Spec{
+		Command: bin.Path(t) + " -variant " + variant, DBEngine: "mysql", Instances: 1,
+		Method: "POST", Path: "/orders", Body: `{"customerId":"{{intent}}","totalCents":4000}`,
+		Policy: pol, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = ?", EffectArgs: []string{"{{intent}}"},
+		Checks: checks, Options: quick(),
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+	started, err := b.Launch.Start(ctx, io.Discard, io.Discard)
+	require.NoError(t, err)
+	defer started.Close()
+	require.NotNil(t, started.DB)
+	assert.Equal(t, targets.EngineMySQL, started.DB.Engine)
+	b.Attach(started)
+	res, err := certify.Run(ctx, b.Config)
+	require.NoError(t, err)
+	return res.Report
+}
+
+// quick is a smaller run than the default, enough for the race: ten
+// copies a burst, five bursts.
+func quick() scenarios.Options {
+	o := scenarios.Defaults
+	o.BurstSize = 10
+	return o
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return ln
+}
+
+func TestReferenceOnMariaDBPasses(t *testing.T) {
+	r := certifyCmd(t, ordersmysql.Reference, nil) // every check
+	assert.Equal(t, idemcheck.Pass, r.Verdict, "%+v", r.Anomalies)
+	linkChecks := map[string]bool{idemcheck.CheckFailedAttempt: true, idemcheck.CheckCrashLease: true, idemcheck.CheckCrashAfterCommit: true,
+		idemcheck.CheckInFlightRetry: true, idemcheck.CheckLeaseFencing: true}
+	ran := 0
+	for _, c := range r.Checks {
+		switch {
+		case linkChecks[c.Name]:
+			assert.Equal(t, idemcheck.Skip, c.Status, c.Name)
+			assert.Contains(t, c.Reason, targets.MySQLLinkReason, c.Name)
+		case c.Status != idemcheck.Skip:
+			ran++
+			assert.Equal(t, idemcheck.Pass, c.Status, "%s: %s", c.Name, c.Reason)
+		}
+	}
+	assert.GreaterOrEqual(t, ran, 9, "concurrent-burst, restart-replay and the wire checks ran")
+}
+
+func TestCheckThenInsertOnMariaDBFails(t *testing.T) {
+	r := certifyCmd(t, ordersmysql.CheckThenInsert, checks)
+	assert.Equal(t, idemcheck.Fail, r.Verdict)
+	kinds := map[idemcheck.Kind]bool{}
+	for _, a := range r.Anomalies {
+		kinds[a.Kind] = true
+	}
+	assert.True(t, kinds[idemcheck.DuplicateEffect], "%+v", r.Anomalies)
+}
+
+// By URL, effects read back through the API (--effect-http), and counted
+// in MariaDB directly (--db mysql://…): the reference passes, the variant
+// fails, both ways.
+func TestByURLOnMariaDB(t *testing.T) {
+	for _, variant := range []string{ordersmysql.Reference, ordersmysql.CheckThenInsert} {
+		dsn := mysqltest.DSN(t)
+		s, err := ordersmysql.New(context.Background(), ordersmysql.GoDSN(dsn), variant)
+		require.NoError(t, err)
+		srv := &http.Server{Handler: s, ReadHeaderTimeout: time.Minute}
+		ln := listen(t)
+		go func() { _ = srv.Serve(ln) }()
+		base := &url.URL{Scheme: "http", Host: ln.Addr().String()}
+		for _, viaHTTP := range []bool{true, false} {
+			pol, err := idemcheck.Preset("ietf")
+			require.NoError(t, err)
+			spec := config.Spec{URL: base.String(), Method: "POST", Path: "/orders", Body: `{"customerId":"{{intent}}","totalCents":4000}`,
+				Policy: pol, Checks: []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialReplay}, Options: quick()}
+			if viaHTTP {
+				count := "/data"
+				spec.EffectHTTP, spec.EffectCount = "GET /orders?customerId={{intent}}", &count
+			} else {
+				spec.DSN, spec.EffectSQL, spec.EffectArgs = dsn, "SELECT count(*) FROM orders WHERE customer_id = ?", []string{"{{intent}}"}
+			}
+			b, err := config.Build(spec)
+			require.NoError(t, err)
+			if !viaHTTP {
+				d, err := config.OpenDB(context.Background(), b.Config.DSN, false)
+				require.NoError(t, err)
+				config.UseDatabase(&b.Config, d)
+				defer d.Close()
+			}
+			res, err := certify.Run(context.Background(), b.Config)
+			require.NoError(t, err)
+			want := idemcheck.Pass
+			if variant == ordersmysql.CheckThenInsert {
+				want = idemcheck.Fail
+			}
+			assert.Equal(t, want, res.Report.Verdict, fmt.Sprintf("%s, read back over HTTP: %v: %+v", variant, viaHTTP, res.Report.Anomalies))
+		}
+		_ = srv.Close()
+		_ = s.Close()
+	}
+}
