@@ -97,7 +97,7 @@ func (p *parser) target(n *yaml.Node, field string, d *defaults) error {
 		return err
 	}
 	d.spec.Instances = 1
-	if err := p.texts(f, field, d.places, text{key: "url", field: "URL", to: &d.spec.URL, url: true}, text{key: "db", field: "DSN", to: &d.spec.DSN},
+	if err := p.texts(f, field, d.places, text{key: "url", field: "URL", to: &d.spec.URL, url: true}, text{key: "db", field: "DSN", to: &d.spec.DSN, dsn: true},
 		text{key: "cmd", field: "Command", to: &d.spec.Command}, text{key: "image", field: "Image", to: &d.spec.Image},
 		text{key: "db_image", field: "DBImage", to: &d.spec.DBImage}, text{key: "db_engine", field: "DBEngine", to: &d.spec.DBEngine}, text{key: "log", field: "TargetLog", to: &d.spec.TargetLog}); err != nil {
 		return err
@@ -209,6 +209,31 @@ type text struct {
 	// of what ${NAME} put in it only the secrets a URL carries stay
 	// hidden (urlSecrets).
 	url bool
+	// dsn: the value is a database's DSN, printed with its password
+	// hidden (targets.RedactDSN); of what ${NAME} put in it only that
+	// password stays hidden (dsnSecrets).
+	dsn bool
+}
+
+// dsnSecrets are the secrets of a DSN: its password. A DSN written as a
+// URL (postgres://, mysql://) shows its user, host and database, as
+// reports say where effects were counted; one in another form
+// (key=value, user:pw@tcp(…)) stays hidden whole.
+func dsnSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return []string{raw}
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, pw, url.QueryEscape(pw))
+	}
+	for k, vs := range u.Query() {
+		if strings.EqualFold(k, "password") {
+			out = append(out, vs...)
+		}
+	}
+	return out
 }
 
 // urlSecrets are the parts of a target URL that are secrets: its
@@ -258,6 +283,9 @@ func (p *parser) texts(f map[string]*yaml.Node, field string, pl places, ts ...t
 		}
 		if t.url && len(p.secrets) > before {
 			p.secrets = append(p.secrets[:before], urlSecrets(s)...)
+		}
+		if t.dsn && len(p.secrets) > before {
+			p.secrets = append(p.secrets[:before], dsnSecrets(s)...)
 		}
 		if t.opt != nil {
 			*t.opt = &s
@@ -482,7 +510,7 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 		}
 	}
 	if err := p.texts(f, field, pl, text{key: "url", field: "URL", to: &spec.URL, url: true}, text{key: "method", field: "Method", to: &spec.Method},
-		text{key: "path", field: "Path", to: &spec.Path}, text{key: "db", field: "DSN", to: &spec.DSN},
+		text{key: "path", field: "Path", to: &spec.Path}, text{key: "db", field: "DSN", to: &spec.DSN, dsn: true},
 		text{key: "body", field: "Body", to: &spec.Body, body: true}, text{key: "mismatch_body", field: "MismatchBody", to: &spec.MismatchBody, body: true},
 		text{key: "failing_body", field: "FailingBody", to: &spec.FailingBody, body: true},
 		text{key: "invalid_body", field: "InvalidBody", to: &spec.InvalidBody, body: true}); err != nil {

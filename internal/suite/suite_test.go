@@ -239,6 +239,10 @@ endpoints:
 	assert.NotContains(t, s.Secrets, raw, "the address itself is shown")
 	assert.Equal(t, []string{"tok-PLANTED2", "tok-PLANTED2"}, urlSecrets("http://127.0.0.1/?token=tok-PLANTED2&v=1"), "a query token (which config.Build refuses anyway) stays hidden; v=1 is no token")
 	assert.Equal(t, []string{"ops:pw", "pw", "pw"}, urlSecrets("http://ops:pw@127.0.0.1/"))
+	// A DSN keeps its user, host and database in view; its password not.
+	assert.Empty(t, dsnSecrets("postgres://postgres@127.0.0.1:5432/app?sslmode=disable"))
+	assert.Equal(t, []string{"s3cret-pw", "s3cret-pw"}, dsnSecrets("mysql://app:s3cret-pw@127.0.0.1:3306/app"))
+	assert.Equal(t, []string{"host=127.0.0.1 password=s3cret-pw"}, dsnSecrets("host=127.0.0.1 password=s3cret-pw"), "a key=value DSN stays hidden whole")
 }
 
 // Files a suite names, and the suite itself, are read up to a limit: an
