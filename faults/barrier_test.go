@@ -361,7 +361,9 @@ func TestBarrierInTurn(t *testing.T) {
 	pool := s.watchedPool(t, n)
 	_, err := s.direct.Exec(context.Background(), "CREATE TABLE claims (k int PRIMARY KEY, token text)")
 	require.NoError(t, err)
-	for round := 1; round <= 3; round++ {
+	judged := 0
+	for round := 1; judged < 3; round++ {
+		require.LessOrEqual(t, round, 9, "three rounds in nine had every attempt at the database")
 		release, err := s.link.Barrier(BarrierOptions{Attempts: n, Sessions: s.sessions(t), MaxWait: testTimeout, Quiet: testTimeout, InTurn: true})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -379,6 +381,13 @@ func TestBarrierInTurn(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("round %d: %s; released over %v", round, sched.Detail(), sched.Held[0].Released.Sub(sched.Released))
 		assert.True(t, sched.InTurn)
+		if sched.Reason == idemcheck.ReleaseIdle && len(sched.Held) < n {
+			// An attempt a busy machine had not started yet left every
+			// session that had idle: the barrier rightly went with what it
+			// held, and, as the runner does, the round is sent again.
+			continue
+		}
+		judged++
 		assert.Equal(t, idemcheck.ReleaseAllWrites, sched.Reason, "round %d: %s", round, sched.Detail())
 		assert.Equal(t, n, s.seen(t, 600+round), "round %d: every attempt found its own claim", round)
 		require.Len(t, sched.Held, n)
