@@ -35,10 +35,14 @@ func FuzzRedactDSN(f *testing.F) {
 		if got := RedactDSN(form(password)); survived(got, form("xxxxx")) {
 			t.Fatalf("password %q survived in %q", password, got)
 		}
-		// The key=value form, the password quoted as libpq requires.
+		// The key=value form, the password quoted as libpq requires. The
+		// host is a bare word: one holding a quote or a backslash would
+		// make the rest of the DSN its value, as libpq reads it, and
+		// "password" then names no setting.
+		kvHost := strings.Fields(strings.NewReplacer(`'`, "", `\`, "").Replace(host) + " h")[0]
 		kvForm := func(pw string) string {
 			q := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(pw)
-			return "host=" + strings.Fields(host + " h")[0] + " user=app password='" + q + "' dbname=db"
+			return "host=" + kvHost + " user=app password='" + q + "' dbname=db"
 		}
 		if got := RedactDSN(kvForm(password)); survived(got, kvForm("xxxxx")) {
 			t.Fatalf("password %q survived in %q", password, got)
