@@ -64,6 +64,12 @@ type checkEvidence struct {
 	// (a key still in progress with no lease declared): the check cannot
 	// pass while one round is undecided.
 	undecided string
+	// pending counts the rounds whose effects may still land (an
+	// accepted reply counted before it settled, a count still changing at
+	// the settle bound: effectsPending); pendingWhy is the first one's
+	// reason. The check cannot pass while one is pending.
+	pending    int
+	pendingWhy string
 	// uncounted are the rounds with no effect count in a history whose
 	// run counted effects (Run.EffectQuery): its records were cut or
 	// edited, and what it lacks could have failed the check.
@@ -163,6 +169,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			ev.undecided = why
 		}
 		scenario := ic.missedScenario()
+		pending := ""
+		if ic.obs != nil {
+			_, promised := ic.promisedEffects()
+			pending = ic.effectsPending(promised)
+		}
 		switch {
 		case notDead != "":
 			ev.missed[notDead]++
@@ -180,6 +191,12 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			ev.missed["none of its attempts was answered"]++
 		case faulted && !retryAnswered:
 			ev.missed["the fault landed, but no retry after it was answered"]++
+		case pending != "":
+			ev.pending++
+			if ev.pendingWhy == "" {
+				ev.pendingWhy = fmt.Sprintf("round of intent %s: %s", in.ID, pending)
+			}
+			ev.missed[pending]++
 		case scenario != "":
 			// A check's own condition for its scenario (a refused invalid
 			// body, long keys the target took) did not hold.
@@ -279,6 +296,10 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	}
 	if ev.undecided != "" {
 		return idemcheck.Inconclusive, "", ev.undecided
+	}
+	if ev.pending > 0 {
+		return idemcheck.Inconclusive, "", fmt.Sprintf("the effects of %s of its %s had not settled when they were counted, so none of them is called lost: %s",
+			plural(ev.pending, "one", fmt.Sprint(ev.pending)), count(ev.rounds, "round"), ev.pendingWhy)
 	}
 	if ev.uncounted > 0 {
 		return idemcheck.Inconclusive, "", fmt.Sprintf("%s of its %s %s no effect count in the history, though the run counted effects: "+

@@ -75,7 +75,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"mismatch_status": "--mismatch-status", "missing_key_status": "--missing-key-status",
 		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",
 		"key_syntax":       "--key-syntax",
-		"created_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
+		"created_statuses": "", "accepted_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
 	} {
 		set := flag + ", or " + key + ": in the policy"
 		if flag == "" {
