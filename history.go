@@ -271,7 +271,11 @@ type History struct {
 	Intents      []Intent      `json:"intents"`
 	Attempts     []Attempt     `json:"attempts"`
 	Observations []Observation `json:"observations"`
-	Bursts       []Burst       `json:"bursts,omitempty"`
+	// Recounts are the effect counts taken again after the last check
+	// (Observation.Recount), for late duplicates: apart from Observations,
+	// the counts each intent is judged by.
+	Recounts []Observation `json:"recounts,omitempty"`
+	Bursts   []Burst       `json:"bursts,omitempty"`
 	// Events are what happened to the target and its links: faults that
 	// landed or missed, kills, restarts and exits.
 	Events []Event `json:"events,omitempty"`
@@ -325,12 +329,22 @@ func (h *History) ObservationsByIntent() map[string]Observation {
 // check (Observation.Recount), keyed by intent ID.
 func (h *History) RecountsByIntent() map[string]Observation {
 	m := map[string]Observation{}
-	for _, o := range h.Observations {
+	for _, o := range slices.Concat(h.Observations, h.Recounts) {
 		if o.Recount {
 			m[o.Intent] = o
 		}
 	}
 	return m
+}
+
+// AddObservation appends o to the history: to Recounts when it is a
+// recount, else to Observations.
+func (h *History) AddObservation(o Observation) {
+	if o.Recount {
+		h.Recounts = append(h.Recounts, o)
+	} else {
+		h.Observations = append(h.Observations, o)
+	}
 }
 
 // Run is the header of a history: everything besides the traffic that the

@@ -48,6 +48,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Options.FaultRounds":    {Name: "--fault-rounds"},
 		"Options.Redeliveries":   {Name: "--redeliveries"},
 		"Options.RetryWindow":    {Name: "--retry-window"},
+		"Options.Settle":         {Name: "--settle"},
 		"Rate":                   {Name: "--rate"},
 		"Timeout":                {Name: "--timeout"},
 		"MaxDuration":            {Name: "--max-duration"},

@@ -418,7 +418,7 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 
 func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 	f, err := p.fields(n, "options", "burst", "burst_rounds", "rounds", "fault_rounds", "redeliveries", "retry_window",
-		"timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
+		"settle", "timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
 	if err != nil {
 		return err
 	}
@@ -435,6 +435,7 @@ func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 	}
 	durations := map[string]into[time.Duration]{
 		"retry_window": {"Options.RetryWindow", &o.Scenarios.RetryWindow}, "timeout": {"Timeout", &o.Timeout},
+		"settle":       {"Options.Settle", &o.Scenarios.Settle},
 		"max_duration": {"MaxDuration", &o.MaxDuration},
 	}
 	for k, v := range f {
