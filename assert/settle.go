@@ -2,7 +2,6 @@ package assert
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck"
@@ -39,18 +38,18 @@ func (c *intentCheck) effectsPending(promised int64) string {
 	if o.Settle != nil {
 		return "" // settled short: the effect is lost
 	}
-	var accepted []string
+	var accepted []int
 	for _, a := range c.attempts {
 		if a.Outcome == idemcheck.Replied && c.policy.Accepted(a.Status) {
-			accepted = append(accepted, fmt.Sprint(a.ID))
+			accepted = append(accepted, a.ID)
 		}
 	}
 	if len(accepted) == 0 {
 		return ""
 	}
-	return idemcheck.Phrasef("attempt %s was answered %d (accepted, effect pending), and its effect was counted right after the reply "+
-		"(%d where %d are due), before a background worker need have written it: count effects once they settle (%s)",
-		strings.Join(accepted, ", "), c.acceptedStatus(), o.Effects, promised, idemcheck.Field("Options.Settle")).In(c.words)
+	return idemcheck.Phrasef("%s answered %d (accepted, effect pending; attempt %d first), and its effects were counted right after the reply "+
+		"(%d counted, %d due), before a background worker need have written them: count effects once they settle (%s)",
+		count(len(accepted), "attempt"), c.acceptedStatus(), accepted[0], o.Effects, promised, idemcheck.Field("Options.Settle")).In(c.words)
 }
 
 // acceptedStatus is the first accepted status the intent was answered with.

@@ -65,11 +65,10 @@ func (s *session) count(ctx context.Context, c toCount) (idemcheck.Observation, 
 	return o, nil
 }
 
-// settle polls one intent's count until it stays the same for the quiet
-// period or the bound runs out.
-func (s *session) settle(ctx context.Context, c toCount) (idemcheck.Observation, error) {
+// settle polls one intent's count until it stays the same for quiet or
+// the run's Settle bound runs out.
+func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration) (idemcheck.Observation, error) {
 	bound := s.Settle
-	quiet := SettleQuiet(bound)
 	start := time.Now()
 	o, err := s.count(ctx, c)
 	if err != nil {
@@ -106,9 +105,10 @@ func (s *session) settle(ctx context.Context, c toCount) (idemcheck.Observation,
 	return o, nil
 }
 
-// countAll counts every intent of cs, settled where Settle is set,
-// SettleParallel at a time, and returns the observations in cs's order.
-func (s *session) countAll(ctx context.Context, cs []toCount) ([]idemcheck.Observation, error) {
+// countAll counts every intent of cs, settled for quiet where Settle is
+// set, SettleParallel at a time, and returns the observations in cs's
+// order.
+func (s *session) countAll(ctx context.Context, cs []toCount, quiet time.Duration) ([]idemcheck.Observation, error) {
 	out := make([]idemcheck.Observation, len(cs))
 	errs := make([]error, len(cs))
 	sem := make(chan struct{}, SettleParallel)
@@ -119,7 +119,7 @@ func (s *session) countAll(ctx context.Context, cs []toCount) ([]idemcheck.Obser
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if s.Settle > 0 {
-				out[i], errs[i] = s.settle(ctx, c)
+				out[i], errs[i] = s.settle(ctx, c, quiet)
 			} else {
 				out[i], errs[i] = s.count(ctx, c)
 			}
@@ -161,7 +161,7 @@ func (s *session) settlePending(ctx context.Context) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	obs, err := s.countAll(ctx, s.pending)
+	obs, err := s.countAll(ctx, s.pending, SettleQuiet(s.Settle))
 	s.pending = nil
 	if err != nil {
 		return err
@@ -173,12 +173,15 @@ func (s *session) settlePending(ctx context.Context) error {
 }
 
 // recount counts every counted intent again after the last check, and
-// records the counts as recounts.
+// records the counts as recounts. With Settle set, each count must stay
+// the same for twice the quiet period (within the bound): a job retried
+// with a backoff of about a second after the last check's counts settled
+// still lands inside it.
 func (s *session) recount(ctx context.Context) error {
 	if len(s.counted) == 0 {
 		return nil
 	}
-	obs, err := s.countAll(ctx, s.counted)
+	obs, err := s.countAll(ctx, s.counted, min(2*SettleQuiet(s.Settle), s.Settle))
 	if err != nil {
 		return err
 	}
