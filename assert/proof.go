@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
 )
@@ -70,6 +71,12 @@ type checkEvidence struct {
 	// reason. The check cannot pass while one is pending.
 	pending    int
 	pendingWhy string
+	// settled counts the rounds whose effects were counted once they
+	// settled (--settle); settleWait and settlePolls are the longest wait
+	// and the most polls one took.
+	settled     int
+	settleWait  time.Duration
+	settlePolls int
 	// uncounted are the rounds with no effect count in a history whose
 	// run counted effects (Run.EffectQuery): its records were cut or
 	// edited, and what it lacks could have failed the check.
@@ -173,6 +180,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		if ic.obs != nil {
 			_, promised := ic.promisedEffects()
 			pending = ic.effectsPending(promised)
+			if st := ic.obs.Settle; st != nil && st.Settled {
+				ev.settled++
+				ev.settleWait = max(ev.settleWait, st.Waited)
+				ev.settlePolls = max(ev.settlePolls, st.Polls)
+			}
 		}
 		switch {
 		case notDead != "":
@@ -340,6 +352,10 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 		parts = append(parts, fmt.Sprintf("target exited under its fault %s and was restarted, each retry judged on the restarted target", times(n)))
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d attempts answered", ev.answered, ev.attempts))
+	if ev.settled > 0 {
+		parts = append(parts, fmt.Sprintf("effects counted once settled in %d of %d rounds (the longest wait %v, %s at most)",
+			ev.settled, ev.rounds, ev.settleWait.Round(10*time.Millisecond), count(ev.settlePolls, "poll")))
+	}
 	if ev.refusals > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit: 429, or 503 with Retry-After)", ev.refusals)
 	}

@@ -71,7 +71,9 @@ func TestUnsettledIsInconclusive(t *testing.T) {
 	id = acceptedBurst(b, 1)
 	settled(b, id, idemcheck.Settle{Bound: 2 * time.Second, Quiet: 500 * time.Millisecond, Waited: 800 * time.Millisecond, Polls: 5, Changes: 1, Settled: true}, time.Second)
 	assert.Empty(t, Check(&b.h))
-	assert.Equal(t, idemcheck.Pass, Report(&b.h).Checks[0].Status)
+	r = Report(&b.h)
+	assert.Equal(t, idemcheck.Pass, r.Checks[0].Status)
+	assert.Contains(t, r.Checks[0].Proof, "effects counted once settled in 1 of 1 rounds (the longest wait 800ms, 5 polls at most)")
 }
 
 // Counted again after the last check, an intent with more effects than it
