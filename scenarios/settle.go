@@ -15,16 +15,17 @@ import (
 // has stayed the same for a quiet period (SettleQuiet), or the bound runs
 // out, and the observation records what the polls did (idemcheck.Settle),
 // so that `idemcheck check` reaches the same verdict offline. The intents
-// of a check are settled together once its rounds are sent, SettleParallel
-// at a time, so a check waits about as long as its slowest worker plus
-// the quiet period, not once per intent.
+// of a check are settled together once its rounds are sent, each waiting
+// on its own, at most SettleParallel effect queries in flight at once, so
+// a check waits about as long as its slowest worker plus the quiet period,
+// not once per intent.
 //
 // After the last check every counted intent is counted again (settled the
 // same way where Settle is set) and recorded as a recount: an effect that
 // appeared after its intent was judged is a late duplicate.
 
-// SettleParallel is how many intents are polled at once while effects
-// settle: enough to overlap the waits of a check's rounds, few enough to
+// SettleParallel is how many effect queries run at once while effects
+// settle (each intent waits on its own between its polls): few enough to
 // keep the effect query's load on the target's database small.
 const SettleParallel = 8
 
@@ -50,8 +51,17 @@ type toCount struct {
 }
 
 // count counts one intent's effects once, its queries scrubbed of the
-// run's secrets, stamped with the time it was taken.
-func (s *session) count(ctx context.Context, c toCount) (idemcheck.Observation, error) {
+// run's secrets, stamped with the time it was taken. With sem, the query
+// holds one of its places while it runs.
+func (s *session) count(ctx context.Context, c toCount, sem chan struct{}) (idemcheck.Observation, error) {
+	if sem != nil {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			return idemcheck.Observation{}, ctx.Err()
+		}
+	}
 	o, err := s.Effects.CountKeys(ctx, c.in, c.keys)
 	if err != nil {
 		return o, err
@@ -67,10 +77,10 @@ func (s *session) count(ctx context.Context, c toCount) (idemcheck.Observation, 
 
 // settle polls one intent's count until it stays the same for quiet or
 // the run's Settle bound runs out.
-func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration) (idemcheck.Observation, error) {
+func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, sem chan struct{}) (idemcheck.Observation, error) {
 	bound := s.Settle
 	start := time.Now()
-	o, err := s.count(ctx, c)
+	o, err := s.count(ctx, c, sem)
 	if err != nil {
 		return o, err
 	}
@@ -89,7 +99,7 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration) (i
 		if err := sleep(ctx, wait); err != nil {
 			return o, err
 		}
-		next, err := s.count(ctx, c)
+		next, err := s.count(ctx, c, sem)
 		if err != nil {
 			return o, err
 		}
@@ -106,22 +116,21 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration) (i
 }
 
 // countAll counts every intent of cs, settled for quiet where Settle is
-// set, SettleParallel at a time, and returns the observations in cs's
-// order.
+// set, all at once with at most SettleParallel queries in flight, and
+// returns the observations in cs's order.
 func (s *session) countAll(ctx context.Context, cs []toCount, quiet time.Duration) ([]idemcheck.Observation, error) {
 	out := make([]idemcheck.Observation, len(cs))
 	errs := make([]error, len(cs))
 	sem := make(chan struct{}, SettleParallel)
 	var wg sync.WaitGroup
 	for i, c := range cs {
-		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer wg.Done()
 			if s.Settle > 0 {
-				out[i], errs[i] = s.settle(ctx, c, quiet)
+				out[i], errs[i] = s.settle(ctx, c, quiet, sem)
 			} else {
-				out[i], errs[i] = s.count(ctx, c)
+				out[i], errs[i] = s.count(ctx, c, sem)
 			}
 		}()
 	}
@@ -147,7 +156,7 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 		s.pending = append(s.pending, c)
 		return nil
 	}
-	o, err := s.count(ctx, c)
+	o, err := s.count(ctx, c, nil)
 	if err != nil {
 		return err
 	}
