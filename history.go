@@ -159,6 +159,11 @@ type Settle struct {
 	// cannot be judged.
 	Settled bool  `json:"settled"`
 	First   int64 `json:"first"`
+	// Awaited: the intent was answered with an accepted status (a 202),
+	// so a count of zero was not taken as settled: the polls went on for
+	// its first effect. Unsettled and still zero at the bound, the work
+	// is pending or lost, and nothing tells which.
+	Awaited bool `json:"awaited,omitempty"`
 	// Changes is how many times the count changed while it was polled.
 	Changes int `json:"changes,omitempty"`
 }

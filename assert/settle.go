@@ -29,6 +29,12 @@ func (c *intentCheck) effectsPending(promised int64) string {
 	if o == nil || o.Effects >= promised && !o.Unsettled() {
 		return ""
 	}
+	if o.Unsettled() && o.Settle.Awaited && o.Effects == 0 && o.Settle.Changes == 0 {
+		s := o.Settle
+		return fmt.Sprintf("it was answered %d (accepted, effect pending), and no effect had appeared when the settle bound ran out "+
+			"(%v, %s): the work is still pending or was lost, and the count alone cannot tell which",
+			c.acceptedStatus(), s.Bound, count(s.Polls, "poll"))
+	}
 	if o.Unsettled() {
 		s := o.Settle
 		return fmt.Sprintf("its effect count was still changing when the settle bound ran out (%d, then %d, %s over %v in %s; quiet period %v): "+

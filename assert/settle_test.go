@@ -66,6 +66,16 @@ func TestUnsettledIsInconclusive(t *testing.T) {
 	settled(b, id, idemcheck.Settle{Bound: 2 * time.Second, Quiet: 500 * time.Millisecond, Waited: 500 * time.Millisecond, Polls: 3, Settled: true}, time.Second)
 	assert.Equal(t, []idemcheck.Kind{idemcheck.LostEffect}, kinds(Check(&b.h)))
 
+	// Awaited to the bound and still no effect: pending or lost, and the
+	// count cannot tell which.
+	b = newHist(t, idemcheck.IETF(), burst)
+	id = acceptedBurst(b, 0)
+	settled(b, id, idemcheck.Settle{Bound: 2 * time.Second, Quiet: 500 * time.Millisecond, Waited: 2 * time.Second, Polls: 10, Awaited: true}, time.Second)
+	assert.Empty(t, Check(&b.h))
+	r = Report(&b.h)
+	assert.Equal(t, idemcheck.Inconclusive, r.Checks[0].Status)
+	assert.Contains(t, r.Checks[0].Reason, "no effect had appeared when the settle bound ran out (2s, 10 polls)")
+
 	// Settled at one: a pass.
 	b = newHist(t, idemcheck.IETF(), burst)
 	id = acceptedBurst(b, 1)

@@ -423,6 +423,10 @@ type session struct {
 	// after the last check (recount); pending those of the running check
 	// still to be counted once their effects settle (settlePending).
 	counted, pending []toCount
+	// accepted says an attempt of the running round was answered with
+	// one of the policy's accepted statuses (a 202): its effect may land
+	// later, and settling awaits it.
+	accepted bool
 	// cut says a db-cut or db-cut-after of the running round landed, on cutSQL: the
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool
@@ -442,7 +446,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
 	s.cut = false
-	s.keys = nil
+	s.keys, s.accepted = nil, false
 	// acted: an earlier step of the intent may have taken effect (it was
 	// answered with success, or its reply was cut, or its database write
 	// was let through before a fault), so a later success may be a replay,
@@ -1400,6 +1404,9 @@ func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
 // soak's recorder are safe for that.
 func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 	s.fill(&a, res)
+	if a.Outcome == idemcheck.Replied && s.Policy.Accepted(a.Status) {
+		s.accepted = true
+	}
 	return s.rec.attempt(a)
 }
 

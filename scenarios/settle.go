@@ -44,10 +44,12 @@ func SettleQuiet(bound time.Duration) time.Duration {
 func settlePoll(quiet time.Duration) time.Duration { return max(quiet/5, 20*time.Millisecond) }
 
 // toCount is an intent whose effects are still to be counted, with the keys
-// its round sent.
+// its round sent; accepted says one of its attempts was answered with an
+// accepted status, so its first effect is awaited (settle).
 type toCount struct {
-	in   idemcheck.Intent
-	keys []string
+	in       idemcheck.Intent
+	keys     []string
+	accepted bool
 }
 
 // count counts one intent's effects once, its queries scrubbed of the
@@ -76,19 +78,22 @@ func (s *session) count(ctx context.Context, c toCount, sem chan struct{}) (idem
 }
 
 // settle polls one intent's count until it stays the same for quiet or
-// the run's Settle bound runs out.
-func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, sem chan struct{}) (idemcheck.Observation, error) {
+// the run's Settle bound runs out. With await, a count of zero is never
+// settled: an intent answered "accepted" has its effect still to come, and
+// a worker that failed once and is retried later than the quiet period
+// (a queue's backoff) must not look like a lost effect.
+func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, await bool, sem chan struct{}) (idemcheck.Observation, error) {
 	bound := s.Settle
 	start := time.Now()
 	o, err := s.count(ctx, c, sem)
 	if err != nil {
 		return o, err
 	}
-	st := idemcheck.Settle{Bound: bound, Quiet: quiet, Polls: 1, First: o.Effects}
+	st := idemcheck.Settle{Bound: bound, Quiet: quiet, Polls: 1, First: o.Effects, Awaited: await}
 	changed := start
 	for {
 		now := time.Now()
-		if now.Sub(changed) >= quiet {
+		if now.Sub(changed) >= quiet && (!await || o.Effects > 0) {
 			st.Settled = true
 			break
 		}
@@ -118,7 +123,7 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, se
 // countAll counts every intent of cs, settled for quiet where Settle is
 // set, all at once with at most SettleParallel queries in flight, and
 // returns the observations in cs's order.
-func (s *session) countAll(ctx context.Context, cs []toCount, quiet time.Duration) ([]idemcheck.Observation, error) {
+func (s *session) countAll(ctx context.Context, cs []toCount, quiet time.Duration, recount bool) ([]idemcheck.Observation, error) {
 	out := make([]idemcheck.Observation, len(cs))
 	errs := make([]error, len(cs))
 	sem := make(chan struct{}, SettleParallel)
@@ -128,7 +133,7 @@ func (s *session) countAll(ctx context.Context, cs []toCount, quiet time.Duratio
 		go func() {
 			defer wg.Done()
 			if s.Settle > 0 {
-				out[i], errs[i] = s.settle(ctx, c, quiet, sem)
+				out[i], errs[i] = s.settle(ctx, c, quiet, c.accepted && !recount, sem)
 			} else {
 				out[i], errs[i] = s.count(ctx, c, sem)
 			}
@@ -150,7 +155,7 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if s.Effects == nil {
 		return nil
 	}
-	c := toCount{in: in, keys: slices.Clone(s.keys)}
+	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted}
 	s.counted = append(s.counted, c)
 	if s.Settle > 0 {
 		s.pending = append(s.pending, c)
@@ -170,7 +175,7 @@ func (s *session) settlePending(ctx context.Context) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	obs, err := s.countAll(ctx, s.pending, SettleQuiet(s.Settle))
+	obs, err := s.countAll(ctx, s.pending, SettleQuiet(s.Settle), false)
 	s.pending = nil
 	if err != nil {
 		return err
@@ -190,7 +195,7 @@ func (s *session) recount(ctx context.Context) error {
 	if len(s.counted) == 0 {
 		return nil
 	}
-	obs, err := s.countAll(ctx, s.counted, min(2*SettleQuiet(s.Settle), s.Settle))
+	obs, err := s.countAll(ctx, s.counted, min(2*SettleQuiet(s.Settle), s.Settle), true)
 	if err != nil {
 		return err
 	}
