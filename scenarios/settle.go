@@ -20,9 +20,10 @@ import (
 // a check waits about as long as its slowest worker plus the quiet period,
 // not once per intent.
 //
-// After the last check every counted intent is counted again (settled the
-// same way where Settle is set) and recorded as a recount: an effect that
-// appeared after its intent was judged is a late duplicate.
+// After the last check every counted intent is counted again (where
+// Settle is set, until its count stays the same for twice the quiet
+// period) and recorded as a recount: an effect that appeared after its
+// intent was judged is a late duplicate.
 
 // SettleParallel is how many effect queries run at once while effects
 // settle (each intent waits on its own between its polls): few enough to
@@ -31,10 +32,10 @@ const SettleParallel = 8
 
 // SettleQuiet is how long an intent's count must stay the same to count as
 // settled within bound: one second, or half the bound when that is
-// shorter. A worker that takes longer than the quiet period to write its
-// first effect looks settled at zero, so the quiet period must outlast the
-// worker's delay after the last reply of a check (bound 2 s or more keeps
-// it at 1 s).
+// shorter. An intent answered with an accepted status is not settled at
+// zero (its first effect is awaited); a second effect written more than
+// the quiet period after the first is left to the recount after the last
+// check.
 func SettleQuiet(bound time.Duration) time.Duration {
 	return min(time.Second, bound/2)
 }
