@@ -144,6 +144,12 @@ const (
 	StuckKey              Kind = "stuck-key"
 	// LostEffect: the client was told of a success that the database does not hold.
 	LostEffect Kind = "lost-effect"
+	// LateDuplicateEffect: counted again after the last check, an intent
+	// held more effects than it was judged with, and more than it may: a
+	// second effect appeared after the reply and after the first count (a
+	// background worker retried after its effect committed, a job
+	// enqueued twice and run later).
+	LateDuplicateEffect Kind = "late-duplicate-effect"
 	// UnexpectedStatus: a status the policy does not allow at that point.
 	UnexpectedStatus Kind = "unexpected-status"
 	// NeverAcknowledged: under an ack-only policy (a webhook consumer), an

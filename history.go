@@ -128,7 +128,49 @@ type Observation struct {
 	// sum, what the intent as a whole left. Query and Args then are the
 	// first key's. Empty when the query ran once.
 	Keys []KeyEffects `json:"keys,omitempty"`
+	// At is when the count was taken (the last poll's, for a settled
+	// one); zero in a history written before counts carried their time.
+	At time.Time `json:"at,omitzero"`
+	// Settle, when set, says the count was taken once the intent's
+	// effects had settled (--settle): polled until it stayed the same
+	// for a quiet period, within a bound.
+	Settle *Settle `json:"settle,omitempty"`
+	// Recount marks the count taken again after the run's last check,
+	// for late duplicates: not the count the intent is judged by (see
+	// History.ObservationsByIntent and History.RecountsByIntent).
+	Recount bool `json:"recount,omitempty"`
 }
+
+// Settle is what settling one intent's effect count did: effects that
+// land after the reply (a 202 Accepted, a background worker, a queue) are
+// counted once the count has stayed the same for Quiet, polling for at
+// most Bound.
+type Settle struct {
+	// Bound and Quiet are the wait's limit and its quiet period.
+	Bound time.Duration `json:"bound_ns"`
+	Quiet time.Duration `json:"quiet_ns"`
+	// Waited is how long the polls took, from the first to the last;
+	// Polls how many counts were taken.
+	Waited time.Duration `json:"waited_ns"`
+	Polls  int           `json:"polls"`
+	// Settled says the count stayed the same for Quiet before Bound ran
+	// out. False: it was still changing at the bound (its first and last
+	// counts are in First and the observation's Effects), and the intent
+	// cannot be judged.
+	Settled bool  `json:"settled"`
+	First   int64 `json:"first"`
+	// Awaited: the intent was answered with an accepted status (a 202),
+	// so a count of zero was not taken as settled: the polls went on for
+	// its first effect. Unsettled and still zero at the bound, the work
+	// is pending or lost, and nothing tells which.
+	Awaited bool `json:"awaited,omitempty"`
+	// Changes is how many times the count changed while it was polled.
+	Changes int `json:"changes,omitempty"`
+}
+
+// Unsettled reports whether the observation's count was still changing
+// when its settle bound ran out.
+func (o Observation) Unsettled() bool { return o.Settle != nil && !o.Settle.Settled }
 
 // KeyEffects is what an effect query stated at the grain of a key counted
 // for one of an intent's keys.
@@ -234,7 +276,11 @@ type History struct {
 	Intents      []Intent      `json:"intents"`
 	Attempts     []Attempt     `json:"attempts"`
 	Observations []Observation `json:"observations"`
-	Bursts       []Burst       `json:"bursts,omitempty"`
+	// Recounts are the effect counts taken again after the last check
+	// (Observation.Recount), for late duplicates: apart from Observations,
+	// the counts each intent is judged by.
+	Recounts []Observation `json:"recounts,omitempty"`
+	Bursts   []Burst       `json:"bursts,omitempty"`
 	// Events are what happened to the target and its links: faults that
 	// landed or missed, kills, restarts and exits.
 	Events []Event `json:"events,omitempty"`
@@ -272,13 +318,38 @@ func (h *History) CheckBursts(check string) []Burst {
 	return out
 }
 
-// ObservationsByIntent returns each intent's observation, keyed by intent ID.
+// ObservationsByIntent returns each intent's observation, keyed by intent
+// ID: the count it is judged by, not a recount taken after the last check.
 func (h *History) ObservationsByIntent() map[string]Observation {
 	m := make(map[string]Observation, len(h.Observations))
 	for _, o := range h.Observations {
-		m[o.Intent] = o
+		if !o.Recount {
+			m[o.Intent] = o
+		}
 	}
 	return m
+}
+
+// RecountsByIntent returns each intent's count taken again after the last
+// check (Observation.Recount), keyed by intent ID.
+func (h *History) RecountsByIntent() map[string]Observation {
+	m := map[string]Observation{}
+	for _, o := range slices.Concat(h.Observations, h.Recounts) {
+		if o.Recount {
+			m[o.Intent] = o
+		}
+	}
+	return m
+}
+
+// AddObservation appends o to the history: to Recounts when it is a
+// recount, else to Observations.
+func (h *History) AddObservation(o Observation) {
+	if o.Recount {
+		h.Recounts = append(h.Recounts, o)
+	} else {
+		h.Observations = append(h.Observations, o)
+	}
 }
 
 // Run is the header of a history: everything besides the traffic that the

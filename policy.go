@@ -15,6 +15,12 @@ type Policy struct {
 	KeyHeader string `json:"key_header"`
 	// CreatedStatuses are the statuses of a first, successful execution.
 	CreatedStatuses []int `json:"created_statuses"`
+	// AcceptedStatuses are the success statuses that mean "accepted, effect
+	// pending" (202): the work is done later, by a background worker or a
+	// queue, so the effect may land after the reply. Such a reply is a
+	// success (Created holds for it) whose missing effect is not lost until
+	// effects were counted settled (--settle).
+	AcceptedStatuses []int `json:"accepted_statuses,omitempty"`
 	// ReplayStatuses are the statuses a replay of a success may carry, beside
 	// the original status itself.
 	ReplayStatuses []int `json:"replay_statuses,omitempty"`
@@ -112,6 +118,7 @@ func IETF() Policy {
 	return Policy{
 		KeyHeader:        "Idempotency-Key",
 		CreatedStatuses:  []int{200, 201, 202},
+		AcceptedStatuses: []int{202},
 		InProgressStatus: 409,
 		MismatchStatus:   422,
 		MissingKeyStatus: 400,
@@ -156,10 +163,11 @@ func Stripe() Policy {
 // handler answers 500, so no status is promised for malformed keys.
 func GoFiber() Policy {
 	return Policy{
-		KeyHeader:       "X-Idempotency-Key",
-		CreatedStatuses: []int{200, 201, 202},
-		ReplayErrors:    true,
-		SaveRejected:    true,
+		KeyHeader:        "X-Idempotency-Key",
+		CreatedStatuses:  []int{200, 201, 202},
+		AcceptedStatuses: []int{202},
+		ReplayErrors:     true,
+		SaveRejected:     true,
 	}
 }
 
@@ -175,6 +183,7 @@ func Webhook() Policy {
 		KeyHeader:        "Idempotency-Key",
 		KeyPointer:       "/eventId",
 		CreatedStatuses:  []int{200, 201, 202, 204},
+		AcceptedStatuses: []int{202},
 		InProgressStatus: 409,
 		MissingKeyStatus: 400,
 		AckOnly:          true,
@@ -196,8 +205,15 @@ func Preset(name string) (Policy, error) {
 	return f(), nil
 }
 
-// Created reports whether status is one of the policy's success statuses.
-func (p Policy) Created(status int) bool { return slices.Contains(p.CreatedStatuses, status) }
+// Created reports whether status is one of the policy's success statuses:
+// a created one, or an accepted one (the work pending).
+func (p Policy) Created(status int) bool {
+	return slices.Contains(p.CreatedStatuses, status) || p.Accepted(status)
+}
+
+// Accepted reports whether status means "accepted, effect pending"
+// (AcceptedStatuses): a success whose effect may land after the reply.
+func (p Policy) Accepted(status int) bool { return slices.Contains(p.AcceptedStatuses, status) }
 
 // Replay reports whether status may answer a replay of a success.
 func (p Policy) Replay(status int) bool {
@@ -306,6 +322,11 @@ func (p Policy) Validate() error {
 	for _, s := range p.CreatedStatuses {
 		if s < 200 || s > 299 {
 			return policyErrorf("created_statuses", "created status %d is not a 2xx", s)
+		}
+	}
+	for _, s := range p.AcceptedStatuses {
+		if s < 200 || s > 299 {
+			return policyErrorf("accepted_statuses", "accepted status %d is not a 2xx", s)
 		}
 	}
 	for _, s := range p.InProgressStatuses {

@@ -229,6 +229,7 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 	p := h.Run.Policy
 	byIntent := h.ByIntent()
 	obs := h.ObservationsByIntent()
+	recounts := h.RecountsByIntent()
 	scheduled := map[string]idemcheck.Burst{}
 	for _, b := range h.Bursts {
 		if b.RaceScheduled() && b.Intent != "" {
@@ -259,6 +260,9 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 		if o, ok := obs[in.ID]; ok {
 			ic.obs = &o
 		}
+		if o, ok := recounts[in.ID]; ok {
+			ic.recount = &o
+		}
 		ic.run()
 		ic.checkProvider(calls[in.ID])
 		out = append(out, ic.out...)
@@ -277,6 +281,9 @@ type intentCheck struct {
 	intent   idemcheck.Intent
 	attempts []idemcheck.Attempt // in start order
 	obs      *idemcheck.Observation
+	// recount is the intent's count taken again after the run's last
+	// check (Observation.Recount), for late duplicates.
+	recount *idemcheck.Observation
 	// facts are what the plan says of the intent's check: whether it
 	// breaks the target on purpose (Faults), whether an answered failure
 	// releases the key (FailureReleasesKey).
@@ -785,14 +792,8 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 	if len(c.obs.Keys) > 0 {
 		observed["effects_by_key"] = effectsByKey(c.obs)
 	}
-	allowed := int64(v.explained)
-	if c.hasSameRequest() {
-		allowed++
-	}
-	promised := int64(v.promised)
-	if len(succ) > 0 {
-		promised++
-	}
+	allowed, promised := effectBounds(c, succ, v)
+	defer c.checkLate(allowed, promised)
 	// The witnesses of a duplicate are the attempts that created distinct
 	// resources when the wire shows them, else every attempt that was sent.
 	witness := ids(c.attempts)
@@ -813,6 +814,9 @@ func (c *intentCheck) checkEffects(succ []success, v variantEffects) {
 			fmt.Sprintf("%d attempts sent key %s for one intent, and the effect query counts %d effects where %d may exist (%s). One intent must leave exactly one effect.%s",
 				len(c.attempts), c.intent.Key, n, allowed, effectQueryText(c.obs), c.scheduleText()+c.cutAfterText()),
 			observed)
+	case n < promised && c.effectsPending(promised) != "":
+		// Not lost yet: the effect may still land (the round is
+		// undecided, see gatherEvidence).
 	case n < promised:
 		first := c.attempts[0].ID
 		if len(succ) > 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
 )
@@ -64,6 +65,18 @@ type checkEvidence struct {
 	// (a key still in progress with no lease declared): the check cannot
 	// pass while one round is undecided.
 	undecided string
+	// pending counts the rounds whose effects may still land (an
+	// accepted reply counted before it settled, a count still changing at
+	// the settle bound: effectsPending); pendingWhy is the first one's
+	// reason. The check cannot pass while one is pending.
+	pending    int
+	pendingWhy string
+	// settled counts the rounds whose effects were counted once they
+	// settled (--settle); settleWait and settlePolls are the longest wait
+	// and the most polls one took.
+	settled     int
+	settleWait  time.Duration
+	settlePolls int
 	// uncounted are the rounds with no effect count in a history whose
 	// run counted effects (Run.EffectQuery): its records were cut or
 	// edited, and what it lacks could have failed the check.
@@ -163,6 +176,16 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			ev.undecided = why
 		}
 		scenario := ic.missedScenario()
+		pending := ""
+		if ic.obs != nil {
+			_, promised := ic.promisedEffects()
+			pending = ic.effectsPending(promised)
+			if st := ic.obs.Settle; st != nil && st.Settled {
+				ev.settled++
+				ev.settleWait = max(ev.settleWait, st.Waited)
+				ev.settlePolls = max(ev.settlePolls, st.Polls)
+			}
+		}
 		switch {
 		case notDead != "":
 			ev.missed[notDead]++
@@ -180,6 +203,12 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			ev.missed["none of its attempts was answered"]++
 		case faulted && !retryAnswered:
 			ev.missed["the fault landed, but no retry after it was answered"]++
+		case pending != "":
+			ev.pending++
+			if ev.pendingWhy == "" {
+				ev.pendingWhy = fmt.Sprintf("round of intent %s: %s", in.ID, pending)
+			}
+			ev.missed[pending]++
 		case scenario != "":
 			// A check's own condition for its scenario (a refused invalid
 			// body, long keys the target took) did not hold.
@@ -280,6 +309,10 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	if ev.undecided != "" {
 		return idemcheck.Inconclusive, "", ev.undecided
 	}
+	if ev.pending > 0 {
+		return idemcheck.Inconclusive, "", fmt.Sprintf("the effects of %s of its %s had not settled when they were counted, so none of them is called lost: %s",
+			plural(ev.pending, "one", fmt.Sprint(ev.pending)), count(ev.rounds, "round"), ev.pendingWhy)
+	}
 	if ev.uncounted > 0 {
 		return idemcheck.Inconclusive, "", fmt.Sprintf("%s of its %s %s no effect count in the history, though the run counted effects: "+
 			"the history was cut short or edited, and a pass would rest on what it lacks", plural(ev.uncounted, "one", fmt.Sprint(ev.uncounted)),
@@ -319,6 +352,10 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 		parts = append(parts, fmt.Sprintf("target exited under its fault %s and was restarted, each retry judged on the restarted target", times(n)))
 	}
 	parts = append(parts, fmt.Sprintf("%d of %d attempts answered", ev.answered, ev.attempts))
+	if ev.settled > 0 {
+		parts = append(parts, fmt.Sprintf("effects counted once settled in %d of %d rounds (the longest wait %v, %s at most)",
+			ev.settled, ev.rounds, ev.settleWait.Round(10*time.Millisecond), count(ev.settlePolls, "poll")))
+	}
 	if ev.refusals > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit: 429, or 503 with Retry-After)", ev.refusals)
 	}

@@ -286,7 +286,7 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
 		Timeout: cfg.Timeout, Redactor: red, Redact: cfg.Redact, Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody, TLS: cfg.TLS, Preflight: cfg.Preflight,
-		NoDBLinkFaults: cfg.NoDBLinkFaults,
+		NoDBLinkFaults: cfg.NoDBLinkFaults, Settle: cfg.Options.Settle,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
 		var refusedErr *scenarios.RefusedError

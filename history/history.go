@@ -124,9 +124,11 @@ func (e *Encoder) History(h *idemcheck.History) error {
 			return err
 		}
 	}
-	for i := range h.Observations {
-		if err := e.Encode(Record{Observation: &h.Observations[i]}); err != nil {
-			return err
+	for _, obs := range [][]idemcheck.Observation{h.Observations, h.Recounts} {
+		for i := range obs {
+			if err := e.Encode(Record{Observation: &obs[i]}); err != nil {
+				return err
+			}
 		}
 	}
 	for i := range h.Events {
@@ -275,7 +277,7 @@ func (d *Decoder) Next() (*idemcheck.History, error) {
 		case r.Burst != nil:
 			h.Bursts = append(h.Bursts, *r.Burst)
 		case r.Observation != nil:
-			h.Observations = append(h.Observations, *r.Observation)
+			h.AddObservation(*r.Observation)
 		case r.Event != nil:
 			h.Events = append(h.Events, *r.Event)
 		}

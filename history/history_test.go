@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,13 @@ func sample(seed int64, attempts int) *idemcheck.History {
 			Round: 1, Step: i, Method: "POST", Path: "/orders", Outcome: idemcheck.Replied, Status: 201, RespBody: `{"id":1}`})
 	}
 	h.Bursts = []idemcheck.Burst{{ID: 1, Attempts: 2}}
-	h.Observations = []idemcheck.Observation{{Intent: "ic-1", Check: idemcheck.CheckSequentialReplay, Effects: 1, Query: "SELECT 1"}}
+	at := time.Date(2026, 12, 4, 11, 0, 0, 0, time.UTC)
+	h.Observations = []idemcheck.Observation{{Intent: "ic-1", Check: idemcheck.CheckSequentialReplay, Effects: 1, Query: "SELECT 1", At: at,
+		Settle: &idemcheck.Settle{Bound: 10 * time.Second, Quiet: time.Second, Waited: 1400 * time.Millisecond, Polls: 8, Settled: true, Changes: 1}}}
+	// The count taken again after the last check reads back apart, as a
+	// recount.
+	h.Recounts = []idemcheck.Observation{{Intent: "ic-1", Check: idemcheck.CheckSequentialReplay, Effects: 2, Query: "SELECT 1", Recount: true,
+		At: at.Add(3 * time.Second)}}
 	h.Events = []idemcheck.Event{{Kind: idemcheck.FaultLanded, Intent: "ic-1", Landing: idemcheck.LandedReply},
 		{Kind: idemcheck.ProviderCalled, Intent: "ic-1", Check: idemcheck.CheckSequentialReplay, Round: 1, Call: &idemcheck.ProviderCall{
 			Provider: idemcheck.DefaultProviderEnv, Seq: 1, Method: "POST", Path: "/v1/charges", Key: "orders-1", Body: `{"amount":4000}`,
@@ -148,7 +155,7 @@ func TestRecordByRecord(t *testing.T) {
 			kinds["other"]++
 		}
 	}
-	assert.Equal(t, map[string]int{"run": 1, "attempt": 3, "other": 5}, kinds, "intent, burst, observation, two events")
+	assert.Equal(t, map[string]int{"run": 1, "attempt": 3, "other": 6}, kinds, "intent, burst, observation, recount, two events")
 }
 
 // The recorded fixtures, written by earlier versions, still read, and what

@@ -49,7 +49,7 @@ func (r historyRecorder) burst(b idemcheck.Burst) idemcheck.Burst {
 }
 
 func (r historyRecorder) observation(o idemcheck.Observation) {
-	r.h.Observations = append(r.h.Observations, o)
+	r.h.AddObservation(o)
 }
 
 func (r historyRecorder) event(ev idemcheck.Event) { r.h.Events = append(r.h.Events, ev) }

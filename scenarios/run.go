@@ -114,8 +114,13 @@ type Progress struct {
 type Runner struct {
 	Endpoint Endpoint
 	Policy   idemcheck.Policy
-	// Effects, when set, is queried after every round.
+	// Effects, when set, is queried after every round, and every counted
+	// intent again after the last check.
 	Effects *Effects
+	// Settle, when set, bounds the wait for effects that land after the
+	// reply: each intent's count is polled until it stays the same for
+	// SettleQuiet(Settle), its check's intents together (settle.go).
+	Settle time.Duration
 	// Timeout bounds each attempt; zero means wire.DefaultTimeout.
 	Timeout time.Duration
 	// Redactor hides the run's secrets in everything it records; the
@@ -330,6 +335,14 @@ func (r *Runner) Run(ctx context.Context, scs []Scenario, h *idemcheck.History) 
 				s.total += sc.Attempts() / sc.Rounds
 			}
 		}
+		if err := s.settlePending(ctx); err != nil {
+			return s.explain(ctx, fmt.Errorf("count effects once settled: %w", err), idemcheck.Event{Check: sc.Check})
+		}
+	}
+	// Every counted intent again, for effects that landed after it was
+	// judged (late duplicates).
+	if err := s.recount(ctx); err != nil {
+		return fmt.Errorf("count effects again after the last check: %w", err)
 	}
 	// Calls that arrived after the last round still belong in the history.
 	if n := len(s.intents); n > 0 {
@@ -406,6 +419,14 @@ type session struct {
 	// keys are the keys the running round's requests carried, in order:
 	// an effect query stated per key counts each (Effects.CountKeys).
 	keys []string
+	// counted are the intents whose effects were counted, to count again
+	// after the last check (recount); pending those of the running check
+	// still to be counted once their effects settle (settlePending).
+	counted, pending []toCount
+	// accepted says an attempt of the running round was answered with
+	// one of the policy's accepted statuses (a 202): its effect may land
+	// later, and settling awaits it.
+	accepted bool
 	// cut says a db-cut or db-cut-after of the running round landed, on cutSQL: the
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool
@@ -425,7 +446,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
 	s.cut = false
-	s.keys = nil
+	s.keys, s.accepted = nil, false
 	// acted: an earlier step of the intent may have taken effect (it was
 	// answered with success, or its reply was cut, or its database write
 	// was let through before a fault), so a later success may be a replay,
@@ -1383,6 +1404,9 @@ func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
 // soak's recorder are safe for that.
 func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 	s.fill(&a, res)
+	if a.Outcome == idemcheck.Replied && s.Policy.Accepted(a.Status) {
+		s.accepted = true
+	}
 	return s.rec.attempt(a)
 }
 
@@ -1414,24 +1438,6 @@ func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
 		a.RespHeader = s.redact(res.Header)
 		a.RespBody = s.scrub(string(res.Body))
 	}
-}
-
-// observe counts the intent's effects in the database.
-func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
-	if s.Effects == nil {
-		return nil
-	}
-	o, err := s.Effects.CountKeys(ctx, in, s.keys)
-	if err != nil {
-		return err
-	}
-	// A read-back's path may carry a secret of the suite.
-	o.Query = s.scrub(o.Query)
-	for i := range o.Keys {
-		o.Keys[i].Query = s.scrub(o.Keys[i].Query)
-	}
-	s.rec.observation(o)
-	return nil
 }
 
 // scrubRequest learns the secrets a request carries in its body and query

@@ -198,6 +198,11 @@ type Options struct {
 	// Redeliveries is how many copies of one event webhook-redelivery
 	// delivers at once.
 	Redeliveries int
+	// Settle, when set, is how long at most effects are waited for before
+	// they are judged: each intent's count is polled until it stays the
+	// same for SettleQuiet(Settle) (Runner.Settle). For a target whose
+	// effects land after the reply (202 Accepted, a background worker).
+	Settle time.Duration
 }
 
 // Defaults are the sizes a certification uses unless told otherwise. A
@@ -229,6 +234,9 @@ func (o Options) Validate() error {
 		if r.v < r.lo || r.v > r.hi {
 			return idemcheck.Fieldf(idemcheck.ExitUsage, r.field, "%s %d is out of range: use %d to %d", r.field, r.v, r.lo, r.hi)
 		}
+	}
+	if o.Settle < 0 {
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Options.Settle", "%s %v must not be negative", idemcheck.Field("Options.Settle"), o.Settle)
 	}
 	if o.RetryWindow < 0 {
 		return idemcheck.Fieldf(idemcheck.ExitUsage, "Options.RetryWindow", "%s %v must not be negative", idemcheck.Field("Options.RetryWindow"), o.RetryWindow)

@@ -273,6 +273,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.IntVar(&f.opts.Rounds, "rounds", f.opts.Rounds, "rounds of the sequential checks (1 to 10000)")
 	fs.IntVar(&f.opts.FaultRounds, "fault-rounds", f.opts.FaultRounds, "rounds of the checks that cut, crash or stall the target (1 to 10000)")
 	fs.IntVar(&f.opts.Redeliveries, "redeliveries", f.opts.Redeliveries, "copies of one event webhook-redelivery delivers at once (2 to 1024)")
+	fs.DurationVar(&f.opts.Settle, "settle", 0, "for effects that land after the reply (202 Accepted, a background worker): the longest `duration` to wait, after each check, for every intent's effect count to stay the same for a quiet period (1s, or half the duration when shorter) before it is judged, such as 30s; every intent is counted again after the last check either way")
 	fs.DurationVar(&f.opts.RetryWindow, "retry-window", 0, "how long after a success clients may still retry: sequential-replay then also replays after that long")
 	fs.Var(&f.tenants, "tenant", "a client's credentials 'Name: value' for cross-tenant (give two: --tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B')")
 	fs.StringVar(&f.keyPointer, "key-pointer", "", "JSON `pointer` of the key in the body (a webhook's /eventId) instead of the key header")

@@ -233,7 +233,7 @@ func (in checkInput) each(judge func(*idemcheck.History) error, soakRun func(str
 		case rec.Burst != nil:
 			h.Bursts = append(h.Bursts, *rec.Burst)
 		case rec.Observation != nil:
-			h.Observations = append(h.Observations, *rec.Observation)
+			h.AddObservation(*rec.Observation)
 		case rec.Event != nil:
 			h.Events = append(h.Events, *rec.Event)
 		}

@@ -65,6 +65,7 @@ var flagTable = []struct{ flag, group string }{
 	{"effect-count", "effects"},
 	{"effect-batch-sql", "effects"},
 	{"count-during", "effects"},
+	{"settle", "effects"},
 	{"db-engine", "effects"},
 	{"checks", "checks"},
 	{"skip-checks", "checks"},

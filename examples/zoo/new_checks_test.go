@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/examples/payments"
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/targets/mysqltest"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
@@ -26,6 +27,10 @@ var alsoSeenBy = map[string]map[string]idemcheck.Kind{
 		idemcheck.CheckKeySyntax: idemcheck.ProviderCallWithoutKey},
 	"orders/" + string(orders.ChargeAfterCommit): {idemcheck.CheckCorrectedRetry: idemcheck.ProviderCallWithoutKey,
 		idemcheck.CheckKeySyntax: idemcheck.ProviderCallWithoutKey},
+	// Every job of the payments API is retried once, and an unkeyed
+	// worker writes a second payment for each request it executes.
+	"payments/" + string(payments.UnkeyedEffect): {idemcheck.CheckCorrectedRetry: idemcheck.LateDuplicateEffect,
+		idemcheck.CheckKeySyntax: idemcheck.LateDuplicateEffect},
 }
 
 // corrected-retry and key-syntax, on every entry of the zoo: each finds its

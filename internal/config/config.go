@@ -888,7 +888,7 @@ func (s Spec) limits(c *certify.Config) error {
 // policyFields are the Go names of the policy's fields, by the names a
 // policy file (and idemcheck.PolicyError) gives them.
 var policyFields = map[string]string{
-	"key_header": "KeyHeader", "created_statuses": "CreatedStatuses", "replay_statuses": "ReplayStatuses",
+	"key_header": "KeyHeader", "created_statuses": "CreatedStatuses", "accepted_statuses": "AcceptedStatuses", "replay_statuses": "ReplayStatuses",
 	"in_progress_status": "InProgressStatus", "in_progress_statuses": "InProgressStatuses", "mismatch_status": "MismatchStatus",
 	"missing_key_status": "MissingKeyStatus", "replay_errors": "ReplayErrors", "replay_header": "ReplayHeader", "lease": "Lease",
 	"ignore_fields": "IgnoreFields", "resource_id": "ResourceID", "key_pointer": "KeyPointer", "ack_only": "AckOnly",

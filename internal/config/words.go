@@ -48,6 +48,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Options.FaultRounds":    {Name: "--fault-rounds"},
 		"Options.Redeliveries":   {Name: "--redeliveries"},
 		"Options.RetryWindow":    {Name: "--retry-window"},
+		"Options.Settle":         {Name: "--settle"},
 		"Rate":                   {Name: "--rate"},
 		"Timeout":                {Name: "--timeout"},
 		"MaxDuration":            {Name: "--max-duration"},
@@ -75,7 +76,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"mismatch_status": "--mismatch-status", "missing_key_status": "--missing-key-status",
 		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",
 		"key_syntax":       "--key-syntax",
-		"created_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
+		"created_statuses": "", "accepted_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
 	} {
 		set := flag + ", or " + key + ": in the policy"
 		if flag == "" {

@@ -318,7 +318,7 @@ func (p *parser) list(n *yaml.Node, field string, name idemcheck.Field, pl place
 }
 
 // policyFields are the keys of a policy block: a preset and its overrides.
-var policyFields = []string{"preset", "key_header", "created_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
+var policyFields = []string{"preset", "key_header", "created_statuses", "accepted_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only",
 	"save_rejected", "invalid_key_status", "key_syntax"}
 
@@ -375,6 +375,10 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 			pol.KeyHeader, err = p.str(v, fk)
 		case "created_statuses":
 			pol.CreatedStatuses, err = p.statuses(v, fk)
+		case "accepted_statuses":
+			// The successes that mean "accepted, effect pending" (202):
+			// their effect is judged once effects settled (--settle).
+			pol.AcceptedStatuses, err = p.statuses(v, fk)
 		case "replay_statuses":
 			pol.ReplayStatuses, err = p.statuses(v, fk)
 		case "in_progress_status":
@@ -442,7 +446,7 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 
 func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 	f, err := p.fields(n, "options", "burst", "burst_rounds", "rounds", "fault_rounds", "redeliveries", "retry_window",
-		"timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
+		"settle", "timeout", "seed", "redact_headers", "allow_remote", "rate", "max_duration")
 	if err != nil {
 		return err
 	}
@@ -459,6 +463,7 @@ func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
 	}
 	durations := map[string]into[time.Duration]{
 		"retry_window": {"Options.RetryWindow", &o.Scenarios.RetryWindow}, "timeout": {"Timeout", &o.Timeout},
+		"settle":       {"Options.Settle", &o.Scenarios.Settle},
 		"max_duration": {"MaxDuration", &o.MaxDuration},
 	}
 	for k, v := range f {

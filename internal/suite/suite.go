@@ -370,7 +370,7 @@ var Words = func() map[idemcheck.Field]idemcheck.Word {
 		"EffectSQL": {Name: "sql"}, "EffectArgs": {Name: "args"}, "EffectHTTP": {Name: "http"}, "EffectCount": {Name: "count"},
 		"Checks": {Name: "checks"}, "SkipChecks": {Name: "skip_checks"}, "Options.BurstSize": {Name: "burst"}, "Options.BurstRounds": {Name: "burst_rounds"},
 		"Options.Rounds": {Name: "rounds"}, "Options.FaultRounds": {Name: "fault_rounds"}, "Options.Redeliveries": {Name: "redeliveries"},
-		"Options.RetryWindow": {Name: "retry_window"}, "Rate": {Name: "rate"}, "Timeout": {Name: "timeout"}, "MaxDuration": {Name: "max_duration"},
+		"Options.RetryWindow": {Name: "retry_window"}, "Options.Settle": {Name: "settle"}, "Rate": {Name: "rate"}, "Timeout": {Name: "timeout"}, "MaxDuration": {Name: "max_duration"},
 		"AllowRemote": {Name: "allow_remote", Set: "set options.allow_remote: true (or pass --allow-remote)"},
 		"Powers":      {Name: "cmd", Set: "set cmd or image under target"}, "Endpoint.Other": {Name: "cross_endpoint", Set: "set cross_endpoint"},
 	}

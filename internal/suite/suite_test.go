@@ -256,3 +256,22 @@ func TestFilesHaveSizeLimits(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "/dev/zero: cannot read the suite: larger than 16 MiB")
 }
+
+// A policy names its accepted statuses, and a suite the settle bound.
+func TestAcceptedStatusesAndSettle(t *testing.T) {
+	p, err := ParsePolicy("p.yaml", []byte("preset: stripe\naccepted_statuses: [202]\n"), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, []int{202}, p.AcceptedStatuses)
+	assert.True(t, p.Created(202), "an accepted reply is a success")
+	assert.True(t, p.Accepted(202))
+	assert.False(t, p.Accepted(200))
+
+	_, err = ParsePolicy("p.yaml", []byte("preset: ietf\naccepted_statuses: [409]\n"), env(nil))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "p.yaml:2")
+	assert.Contains(t, err.Error(), "accepted status 409 is not a 2xx")
+
+	s, err := Parse("s.yaml", []byte("options: {settle: 30s}\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n"), env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, s.Options.Scenarios.Settle)
+}

@@ -1,0 +1,126 @@
+package assert
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// Effects that land after the reply (a 202 Accepted, a background worker,
+// a queue) are judged once they settled: a run with --settle polls each
+// intent's count until it stayed the same for a quiet period, within a
+// bound, and records what the polls did (Observation.Settle). The checker
+// never calls an effect lost while it may still be pending:
+//
+//   - a count still changing at the bound (Observation.Unsettled) leaves
+//     its intent's round undecided, with the reason;
+//   - an accepted reply (Policy.AcceptedStatuses) whose effect was counted
+//     at the reply, without settling, and found short, is undecided too:
+//     the worker may not have run yet.
+//
+// A duplicate already counted is a duplicate either way: effects do not
+// disappear by waiting.
+
+// effectsPending says why the intent's effect count cannot be judged lost
+// yet; "" when it can. promised is how many effects the wire promised.
+func (c *intentCheck) effectsPending(promised int64) string {
+	o := c.obs
+	if o == nil || o.Effects >= promised && !o.Unsettled() {
+		return ""
+	}
+	if o.Unsettled() && o.Settle.Awaited && o.Effects == 0 && o.Settle.Changes == 0 {
+		s := o.Settle
+		return fmt.Sprintf("it was answered %d (accepted, effect pending), and no effect had appeared when the settle bound ran out "+
+			"(%v, %s): the work is still pending or was lost, and the count alone cannot tell which",
+			c.acceptedStatus(), s.Bound, count(s.Polls, "poll"))
+	}
+	if o.Unsettled() {
+		s := o.Settle
+		return fmt.Sprintf("its effect count was still changing when the settle bound ran out (%d, then %d, %s over %v in %s; quiet period %v): "+
+			"its effects had not settled, so neither a loss nor a duplicate can be told yet",
+			s.First, o.Effects, times(s.Changes), s.Waited.Round(time.Millisecond), count(s.Polls, "poll"), s.Quiet)
+	}
+	if o.Settle != nil {
+		return "" // settled short: the effect is lost
+	}
+	var accepted []int
+	for _, a := range c.attempts {
+		if a.Outcome == idemcheck.Replied && c.policy.Accepted(a.Status) {
+			accepted = append(accepted, a.ID)
+		}
+	}
+	if len(accepted) == 0 {
+		return ""
+	}
+	return idemcheck.Phrasef("%s answered %d (accepted, effect pending; attempt %d first), and its effects were counted right after the reply "+
+		"(%d counted, %d due), before a background worker need have written them: count effects once they settle (%s)",
+		count(len(accepted), "attempt"), c.acceptedStatus(), accepted[0], o.Effects, promised, idemcheck.Field("Options.Settle")).In(c.words)
+}
+
+// acceptedStatus is the first accepted status the intent was answered with.
+func (c *intentCheck) acceptedStatus() int {
+	for _, a := range c.attempts {
+		if a.Outcome == idemcheck.Replied && c.policy.Accepted(a.Status) {
+			return a.Status
+		}
+	}
+	return 0
+}
+
+// promisedEffects is how many effects the wire promised the intent, and
+// how many it may have left (see checkEffects), without adding anomalies.
+func (c *intentCheck) promisedEffects() (allowed, promised int64) {
+	out := c.out
+	succ := c.successes()
+	v := c.checkVariants(succ)
+	v.add(c.checkCorrectedRetry())
+	v.add(c.checkKeySyntax())
+	c.out = out
+	return effectBounds(c, succ, v)
+}
+
+// effectBounds is what checkEffects allows and expects of the intent's
+// effect count.
+func effectBounds(c *intentCheck, succ []success, v variantEffects) (allowed, promised int64) {
+	allowed = int64(v.explained)
+	if c.hasSameRequest() {
+		allowed++
+	}
+	promised = int64(v.promised)
+	if len(succ) > 0 {
+		promised++
+	}
+	return allowed, promised
+}
+
+// checkLate compares the intent's count taken again after the run's last
+// check with the one it was judged by: an effect more than it was judged
+// with, and more than it may have, appeared after the judgement.
+func (c *intentCheck) checkLate(allowed, promised int64) {
+	allowed = max(allowed, promised)
+	if c.obs == nil || c.recount == nil {
+		return
+	}
+	o, r := c.obs, c.recount
+	if r.Effects <= o.Effects || r.Effects <= allowed {
+		return
+	}
+	observed := map[string]any{
+		"effects": o.Effects, "effects_at": o.At, "late_effects": r.Effects, "late_at": r.At,
+		"query": o.Query, "args": o.Args, "statuses": c.statusCounts(),
+	}
+	after := ""
+	if !o.At.IsZero() && !r.At.IsZero() {
+		after = fmt.Sprintf(" %v later", r.At.Sub(o.At).Round(time.Millisecond))
+	}
+	settled := "counted at the reply"
+	if o.Settle != nil {
+		settled = fmt.Sprintf("counted once it had stayed the same for %v", o.Settle.Quiet)
+	}
+	c.add(idemcheck.LateDuplicateEffect, ids(c.attempts),
+		fmt.Sprintf("the intent's effects were judged at %d (%s), and counted again after the last check%s the effect query finds %d where %d may exist (%s): "+
+			"a second effect appeared after the reply and after it was judged, as a background job run again after its effect committed leaves one.",
+			o.Effects, settled, after+":", r.Effects, allowed, effectQueryText(o)),
+		observed)
+}
