@@ -1105,7 +1105,7 @@ func staleSkewAccepted(h *idemcheck.History) []idemcheck.Anomaly {
 	first := acked[0]
 	return []idemcheck.Anomaly{{
 		Kind: idemcheck.StaleSignatureAccepted, Check: first.Check, Intent: first.Intent, Key: first.Key, Attempts: []int{first.ID},
-		Explanation: fmt.Sprintf("every attempt was signed with a clock %s off (--sign-skew), past the %s tolerance senders document, and %d of them "+
+		Explanation: fmt.Sprintf("every attempt was signed with a clock %s off, as the run asked, past the %s tolerance senders document, and %d of them "+
 			"were acknowledged (attempt %d first, %d): the consumer accepts signatures far outside its window, so a captured delivery can be replayed.",
 			skew, idemcheck.SignatureTolerance, len(acked), first.ID, first.Status),
 		Observed: map[string]any{"skew_ms": g.SkewMS, "acknowledged": len(acked)},

@@ -305,7 +305,9 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 		if ctx.Err() != nil {
 			return nil, idemcheck.Unavailablef("interrupted: %v", context.Cause(ctx))
 		}
-		return nil, idemcheck.Unavailablef("%v", err)
+		// Wrapped, not quoted: a setting the error names (a silent
+		// pre-flight's Timeout) stays a Field the caller says in its words.
+		return nil, idemcheck.Unavailablef("%w", err)
 	}
 	if n := refused(h); n == len(h.Attempts) && n > 0 {
 		return nil, idemcheck.Unavailablef("target %s refused every connection: is it still running?", cfg.Endpoint.Base.Host)
