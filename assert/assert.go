@@ -576,7 +576,7 @@ func (c *intentCheck) checkResources(succ []success) {
 		case s.resource == first.resource:
 			if s.att.Status != first.att.Status || s.body != first.body {
 				mismatch = append(mismatch, s)
-			} else if h := c.policy.ReplayHeader; h != "" && s.att.Start.After(first.att.End) && !idemcheck.HeaderTrue(s.att.RespHeader.Get(h)) {
+			} else if h := c.policy.ReplayHeader; h != "" && s.att.Start.After(first.att.End) && !headerTrue(s.att.RespHeader.Get(h)) {
 				mismatch = append(mismatch, s)
 			}
 		}

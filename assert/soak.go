@@ -120,7 +120,7 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 		switch {
 		case a.Outcome != idemcheck.Replied:
 			t.unresolved++
-		case t.Policy.Replay(a.Status) && (t.Policy.ReplayHeader == "" || idemcheck.HeaderTrue(a.RespHeader.Get(t.Policy.ReplayHeader))):
+		case t.Policy.Replay(a.Status) && (t.Policy.ReplayHeader == "" || headerTrue(a.RespHeader.Get(t.Policy.ReplayHeader))):
 			// The cut first attempt had been carried out: its retry was
 			// recognised and answered with the saved result.
 			t.replayed++
