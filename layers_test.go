@@ -56,14 +56,15 @@ func TestPackagesKeepTheirLayers(t *testing.T) {
 	// mayUse: the only packages of the module a package may depend on,
 	// directly or not.
 	mayUse := map[string][]string{
-		".":                {},
-		"assert":           {"."},
-		"history":          {"."},
-		"internal/render":  {"."},
-		"faults":           {".", "internal/tcprelay"},
-		"targets/provider": {"."},
-		"targets":          {".", "faults", "targets/provider", "internal/netguard", "internal/tcprelay"},
-		"scenarios":        {".", "faults", "history", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/wire"},
+		".":                 {},
+		"assert":            {"."},
+		"history":           {"."},
+		"internal/render":   {"."},
+		"faults":            {".", "internal/tcprelay"},
+		"internal/netguard": {"."},
+		"targets/provider":  {"."},
+		"targets":           {".", "faults", "targets/provider", "internal/netguard", "internal/tcprelay"},
+		"scenarios":         {".", "faults", "history", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/wire"},
 	}
 	for name, allowed := range mayUse {
 		p, ok := pkgs[name]

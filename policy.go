@@ -274,14 +274,6 @@ func ValidHeaderName(name string) bool {
 	return true
 }
 
-// HeaderTrue reports whether a header value says yes, as a replay header
-// such as Idempotent-Replayed does: "true", "?1" (a structured boolean),
-// "1" or "yes", in any case.
-func HeaderTrue(v string) bool {
-	v = strings.ToLower(strings.TrimSpace(v))
-	return v == "true" || v == "?1" || v == "1" || v == "yes"
-}
-
 // PolicyError is a policy that cannot be right, naming the field (as a
 // policy file spells it) so a suite or policy file can point at its line.
 type PolicyError struct {

@@ -53,7 +53,7 @@ type SoakResult struct {
 	// the order of its history's header (Run.SoakFaults): those on single
 	// attempts in the order they were drawn (cut-reply first), then those
 	// on a whole link.
-	Faults []SoakFault `json:"faults,omitempty"`
+	Faults []SoakFaultResult `json:"faults,omitempty"`
 	// Series is the soak over time, in stretches of equal width from its
 	// first attempt (at most MaxSoakBuckets of them): what a plot of the
 	// soak draws.
@@ -157,8 +157,10 @@ func (s Shard) Seq(n int64) int64 {
 	return (n-1)*int64(s.Count) + int64(s.Index) + 1
 }
 
-// SoakFault is one fault a soak ran under, and what it hit.
-type SoakFault struct {
+// SoakFaultResult is one fault a soak ran under, and what it hit: the
+// report's side of a fault whose setting, the fault and the share it was
+// asked to hit, is scenarios.SoakFault.
+type SoakFaultResult struct {
 	// Fault is the fault as the faults package writes it: "reset",
 	// "slow-reply:delay=2s", "latency:jitter=0,ms=20".
 	Fault string `json:"fault"`
@@ -183,7 +185,7 @@ type SoakFault struct {
 }
 
 // cutReply is the name of the fault that cuts a reply after the server
-// committed, as a SoakFault names it (the faults package's cut-reply).
+// committed, as a SoakFaultResult names it (the faults package's cut-reply).
 const cutReply = "cut-reply"
 
 // CutsOnly reports whether cut-reply was the soak's only fault on single

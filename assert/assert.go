@@ -583,7 +583,7 @@ func (c *intentCheck) checkResources(succ []success) {
 		case s.resource == first.resource:
 			if s.att.Status != first.att.Status || s.body != first.body {
 				mismatch = append(mismatch, s)
-			} else if h := c.policy.ReplayHeader; h != "" && s.att.Start.After(first.att.End) && !idemcheck.HeaderTrue(s.att.RespHeader.Get(h)) {
+			} else if h := c.policy.ReplayHeader; h != "" && s.att.Start.After(first.att.End) && !headerTrue(s.att.RespHeader.Get(h)) {
 				mismatch = append(mismatch, s)
 			}
 		}
@@ -1109,7 +1109,7 @@ func staleSkewAccepted(h *idemcheck.History) []idemcheck.Anomaly {
 	first := acked[0]
 	return []idemcheck.Anomaly{{
 		Kind: idemcheck.StaleSignatureAccepted, Check: first.Check, Intent: first.Intent, Key: first.Key, Attempts: []int{first.ID},
-		Explanation: fmt.Sprintf("every attempt was signed with a clock %s off (--sign-skew), past the %s tolerance senders document, and %d of them "+
+		Explanation: fmt.Sprintf("every attempt was signed with a clock %s off, as the run asked, past the %s tolerance senders document, and %d of them "+
 			"were acknowledged (attempt %d first, %d): the consumer accepts signatures far outside its window, so a captured delivery can be replayed.",
 			skew, idemcheck.SignatureTolerance, len(acked), first.ID, first.Status),
 		Observed: map[string]any{"skew_ms": g.SkewMS, "acknowledged": len(acked)},

@@ -1,6 +1,8 @@
 package assert
 
 import (
+	"strings"
+
 	"github.com/idemcheck/idemcheck"
 )
 
@@ -30,7 +32,7 @@ func hintKeyHeader(h *idemcheck.History, out []idemcheck.Anomaly, words Words) [
 		}
 	}
 	for _, a := range h.Attempts {
-		if a.Outcome == idemcheck.Replied && a.RespHeader != nil && idemcheck.HeaderTrue(a.RespHeader.Get(marker)) {
+		if a.Outcome == idemcheck.Replied && a.RespHeader != nil && headerTrue(a.RespHeader.Get(marker)) {
 			return out // the target does mark replays: it reads the key
 		}
 	}
@@ -74,4 +76,12 @@ func hasSequentialReplay(p idemcheck.Policy, atts []idemcheck.Attempt) bool {
 		}
 	}
 	return false
+}
+
+// headerTrue reports whether a header value says yes, as a replay header
+// such as Idempotent-Replayed does: "true", "?1" (a structured boolean),
+// "1" or "yes", in any case.
+func headerTrue(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	return v == "true" || v == "?1" || v == "1" || v == "yes"
 }

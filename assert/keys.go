@@ -170,7 +170,7 @@ func (c *intentCheck) checkKeySyntax() variantEffects {
 	w := []int{one.ID, two.ID}
 	observed := map[string]any{"key_length": len(one.Key), "common_prefix": common}
 	switch {
-	case ok2xx && (c.sameResource(first, *two) || p.ReplayHeader != "" && idemcheck.HeaderTrue(two.RespHeader.Get(p.ReplayHeader))):
+	case ok2xx && (c.sameResource(first, *two) || p.ReplayHeader != "" && headerTrue(two.RespHeader.Get(p.ReplayHeader))):
 		c.add(idemcheck.OverDeduplication, w,
 			fmt.Sprintf("attempt %d sent a valid key of %d characters and got %d with %s; attempt %d sent another key of %d characters, equal to the "+
 				"first in its first %d characters only, with the same body, and got %d with the first key's result: two keys were taken for one, so "+

@@ -46,9 +46,9 @@ type SoakTally struct {
 	// faults are the soak's faults, the plan's first, and byName finds
 	// one; retriedAfter is, for an intent whose faulted first attempt got
 	// no reply, that fault, until its retry is counted.
-	faults       []*idemcheck.SoakFault
-	byName       map[string]*idemcheck.SoakFault
-	retriedAfter map[string]*idemcheck.SoakFault
+	faults       []*idemcheck.SoakFaultResult
+	byName       map[string]*idemcheck.SoakFaultResult
+	retriedAfter map[string]*idemcheck.SoakFaultResult
 	planned      int // how many of faults the plan listed
 	// series counts the same over time.
 	series soakSeries
@@ -71,7 +71,7 @@ func (t *SoakTally) Run(r idemcheck.Run) {
 // fault returns the counts of the fault called name, added on first use
 // on link (its own link when link is "": a name starting "db-" is on the
 // database link, as every database-link fault's is).
-func (t *SoakTally) fault(name, link string) *idemcheck.SoakFault {
+func (t *SoakTally) fault(name, link string) *idemcheck.SoakFaultResult {
 	if f, ok := t.byName[name]; ok {
 		return f
 	}
@@ -82,9 +82,9 @@ func (t *SoakTally) fault(name, link string) *idemcheck.SoakFault {
 		}
 	}
 	if t.byName == nil {
-		t.byName = map[string]*idemcheck.SoakFault{}
+		t.byName = map[string]*idemcheck.SoakFaultResult{}
 	}
-	f := &idemcheck.SoakFault{Fault: name, Link: link}
+	f := &idemcheck.SoakFaultResult{Fault: name, Link: link}
 	t.byName[name] = f
 	t.faults = append(t.faults, f)
 	return f
@@ -95,7 +95,7 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 	t.attempts++
 	if a.Step <= 1 {
 		t.intents++
-		var f *idemcheck.SoakFault
+		var f *idemcheck.SoakFaultResult
 		if a.Fault != "" {
 			link := ""
 			if len(a.FaultLinks) > 0 {
@@ -109,7 +109,7 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 			if f != nil {
 				f.Retried++
 				if t.retriedAfter == nil {
-					t.retriedAfter = map[string]*idemcheck.SoakFault{}
+					t.retriedAfter = map[string]*idemcheck.SoakFaultResult{}
 				}
 				t.retriedAfter[a.Intent] = f
 			}
@@ -120,7 +120,7 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 		switch {
 		case a.Outcome != idemcheck.Replied:
 			t.unresolved++
-		case t.Policy.Replay(a.Status) && (t.Policy.ReplayHeader == "" || idemcheck.HeaderTrue(a.RespHeader.Get(t.Policy.ReplayHeader))):
+		case t.Policy.Replay(a.Status) && (t.Policy.ReplayHeader == "" || headerTrue(a.RespHeader.Get(t.Policy.ReplayHeader))):
 			// The cut first attempt had been carried out: its retry was
 			// recognised and answered with the saved result.
 			t.replayed++
@@ -202,14 +202,14 @@ func (t *SoakTally) Result(load idemcheck.SoakResult) idemcheck.SoakResult {
 // its order, then any fault an attempt named and the plan did not (a
 // history written without one), by name; those on single attempts before
 // those on a whole link, which acted on every attempt.
-func (t *SoakTally) faultResults() []idemcheck.SoakFault {
+func (t *SoakTally) faultResults() []idemcheck.SoakFaultResult {
 	if len(t.faults) == 0 {
 		return nil
 	}
 	seen := slices.Clone(t.faults[t.planned:])
 	sort.SliceStable(seen, func(i, j int) bool { return seen[i].Fault < seen[j].Fault })
 	all := append(slices.Clone(t.faults[:t.planned]), seen...)
-	out := make([]idemcheck.SoakFault, 0, len(all))
+	out := make([]idemcheck.SoakFaultResult, 0, len(all))
 	for _, whole := range []bool{false, true} {
 		for _, f := range all {
 			if f.WholeLink == whole {

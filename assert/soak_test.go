@@ -104,7 +104,7 @@ func TestSoakTallyFaults(t *testing.T) {
 		faulted(soakAttempt("slow", 1, 201, false), "slow-reply:delay=2s"),
 	}
 	r := Soak(h)
-	assert.Equal(t, []idemcheck.SoakFault{
+	assert.Equal(t, []idemcheck.SoakFaultResult{
 		{Fault: "cut-reply", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 1, Retried: 1, Replayed: 1},
 		{Fault: "reset", Link: idemcheck.LinkClient, Share: 0.2, Attempts: 2, Retried: 2, Replayed: 1},
 		{Fault: "timeout", Link: idemcheck.LinkClient, Share: 0.05},

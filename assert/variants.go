@@ -76,7 +76,7 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 			if !ok2xx {
 				continue
 			}
-			if orig != nil && (c.sameResource(*orig, a) || idemcheck.HeaderTrue(a.RespHeader.Get(p.ReplayHeader)) && p.ReplayHeader != "") {
+			if orig != nil && (c.sameResource(*orig, a) || headerTrue(a.RespHeader.Get(p.ReplayHeader)) && p.ReplayHeader != "") {
 				c.add(idemcheck.CrossEndpointReplay, c.withOrig(orig, a),
 					fmt.Sprintf("attempt %d sent key %s to %s %s and was answered %d with the saved result of %s %s (%s): "+
 						"the key store is not scoped to the endpoint, so the second operation never ran and its caller was told it did.",
@@ -86,7 +86,7 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 			}
 		case idemcheck.OtherKey:
 			switch {
-			case ok2xx && orig != nil && (c.sameResource(*orig, a) || p.ReplayHeader != "" && idemcheck.HeaderTrue(a.RespHeader.Get(p.ReplayHeader))):
+			case ok2xx && orig != nil && (c.sameResource(*orig, a) || p.ReplayHeader != "" && headerTrue(a.RespHeader.Get(p.ReplayHeader))):
 				c.add(idemcheck.OverDeduplication, c.withOrig(orig, a),
 					fmt.Sprintf("attempt %d sent the same body under a new key %s and got the first intent's result (%s): the server deduplicates by payload, "+
 						"so a customer who really orders twice gets one order.", a.ID, a.Key, short(orig.resource)), nil)
@@ -107,7 +107,7 @@ func (c *intentCheck) checkVariants(succ []success) variantEffects {
 			if !ok2xx {
 				continue
 			}
-			if orig != nil && (c.sameResource(*orig, a) || p.ReplayHeader != "" && idemcheck.HeaderTrue(a.RespHeader.Get(p.ReplayHeader))) {
+			if orig != nil && (c.sameResource(*orig, a) || p.ReplayHeader != "" && headerTrue(a.RespHeader.Get(p.ReplayHeader))) {
 				c.add(idemcheck.CrossTenantReplay, c.withOrig(orig, a),
 					fmt.Sprintf("attempt %d sent key %s as a second client and was answered %d with the first client's saved response (%s): "+
 						"keys are not scoped per client, so one client's key replays, and leaks, another client's data.",

@@ -305,7 +305,9 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 		if ctx.Err() != nil {
 			return nil, idemcheck.Unavailablef("interrupted: %v", context.Cause(ctx))
 		}
-		return nil, idemcheck.Unavailablef("%v", err)
+		// Wrapped, not quoted: a setting the error names (a silent
+		// pre-flight's Timeout) stays a Field the caller says in its words.
+		return nil, idemcheck.Unavailablef("%w", err)
 	}
 	if n := refused(h); n == len(h.Attempts) && n > 0 {
 		return nil, idemcheck.Unavailablef("target %s refused every connection: is it still running?", cfg.Endpoint.Base.Host)
@@ -345,18 +347,13 @@ func Exited(h *idemcheck.History) bool {
 	return false
 }
 
-// CheckTarget refuses a URL that is not absolute http(s) and a non-loopback
-// target unless allowed, and dials the target once, so an unreachable one
-// fails before any traffic is sent. Soaks call it through ResolveTarget.
-func CheckTarget(ctx context.Context, base *url.URL, allowRemote bool) error {
-	_, err := ResolveTarget(ctx, base, allowRemote)
-	return err
-}
-
-// ResolveTarget is CheckTarget returning the address it reached: without
-// allowRemote a loopback IP:port that was checked (netguard.Pin), which
-// every later connection to the target must use instead of the URL's host,
-// so no resolver is asked again; with it, the URL's host:port.
+// ResolveTarget refuses a URL that is not absolute http(s) and a
+// non-loopback target unless allowed, and dials the target once, so an
+// unreachable one fails before any traffic is sent. It returns the address
+// it reached: without allowRemote a loopback IP:port that was checked
+// (netguard.Pin), which every later connection to the target must use
+// instead of the URL's host, so no resolver is asked again; with it, the
+// URL's host:port.
 func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string, error) {
 	return ResolveTargetTLS(ctx, base, allowRemote, nil)
 }

@@ -2,11 +2,12 @@ package history_test
 
 import (
 	"bytes"
-	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/history"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/history"
 )
 
 // A history written before plans carried their rules and fault flags, and

@@ -2,12 +2,12 @@ package scenarios
 
 import (
 	"fmt"
-	"github.com/idemcheck/idemcheck/targets"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Check is one check, whole: its stable name, the contract rule it

@@ -98,12 +98,18 @@ type SilentError struct {
 	Timeout time.Duration
 }
 
-func (e *SilentError) Error() string {
+func (e *SilentError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap is the error as a *idemcheck.FieldError about Timeout (exit
+// code ExitUnavailable), so that the setting a slow target needs is named
+// in the caller's words: the Go field, the command's flag.
+func (e *SilentError) Unwrap() error {
 	t := e.Timeout
 	if t <= 0 {
 		t = wire.DefaultTimeout
 	}
-	return fmt.Sprintf("the target gave no answer to the pre-flight request in %v: is it serving this path, or stuck? (a slow one needs a longer --timeout)", t)
+	return idemcheck.Fieldf(idemcheck.ExitUnavailable, "Timeout", "the target gave no answer to the pre-flight request in %v: is it serving this path, or stuck? (a slow one needs a longer %s)",
+		t, idemcheck.Field("Timeout"))
 }
 
 // TLSProblem turns a TLS failure (of the pre-flight, or of a handshake

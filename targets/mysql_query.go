@@ -96,7 +96,7 @@ func readMySQLQuery(q string) (mysqlQuery, string) {
 			out.placeholders++
 			i++
 		case c == '$' && i+1 < n && q[i+1] >= '0' && q[i+1] <= '9':
-			return out, "uses $1-style placeholders, which are PostgreSQL's: MySQL and MariaDB take ?, one for each --effect-arg in order (WHERE customer_id = ?)"
+			return out, "uses $1-style placeholders, which are PostgreSQL's: MySQL and MariaDB take ?, one for each effect argument in order (WHERE customer_id = ?)"
 		case c == ';':
 			rest := strings.TrimSpace(q[i+1:])
 			if rest != "" {

@@ -339,10 +339,10 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			progress = "text"
 		}
 	}
-	var text *render.SoakProgress
+	var text *render.SoakProgressWriter
 	switch progress {
 	case "text":
-		text = &render.SoakProgress{W: stderr, Terminal: terminal}
+		text = &render.SoakProgressWriter{W: stderr, Terminal: terminal}
 		sk.Progress = text.Update
 		sk.ProgressEvery = cmp.Or(progressEvery, time.Second)
 	case "json":

@@ -54,7 +54,7 @@ func TestSoakUnderFaults(t *testing.T) {
 	assert.Zero(t, r.Lost)
 	assert.Zero(t, r.Unresolved)
 	assert.Equal(t, r.Intents+r.Cut, r.Attempts, "every first attempt without a reply was retried once")
-	byName := map[string]idemcheck.SoakFault{}
+	byName := map[string]idemcheck.SoakFaultResult{}
 	var names []string
 	var retried int64
 	for _, f := range r.Faults {
@@ -83,7 +83,7 @@ func TestSoakUnderFaults(t *testing.T) {
 	assert.True(t, lat.WholeLink)
 	assert.Equal(t, r.Attempts, lat.Attempts)
 	assert.GreaterOrEqual(t, r.P50, 10*time.Millisecond, "5 ms each way on every attempt")
-	assert.Equal(t, idemcheck.SoakFault{Fault: "bandwidth:kbps=1000", Link: idemcheck.LinkClient, WholeLink: true, Attempts: r.Attempts}, byName["bandwidth:kbps=1000"])
+	assert.Equal(t, idemcheck.SoakFaultResult{Fault: "bandwidth:kbps=1000", Link: idemcheck.LinkClient, WholeLink: true, Attempts: r.Attempts}, byName["bandwidth:kbps=1000"])
 	assert.Less(t, r.SucceededShare, 1.0, "the cut and swallowed requests' retries were no replays")
 
 	// The history says what happened to each attempt, and tallies offline
@@ -153,7 +153,7 @@ func TestSoakDBLatencyOnStartedTarget(t *testing.T) {
 	assert.Zero(t, r.Lost)
 	require.Len(t, r.Faults, 2)
 	db := r.Faults[1]
-	assert.Equal(t, idemcheck.SoakFault{Fault: "db-latency:ms=20", Link: idemcheck.LinkDB, WholeLink: true, Attempts: r.Attempts}, db)
+	assert.Equal(t, idemcheck.SoakFaultResult{Fault: "db-latency:ms=20", Link: idemcheck.LinkDB, WholeLink: true, Attempts: r.Attempts}, db)
 	assert.GreaterOrEqual(t, r.P50, 40*time.Millisecond, "at least one query per request, 20 ms each way")
 }
 

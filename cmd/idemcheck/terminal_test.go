@@ -77,6 +77,7 @@ func TestSilentTargetEndsAtThePreflight(t *testing.T) {
 		code, out, errOut := cli(t, args...)
 		assert.Equal(t, idemcheck.ExitUnavailable, code, "%q\nstdout:\n%s\nstderr:\n%s", args, out, errOut)
 		assert.Contains(t, errOut, "the target gave no answer to the pre-flight request in 1s", "%q", args)
+		assert.Contains(t, errOut, "(a slow one needs a longer --timeout)", "the setting said as its flag: %q", args)
 		mu.Lock()
 		for _, c := range held {
 			c.Close()

@@ -904,17 +904,6 @@ func PolicyField(name string) idemcheck.Field {
 	return idemcheck.Field("Policy." + name)
 }
 
-// PolicyKey is a policy field's name in a policy file (Policy.KeyHeader is
-// key_header), or "".
-func PolicyKey(f idemcheck.Field) string {
-	for k, g := range policyFields {
-		if string(f) == "Policy."+g {
-			return k
-		}
-	}
-	return ""
-}
-
 // CheckPolicy checks a policy: idemcheck.Policy.Validate's rules, the JSON
 // pointers it holds, and a lease that is not negative. Its error names the
 // policy field as a Field (Policy.KeyHeader).

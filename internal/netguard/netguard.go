@@ -25,7 +25,9 @@
 // it maps to any address off loopback is refused too. With --allow-remote
 // nothing is checked and names resolve as usual.
 //
-// It is a leaf: it imports nothing of idemcheck, so any layer may use it.
+// It imports nothing of idemcheck but the root package (for the setting a
+// refusal names, AllowRemote), so any layer that may use the root may use
+// it.
 package netguard
 
 import (
@@ -41,6 +43,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // ErrNotLoopback is wrapped by every refusal of this package.
@@ -145,7 +149,11 @@ func Control(network, address string, _ syscall.RawConn) error {
 		return refusef("refused to connect to %q: not an IP address and port", address)
 	}
 	if !ap.Addr().Unmap().IsLoopback() {
-		return refusef("refused to connect to %s: %s is not loopback (pass --allow-remote to send traffic off this machine)", address, ap.Addr())
+		// The way out is named as the setting it is (AllowRemote), so
+		// that the message reaching a history or a Go program names no
+		// flag, and the command says it as its flag.
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "AllowRemote", "refused to connect to %s: %w (%s to send traffic off this machine)",
+			address, refusef("%s is not loopback", ap.Addr()), idemcheck.Setting("AllowRemote"))
 	}
 	return nil
 }

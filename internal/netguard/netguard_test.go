@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/netns"
 )
@@ -75,6 +76,21 @@ func TestControl(t *testing.T) {
 		assert.ErrorIs(t, netguard.Control("tcp4", a, nil), netguard.ErrNotLoopback, a)
 	}
 	assert.NoError(t, netguard.Control("unix", "/tmp/.s.PGSQL.5432", nil))
+}
+
+// A refusal at connect time reaches histories and Go programs as it is, so
+// it names the way out as the setting (AllowRemote), never as a flag; a
+// program with words of its own (the command's flag) says it in those.
+func TestControlRefusalNamesTheSetting(t *testing.T) {
+	err := netguard.Control("tcp", "10.255.255.1:80", nil)
+	require.ErrorIs(t, err, netguard.ErrNotLoopback)
+	assert.Equal(t, "refused to connect to 10.255.255.1:80: 10.255.255.1 is not loopback (set AllowRemote to send traffic off this machine)", err.Error())
+	assert.NotContains(t, err.Error(), "--", "a library error names no flag")
+	var fe *idemcheck.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, idemcheck.Field("AllowRemote"), fe.Field)
+	words := map[idemcheck.Field]idemcheck.Word{"AllowRemote": {Name: "--allow-remote", Set: "pass --allow-remote"}}
+	assert.Contains(t, fe.Text(words), "(pass --allow-remote to send traffic off this machine)")
 }
 
 // The Control function sees the address being connected, whatever the

@@ -134,13 +134,13 @@ func SoakProgressLine(p idemcheck.SoakProgress) string {
 		shard, p.Elapsed.Truncate(100*time.Millisecond), p.Sent, p.Rate, p.Success()*100, p.Cut, p.Errors)
 }
 
-// SoakProgress writes a soak's running count for a person on W. On a
+// SoakProgressWriter writes a soak's running count for a person on W. On a
 // Terminal it redraws one line in place (a carriage return, then erase to
 // the end of the line, then the count), and Done ends that line with a
 // newline, so the last count stays on screen above whatever follows, even
 // when the report goes elsewhere; anywhere else each count is a line of
 // its own. Update and Done are called from one goroutine at a time.
-type SoakProgress struct {
+type SoakProgressWriter struct {
 	W        io.Writer
 	Terminal bool
 
@@ -148,7 +148,7 @@ type SoakProgress struct {
 }
 
 // Update writes p.
-func (s *SoakProgress) Update(p idemcheck.SoakProgress) {
+func (s *SoakProgressWriter) Update(p idemcheck.SoakProgress) {
 	if s.Terminal {
 		fmt.Fprintf(s.W, "\r\033[K%s", SoakProgressLine(p))
 		s.drawn = true
@@ -158,7 +158,7 @@ func (s *SoakProgress) Update(p idemcheck.SoakProgress) {
 }
 
 // Done ends the line a terminal shows, if one was drawn.
-func (s *SoakProgress) Done() {
+func (s *SoakProgressWriter) Done() {
 	if s.Terminal && s.drawn {
 		fmt.Fprintln(s.W)
 		s.drawn = false

@@ -31,7 +31,7 @@ func soakCounts() []idemcheck.SoakProgress {
 func TestSoakProgressRedrawsOneLineOnATerminal(t *testing.T) {
 	var b bytes.Buffer
 	b.WriteString("soak: 1000 intents/s for 2.5s, cut-reply@0.01 …\n")
-	p := &SoakProgress{W: &b, Terminal: true}
+	p := &SoakProgressWriter{W: &b, Terminal: true}
 	for _, c := range soakCounts() {
 		p.Update(c)
 		assert.False(t, strings.HasSuffix(b.String(), "\n"), "a line being redrawn has no newline yet")
@@ -51,14 +51,14 @@ func TestSoakProgressRedrawsOneLineOnATerminal(t *testing.T) {
 	// A second Done, or a Done with nothing drawn, writes nothing.
 	n := b.Len()
 	p.Done()
-	(&SoakProgress{W: &b, Terminal: true}).Done()
+	(&SoakProgressWriter{W: &b, Terminal: true}).Done()
 	assert.Equal(t, n, b.Len())
 }
 
 // Anywhere else each count is a line of its own, never redrawn.
 func TestSoakProgressWritesLinesOffATerminal(t *testing.T) {
 	var b bytes.Buffer
-	p := &SoakProgress{W: &b}
+	p := &SoakProgressWriter{W: &b}
 	for _, c := range soakCounts() {
 		p.Update(c)
 	}

@@ -151,7 +151,7 @@ func TestWriteSoak(t *testing.T) {
 	assert.True(t, strings.HasSuffix(b.String(), "  verdict PASS\n"))
 
 	// Cut replies alone: no list of faults, the cut line as it always was.
-	res.Faults = []idemcheck.SoakFault{{Fault: "cut-reply", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 40, Retried: 40, Replayed: 40}}
+	res.Faults = []idemcheck.SoakFaultResult{{Fault: "cut-reply", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 40, Retried: 40, Replayed: 40}}
 	b.Reset()
 	WriteSoak(&b, rep, true)
 	assert.Contains(t, b.String(), "  40 replies cut after commit and retried")
@@ -163,7 +163,7 @@ func TestWriteSoak(t *testing.T) {
 func TestWriteSoakFaults(t *testing.T) {
 	res := &idemcheck.SoakResult{Intents: 400, Attempts: 480, Cut: 80, Counted: 400, Rate: 200, Throughput: 190,
 		Success: 0.8, TimeoutRate: 0.2, SucceededShare: 0.5, Duration: 2 * time.Second,
-		Faults: []idemcheck.SoakFault{
+		Faults: []idemcheck.SoakFaultResult{
 			{Fault: "cut-reply", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 40, Retried: 40, Replayed: 40},
 			{Fault: "cut-request", Link: idemcheck.LinkClient, Share: 0.1, Attempts: 40, Retried: 40},
 			{Fault: "slow-reply:delay=2s", Link: idemcheck.LinkClient, Share: 0.05, Attempts: 20},

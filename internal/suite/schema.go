@@ -682,9 +682,6 @@ func (p *parser) effect(n *yaml.Node, field string, s *config.Spec, pl places) e
 	return nil
 }
 
-// ParseEffectHTTP reads an HTTP read-back (config.ParseEffectHTTP).
-func ParseEffectHTTP(s string) (idemcheck.Template, error) { return config.ParseEffectHTTP(s) }
-
 // ParsePolicy reads a policy file: a preset and its overrides, the same
 // block a suite's policy takes.
 func ParsePolicy(file string, data []byte, lookup func(string) (string, bool)) (idemcheck.Policy, error) {
