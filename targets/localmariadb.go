@@ -309,37 +309,12 @@ func (m *LocalMariaDB) Close() error {
 	return m.closeErr
 }
 
-func (m *LocalMariaDB) stop() {
-	if m.cmd == nil {
-		return
-	}
-	select {
-	case <-m.exited:
-		return
-	default:
-	}
-	if err := terminate(m.cmd.Process); err == nil {
-		select {
-		case <-m.exited:
-			return
-		case <-time.After(shutdownGrace):
-		}
-	}
-	killGroup(m.cmd.Process)
-	<-m.exited
-}
+// stop ends mariadbd (SIGTERM, its clean shutdown) and waits until it
+// has been reaped.
+func (m *LocalMariaDB) stop() { stopServer(m.cmd, m.exited, terminate) }
 
 // removeStaleMariaDBDirs removes the data directories of runs that are
-// gone, killing a server still running in one (removeStaleDataDirs).
+// gone, killing a server still running in one (removeStaleDirs).
 func removeStaleMariaDBDirs() {
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), mariadbDirPrefix+"*"))
-	for _, dir := range matches {
-		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), mariadbDirPrefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || pid == os.Getpid() || processAlive(pid) {
-			continue
-		}
-		killOrphanServer(dir, "mariadbd.pid")
-		_ = os.RemoveAll(dir)
-	}
+	removeStaleDirs(mariadbDirPrefix, func(dir string) { killOrphanServer(dir, "mariadbd.pid") })
 }

@@ -380,28 +380,9 @@ func (p *LocalPostgres) Close() error {
 	return p.closeErr
 }
 
-// stop ends the postmaster and waits until it has been reaped.
-func (p *LocalPostgres) stop() {
-	if p.cmd == nil {
-		return
-	}
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	if err := interrupt(p.cmd.Process); err == nil {
-		select {
-		case <-p.exited:
-			return
-		case <-time.After(shutdownGrace):
-		}
-	}
-	// The postmaster leads its own process group, so this also ends
-	// backends that would otherwise linger until they notice it is gone.
-	killGroup(p.cmd.Process)
-	<-p.exited
-}
+// stop ends the postmaster (SIGINT, its fast shutdown) and waits until it
+// has been reaped.
+func (p *LocalPostgres) stop() { stopServer(p.cmd, p.exited, interrupt) }
 
 // childEnv is the environment of initdb and postgres: PG* variables are
 // dropped so a user's PGDATA or PGPORT cannot redirect the throwaway
@@ -418,23 +399,9 @@ func childEnv() []string {
 	return append(env, "LC_ALL=C", "LANG=C")
 }
 
-// removeStaleDataDirs removes data directories whose owning process is
-// gone: a run killed before Close leaves its directory (and, where the
-// parent-death signal is missing, maybe its server) behind. Directories of
-// live processes, including concurrent runs and tests, are left alone.
-// Failures are ignored: this is housekeeping, not part of the run.
-func removeStaleDataDirs() {
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), dataDirPrefix+"*"))
-	for _, dir := range matches {
-		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), dataDirPrefix), "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || pid == os.Getpid() || processAlive(pid) {
-			continue
-		}
-		killOrphanPostmaster(dir)
-		_ = os.RemoveAll(dir)
-	}
-}
+// removeStaleDataDirs removes the PostgreSQL data directories of runs that
+// are gone, killing a postmaster still running in one (removeStaleDirs).
+func removeStaleDataDirs() { removeStaleDirs(dataDirPrefix, killOrphanPostmaster) }
 
 // account is the unprivileged user initdb and postgres run as when
 // idemcheck runs as root.
