@@ -71,11 +71,22 @@ func caughtEveryRound(t *testing.T, v orders.Variant, instances, run int) {
 	res := certifyProcess(t, v, instances, idemcheck.CheckConcurrentBurst)
 	h := res.History
 	held, released := scheduleEvents(h)
+	scheduled := map[string]bool{}
+	for _, b := range h.Bursts {
+		scheduled[b.Intent] = b.RaceScheduled()
+	}
 	dup := map[string]bool{}
 	for _, a := range res.Report.Anomalies {
 		if a.Kind == idemcheck.DuplicateEffect {
 			dup[a.Intent] = true
-			assert.Contains(t, a.Explanation, "The race was scheduled, not timed")
+			// A round in turn that held one write (and was sent again)
+			// may still duplicate, by timing: only a scheduled race says
+			// it was scheduled.
+			if scheduled[a.Intent] {
+				assert.Contains(t, a.Explanation, "The race was scheduled, not timed")
+			} else {
+				assert.NotContains(t, a.Explanation, "The race was scheduled, not timed")
+			}
 		}
 	}
 	require.NotEmpty(t, h.Bursts)
