@@ -51,6 +51,9 @@ type toCount struct {
 	in       idemcheck.Intent
 	keys     []string
 	accepted bool
+	// ended is when the intent's round ended: an effect may land up to
+	// Settle after it, so the recount is not taken before.
+	ended time.Time
 }
 
 // count counts one intent's effects once, its queries scrubbed of the
@@ -83,7 +86,11 @@ func (s *session) count(ctx context.Context, c toCount, sem chan struct{}) (idem
 // settled: an intent answered "accepted" has its effect still to come, and
 // a worker that failed once and is retried later than the quiet period
 // (a queue's backoff) must not look like a lost effect.
-func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, await bool, sem chan struct{}) (idemcheck.Observation, error) {
+//
+// notBefore, when set, holds the count open until then however quiet it
+// is: the recount is taken only once every intent's Settle bound has
+// passed since its round ended, the latest an effect was said to land.
+func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, await bool, notBefore time.Time, sem chan struct{}) (idemcheck.Observation, error) {
 	bound := s.Settle
 	start := time.Now()
 	o, err := s.count(ctx, c, sem)
@@ -94,14 +101,17 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 	changed := start
 	for {
 		now := time.Now()
-		if now.Sub(changed) >= quiet && (!await || o.Effects > 0) {
+		if now.Sub(changed) >= quiet && (!await || o.Effects > 0) && !now.Before(notBefore) {
 			st.Settled = true
 			break
 		}
 		if now.Sub(start) >= bound {
 			break
 		}
-		wait := min(settlePoll(quiet), quiet-now.Sub(changed), bound-now.Sub(start))
+		wait := min(settlePoll(quiet), bound-now.Sub(start))
+		if left := quiet - now.Sub(changed); left > 0 {
+			wait = min(wait, left)
+		}
 		if err := sleep(ctx, wait); err != nil {
 			return o, err
 		}
@@ -134,7 +144,11 @@ func (s *session) countAll(ctx context.Context, cs []toCount, quiet time.Duratio
 		go func() {
 			defer wg.Done()
 			if s.Settle > 0 {
-				out[i], errs[i] = s.settle(ctx, c, quiet, c.accepted && !recount, sem)
+				var notBefore time.Time
+				if recount {
+					notBefore = c.ended.Add(s.Settle)
+				}
+				out[i], errs[i] = s.settle(ctx, c, quiet, c.accepted && !recount, notBefore, sem)
 			} else {
 				out[i], errs[i] = s.count(ctx, c, sem)
 			}
@@ -156,7 +170,7 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if s.Effects == nil {
 		return nil
 	}
-	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted}
+	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted, ended: time.Now()}
 	s.counted = append(s.counted, c)
 	if s.Settle > 0 {
 		s.pending = append(s.pending, c)
@@ -188,10 +202,11 @@ func (s *session) settlePending(ctx context.Context) error {
 }
 
 // recount counts every counted intent again after the last check, and
-// records the counts as recounts. With Settle set, each count must stay
-// the same for twice the quiet period (within the bound): a job retried
-// with a backoff of about a second after the last check's counts settled
-// still lands inside it.
+// records the counts as recounts. With Settle set, each is taken once the
+// bound has passed since the intent's round ended (the latest its effects
+// were said to land: a job retried with a backoff after its check's
+// counts settled, on a busy machine or queue, lands inside it) and its
+// count has stayed the same for twice the quiet period.
 func (s *session) recount(ctx context.Context) error {
 	if len(s.counted) == 0 {
 		return nil
