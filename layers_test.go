@@ -62,6 +62,7 @@ func TestPackagesKeepTheirLayers(t *testing.T) {
 		"internal/render":   {"."},
 		"faults":            {".", "internal/tcprelay"},
 		"internal/netguard": {"."},
+		"internal/linkemu":  {"internal/tcprelay"},
 		"targets/provider":  {"."},
 		"targets":           {".", "faults", "targets/provider", "internal/netguard", "internal/tcprelay"},
 		"scenarios":         {".", "faults", "history", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/wire"},
@@ -98,12 +99,16 @@ func TestPackagesKeepTheirLayers(t *testing.T) {
 	// Nothing the module ships depends on a front end or an example, and
 	// certify, the entry point, on none of the configuration's front ends.
 	never := map[string][]string{
-		"":                {"examples", "cmd/idemcheck", "idemchecktest", "bench"},
+		"":                {"examples", "cmd/idemcheck", "idemchecktest", "bench", "internal/linkemu"},
 		"certify":         {"internal/config", "internal/suite", "internal/render"},
 		"internal/config": {"internal/suite", "internal/render"},
 	}
 	for name, p := range pkgs {
 		if strings.HasPrefix(name, "examples") || strings.HasPrefix(name, "bench") || name == "cmd/idemcheck" {
+			// The command ships, but no emulated link.
+			if name == "cmd/idemcheck" && slices.ContainsFunc(p.Deps, func(d string) bool { return ours(d) == "internal/linkemu" }) {
+				t.Errorf("cmd/idemcheck depends on internal/linkemu")
+			}
 			continue
 		}
 		for _, d := range p.Deps {
