@@ -229,6 +229,21 @@ type Burst struct {
 	// before it had written and finished: a handler that overwrites (last
 	// writer wins) shows it.
 	InTurn bool `json:"in_turn,omitempty"`
+	// PrefixWait is, over HTTP/1.1, how long the burst waited between its
+	// last prefix written and its release, for the prefixes to reach the
+	// server: until the kernel reported each acknowledged (PrefixAcked)
+	// and the median of the latest round trips had passed, within a bound.
+	PrefixWait  time.Duration `json:"prefix_wait_ns,omitempty"`
+	PrefixAcked bool          `json:"prefix_acked,omitempty"`
+	// RTT is the quickest round trip of the run's latest single attempts
+	// before the burst (request's last byte to reply's first byte, the
+	// target's own time included) and Jitter the median's excess over it;
+	// KernelRTT the kernel's smoothed round trip of the burst's
+	// connections, to the nearest TCP peer (a proxy in between answers for
+	// the target). Zero when not measured.
+	RTT       time.Duration `json:"rtt_ns,omitempty"`
+	Jitter    time.Duration `json:"jitter_ns,omitempty"`
+	KernelRTT time.Duration `json:"kernel_rtt_ns,omitempty"`
 }
 
 // RaceScheduled reports whether the burst's race was scheduled: two or more

@@ -103,6 +103,7 @@ func burstProof(bursts []idemcheck.Burst, words Words) (proof string, loose bool
 			"which idemcheck does not see: a check-then-insert window is entered by two attempts at once when it is wider than %s and than that intake time; "+
 			"a narrower one may be missed",
 			len(tight), burstsOf(tight), fmtSpread(med), fmtSpread(hi), fmtSpread(pair), fmtSpread(hi), fmtSpread(pair))
+		s += linkClause(tight)
 		switch {
 		case offered > 0:
 			s += " (in those rounds fewer than two writes reached the database link together, so their race was timed, not scheduled)"
@@ -200,6 +201,45 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// linkClause says what the bursts measured of the link: over HTTP/1.1,
+// how long they waited for their prefixes to reach the target before the
+// release, and the round trip the wait rested on. "" when nothing was
+// measured (a history written before bursts recorded it).
+func linkClause(b []idemcheck.Burst) string {
+	var waits, rtts, jitters []time.Duration
+	acked := 0
+	for _, x := range b {
+		if x.PrefixWait > 0 {
+			waits = append(waits, x.PrefixWait)
+			if x.PrefixAcked {
+				acked++
+			}
+		}
+		if x.RTT > 0 {
+			rtts = append(rtts, x.RTT)
+			jitters = append(jitters, x.Jitter)
+		}
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	var parts []string
+	if len(waits) > 0 {
+		parts = append(parts, fmt.Sprintf("%d HTTP/1.1 %s released once %s prefixes had reached the target as far as idemcheck could tell "+
+			"(acknowledged by the peer's kernel in %d, and about one round trip passed: a median wait of %s)",
+			len(waits), plural(len(waits), "burst was", "bursts were"), plural(len(waits), "its", "their"), acked, fmtSpread(median(waits))))
+	}
+	if len(rtts) > 0 {
+		parts = append(parts, fmt.Sprintf("the link's round trip before them was %s at the quickest, %s more at the median (the target's own time included)",
+			fmtSpread(median(rtts)), fmtSpread(median(jitters))))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // spreadStats returns the median and the largest release spread.

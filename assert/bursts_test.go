@@ -192,3 +192,22 @@ func TestDuplicateExplanationInTurn(t *testing.T) {
 	}
 	assert.Contains(t, dup.Explanation, "released them one at a time, the last held first (the writes of connections 5, 3, in that order)")
 }
+
+// HTTP/1.1 bursts that waited for their prefixes say so, with the round
+// trip the wait rested on; the medians never read tighter than they were.
+func TestBurstProofStatesThePrefixWaitAndTheLink(t *testing.T) {
+	b := tightBursts(us(45), us(30), us(120))
+	for i := range b {
+		b[i].PrefixWait = time.Duration(i+1) * 10 * time.Millisecond
+		b[i].PrefixAcked = i > 0
+		b[i].RTT = 20*time.Millisecond + time.Duration(i)*time.Millisecond
+		b[i].Jitter = 2 * time.Millisecond
+	}
+	proof, loose := burstProof(b, nil)
+	assert.False(t, loose)
+	assert.Contains(t, proof, "(3 HTTP/1.1 bursts were released once their prefixes had reached the target as far as idemcheck could tell "+
+		"(acknowledged by the peer's kernel in 2, and about one round trip passed: a median wait of 20.0 ms); "+
+		"the link's round trip before them was 21.0 ms at the quickest, 2.0 ms more at the median (the target's own time included))")
+	proof, _ = burstProof(tightBursts(us(45)), nil)
+	assert.NotContains(t, proof, "round trip", "nothing measured, nothing said")
+}

@@ -213,7 +213,9 @@ func Upstream(base *url.URL) string {
 // an https:// target, the TLS configuration tlsCfg (ClientTLS) offering
 // HTTP/1.1; a burst engine that speaks HTTP/2 sets its own.
 func newClient(base *url.URL, timeout time.Duration, maxBody int64, allowRemote bool, tlsCfg *tls.Config) *wire.Client {
-	client := &wire.Client{Host: base.Host, Timeout: timeout, MaxBody: maxBody}
+	// The run's single attempts measure the round trips its HTTP/1.1
+	// bursts wait for between their prefixes and their release.
+	client := &wire.Client{Host: base.Host, Timeout: timeout, MaxBody: maxBody, RoundTrips: &wire.RoundTrips{}}
 	if !allowRemote {
 		client.Control = netguard.Control
 	}
@@ -543,7 +545,9 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			s.dbLanding(base, st.DBFault, disarm())
 			burst := idemcheck.Burst{Attempts: len(results), Spread: br.Spread,
 				Protocol: string(br.Protocol), Fallback: br.Fallback, Intent: in.ID, Check: sc.Check, Round: round,
-				Loose: br.Spread > s.looseAbove(len(results))}
+				Loose:      br.Spread > s.looseAbove(len(results)),
+				PrefixWait: br.Link.PrefixWait, PrefixAcked: br.Link.Acked,
+				RTT: br.Link.RTT, Jitter: br.Link.Jitter, KernelRTT: br.Link.KernelRTT}
 			if unbar != nil {
 				sched := unbar()
 				burst.Scheduled, burst.Held, burst.Release, burst.InTurn = true, sched.ReleasedTogether(), sched.Reason, sched.InTurn

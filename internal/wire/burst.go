@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"net"
 	"sync"
 	"time"
 )
@@ -13,8 +14,10 @@ import (
 //  1. every connection is opened (and its TLS handshake done) first;
 //  2. every request is written except its final byte, so the server holds
 //     each one incomplete and cannot act on any of them yet;
-//  3. the final bytes are written on the release lanes (releaseLanes; by
-//     default one writer), in a tight loop;
+//  3. once every prefix is in the server's hands as far as the Client can
+//     tell (awaitPrefixes: acknowledged by the peer's kernel, and a
+//     measured round trip passed), the final bytes are written on the
+//     release lanes (releaseLanes; by default one writer), in a tight loop;
 //  4. the replies are read concurrently.
 //
 // The requests are not marked "Connection: close", unlike a single
@@ -38,12 +41,12 @@ import (
 // reply wakes a goroutine while final bytes are still going out; FirstByte is
 // therefore when the harness read the first reply byte, not when it arrived.
 //
-// It returns one Result per request, in order, and the release spread: the
-// time between the first and the last final-byte write (each stamped when
-// its write returned). An attempt that
+// It returns one Result per request, in order, the release spread (the
+// time between the first and the last final-byte write, each stamped when
+// its write returned), and what the prefix wait measured. An attempt that
 // failed before its release (dial, handshake, prefix write) is not released
 // and has Written false.
-func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([]Result, time.Duration) {
+func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([]Result, time.Duration, Link) {
 	as := make([]*attempt, len(reqs))
 	for i, req := range reqs {
 		as[i] = c.newAttempt(ctx, addr, req, false)
@@ -76,6 +79,14 @@ func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([
 			a.finish()
 		}
 	}
+	conns := make([]net.Conn, len(ready))
+	for i, a := range ready {
+		conns[i] = a.conn
+	}
+	var link Link
+	if len(conns) > 0 {
+		link = c.awaitPrefixes(ctx, conns, time.Now())
+	}
 	// The release does nothing but one small write per connection; the time
 	// stamps are taken around each write and kept for later. The spread
 	// runs from the start of the first write to the end of the last, as
@@ -107,5 +118,5 @@ func (c *Client) burstHTTP1(ctx context.Context, addr string, reqs []Request) ([
 	for i, a := range as {
 		results[i] = a.res
 	}
-	return results, spread
+	return results, spread, link
 }

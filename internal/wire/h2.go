@@ -116,8 +116,8 @@ func (c *Client) burstH2(ctx context.Context, addr string, reqs []Request, auto 
 	hc, err := c.dialH2(ctx, addr, deadline)
 	switch {
 	case errors.Is(err, errNotH2) && auto:
-		res, spread := c.burstHTTP1(ctx, addr, reqs)
-		return BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+		res, spread, link := c.burstHTTP1(ctx, addr, reqs)
+		return BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1, Link: link}
 	case err != nil:
 		kind := h2Kind(err)
 		if errors.Is(err, errNotH2) {
@@ -140,9 +140,9 @@ func (c *Client) burstH2(ctx context.Context, addr string, reqs []Request, auto 
 		for _, hc := range conns {
 			hc.close()
 		}
-		res, spread := c.burstHTTP1(ctx, addr, reqs)
+		res, spread, link := c.burstHTTP1(ctx, addr, reqs)
 		return BurstResult{
-			Results: res, Spread: spread, Protocol: ProtocolHTTP1, MaxStreams: hc.maxStreams,
+			Results: res, Spread: spread, Protocol: ProtocolHTTP1, MaxStreams: hc.maxStreams, Link: link,
 			Fallback: fmt.Sprintf("the server allows %d concurrent HTTP/2 streams and the burst has %d (%d on each of %d connections), so it went out over HTTP/1.1",
 				hc.maxStreams, n, share, len(conns)),
 		}
@@ -166,7 +166,8 @@ func (c *Client) burstH2(ctx context.Context, addr string, reqs []Request, auto 
 		}
 		conns[k].close()
 	})
-	return BurstResult{Results: results(), Spread: span(append(starts, sents...)), Protocol: ProtocolH2, MaxStreams: hc.maxStreams}
+	return BurstResult{Results: results(), Spread: span(append(starts, sents...)), Protocol: ProtocolH2, MaxStreams: hc.maxStreams,
+		Link: c.roundTripLink()}
 }
 
 // dialMoreH2 opens up to n more HTTP/2 connections for one burst's release

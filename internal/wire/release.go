@@ -27,6 +27,10 @@ type BurstResult struct {
 	// MaxStreams is the server's SETTINGS_MAX_CONCURRENT_STREAMS when an
 	// HTTP/2 connection was made (math.MaxUint32 when it set none), else 0.
 	MaxStreams uint32
+	// Link is what the burst measured of the link before its release, and
+	// over HTTP/1.1 how long it waited for its prefixes to reach the
+	// server.
+	Link Link
 }
 
 // Burst sends reqs to addr released together, as SendBurst does, and
@@ -71,8 +75,8 @@ func (c *Client) SendBurst(ctx context.Context, addr string, reqs []Request) Bur
 	}
 	var out BurstResult
 	if p := c.protocol(); p == ProtocolHTTP1 || len(reqs) == 0 {
-		res, spread := c.burstHTTP1(ctx, addr, finished)
-		out = BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1}
+		res, spread, link := c.burstHTTP1(ctx, addr, finished)
+		out = BurstResult{Results: res, Spread: spread, Protocol: ProtocolHTTP1, Link: link}
 	} else {
 		out = c.burstH2(ctx, addr, finished, p == ProtocolAuto)
 	}

@@ -198,6 +198,12 @@ type Client struct {
 	// attempts, bursts and probes alike) instead of a net.Dialer; tests use
 	// it to know which sockets the Client's connections come from.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RoundTrips, when set, records the round trip of every complete
+	// single attempt (Do), and HTTP/1.1 bursts wait about one of them
+	// between their prefixes and their release (see awaitPrefixes). Copies
+	// of the Client share it. Nil: bursts wait for the kernel's
+	// acknowledgements only.
+	RoundTrips *RoundTrips
 }
 
 // dial opens a TCP connection to addr with the Client's Dial, or a
@@ -228,6 +234,7 @@ func (c *Client) Do(ctx context.Context, addr string, req Request) Result {
 		}
 	}
 	a.finish()
+	c.RoundTrips.record(a.res)
 	return a.res
 }
 
