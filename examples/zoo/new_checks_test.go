@@ -2,6 +2,8 @@ package zoo_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,13 +40,15 @@ var alsoSeenBy = map[string]map[string]idemcheck.Kind{
 func TestNewChecksOnEveryEntry(t *testing.T) {
 	b := bins(t)
 	checks := []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}
-	dsn := pgtest.DSN(t)
 	for _, e := range zoo.Entries() {
 		t.Run(e.Name(), func(t *testing.T) {
 			if e.App == "ordersmysql" {
 				mysqltest.NeedBinary(t)
 			}
-			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: checks, Options: zoo.Options(), DSN: dsn})
+			// A database of its own, as `make zoo` gives every run: the
+			// orders and payments examples both have a payments table, and
+			// the one made first would stay, with the other's columns.
+			res, err := b.Certify(context.Background(), e, zoo.Config{Checks: checks, Options: zoo.Options(), DSN: pgtest.DSN(t)})
 			require.NoError(t, err)
 			row := zoo.NewRow(e, res.Report)
 			for _, c := range checks {
@@ -68,6 +72,20 @@ func TestNewChecksOnEveryEntry(t *testing.T) {
 			}
 			for _, a := range res.Report.Anomalies {
 				t.Logf("%s in %s: %s", a.Kind, a.Check, a.Explanation)
+			}
+			if t.Failed() && res.History != nil {
+				// What the counts were, and when: a late effect missed
+				// shows here.
+				for _, o := range slices.Concat(res.History.Observations, res.History.Recounts) {
+					settle := "none"
+					if o.Settle != nil {
+						settle = fmt.Sprintf("%+v", *o.Settle)
+					}
+					t.Logf("observation %s recount=%v at %s: %d effects, settle %s", o.Intent, o.Recount, o.At.Format("15:04:05.000"), o.Effects, settle)
+				}
+				for _, a := range res.History.Attempts {
+					t.Logf("attempt %s (%s step %d) status %d, ended %s", a.Intent, a.Check, a.Step, a.Status, a.End.Format("15:04:05.000"))
+				}
 			}
 		})
 	}
