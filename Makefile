@@ -200,13 +200,17 @@ fuzz:
 clean:
 	rm -rf bin man
 
-## bench: every benchmark, figures written to BENCHMARKS.md (about 13 minutes): first bench-product, then
+## bench: every benchmark, figures written to BENCHMARKS.md (about 21 minutes): first bench-product, then
 ## bench-bursts, then bench-soak. Note the load average: the first figure should be below 0.6 for a quiet machine.
 ## bench-product: bursts through the product path, the code `idemcheck certify --checks concurrent-burst` runs
 ## (certify.Run, the real wire client), against two race targets in processes of their own (one holding its reply
-## 200 us after its check, one answering at once), over HTTP/1.1 and h2c, N=8 and 32, with vegeta and goroutines on a
-## barrier interleaved burst by burst in the same run; once on the machine as it is, once with two busy loops that it
-## starts and ends itself (about 2 minutes).
+## 200 us after its check, one answering at once), over HTTP/1.1, h2c and h2 over TLS (a self-signed certificate,
+## --insecure), N=8 and 32, with vegeta and goroutines on a barrier interleaved burst by burst in the same run; across
+## loopback (straight to the targets), then an emulated LAN and WAN (internal/linkemu, one link in front of each
+## target); once on the machine as it is, once with two busy loops that it starts and ends itself (about 10 minutes).
+## To stay affordable the links get fewer bursts, not fewer combinations: 100 per driver and combination across
+## loopback, -link-bursts 50 across lan and wan, where a round of the three drivers takes 0.1-0.5 s (a WAN round
+## trip is 20-28 ms, a new TLS connection two of them); -max 18m bounds the measuring whatever the machine does.
 ## bench-bursts: the burst engines alone (wire.Client.SendBurst, engine-only) and the Go benchmarks (about 3 minutes).
 ## bench-soak: soak throughput beside raw vegeta, peak memory of a million-attempt soak, certification wall time (about 8 minutes).
 bench:
@@ -215,7 +219,7 @@ bench:
 	$(MAKE) bench-soak
 
 bench-product:
-	$(GO) run ./bench/cmd/productbench -bursts 100 -n 8,32 -busy 2 -write BENCHMARKS.md
+	$(GO) run ./bench/cmd/productbench -bursts 100 -link-bursts 50 -n 8,32 -protocols http1,h2,h2tls -links loopback,lan,wan -busy 2 -max 18m -write BENCHMARKS.md
 
 bench-soak: postgres
 	$(GO) run ./bench/cmd/soakbench -runs 3 -write BENCHMARKS.md

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,17 +109,31 @@ func (d *wireDriver) Burst(ctx context.Context, key string) (time.Duration, erro
 // out all n hits at once, n workers ready and room for n idle connections
 // per host.
 type vegetaDriver struct {
-	url string
-	n   int
+	url  string
+	n    int
+	tls  bool
+	wire string
 }
 
-// NewVegeta returns the vegeta driver.
+// NewVegeta returns the vegeta driver, over HTTP/1.1 in plain text.
 func NewVegeta(addr string, n int) Driver {
-	return &vegetaDriver{url: "http://" + addr + Path, n: n}
+	return &vegetaDriver{url: "http://" + addr + Path, n: n, wire: "HTTP/1.1"}
+}
+
+// NewVegetaTLS returns the vegeta driver over TLS with HTTP/2 (vegeta's
+// HTTP2 option), trusting the race target's self-signed certificate
+// (vegeta's TLSConfig option with InsecureTLS): what `vegeta attack -http2
+// -insecure` does. vegeta's results do not say which protocol a reply
+// came over; TestDriversOverTLS shows that the target sees HTTP/2.
+func NewVegetaTLS(addr string, n int) Driver {
+	return &vegetaDriver{url: "https://" + addr + Path, n: n, tls: true, wire: "h2 over TLS"}
 }
 
 func (d *vegetaDriver) Name() string { return "vegeta (new Attacker per burst)" }
 func (d *vegetaDriver) Close()       {}
+
+// Wire is how the driver's requests go out.
+func (d *vegetaDriver) Wire() string { return d.wire }
 
 // burstPacer lets n hits go with no wait, then stops the attack: the
 // highest rate vegeta can be asked for, for exactly one burst.
@@ -134,11 +150,16 @@ func (d *vegetaDriver) Burst(ctx context.Context, key string) (time.Duration, er
 	// be closed after the burst; vegeta's options then size it.
 	tr := &http.Transport{DisableCompression: true}
 	defer tr.CloseIdleConnections()
-	atk := vegeta.NewAttacker(
+	opts := []func(*vegeta.Attacker){
 		vegeta.Client(&http.Client{Transport: tr, Timeout: 10 * time.Second}),
 		vegeta.Connections(d.n), vegeta.MaxConnections(d.n),
 		vegeta.Workers(uint64(d.n)), vegeta.MaxWorkers(uint64(d.n)),
-	)
+	}
+	if d.tls {
+		// TLSConfig first: HTTP2 adds h2 to the configuration's ALPN.
+		opts = append(opts, vegeta.TLSConfig(InsecureTLS()), vegeta.HTTP2(true))
+	}
+	atk := vegeta.NewAttacker(opts...)
 	tgt := vegeta.Target{Method: http.MethodPost, URL: d.url, Body: Body(key), Header: header(key)}
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })
 	defer stop()
@@ -168,11 +189,26 @@ type barrierDriver struct {
 	client *http.Client
 	dials  atomic.Int64
 	warmed int64
+	wire   atomic.Value // string: how the last burst's replies came
 }
 
 // NewBarrier returns the barrier driver, its n connections opened.
 func NewBarrier(ctx context.Context, addr string, n int) (Driver, error) {
-	d := &barrierDriver{url: "http://" + addr + Path, n: n}
+	return newBarrier(ctx, "http", addr, n)
+}
+
+// NewBarrierTLS returns the barrier driver over TLS, trusting the race
+// target's self-signed certificate (InsecureTLS), its n connections
+// opened. The transport is net/http's with a dialer of its own and no
+// ForceAttemptHTTP2, so it speaks HTTP/1.1 over TLS, n connections for n
+// requests, as it does over plain text; Wire says what the replies came
+// over.
+func NewBarrierTLS(ctx context.Context, addr string, n int) (Driver, error) {
+	return newBarrier(ctx, "https", addr, n)
+}
+
+func newBarrier(ctx context.Context, scheme, addr string, n int) (Driver, error) {
+	d := &barrierDriver{url: scheme + "://" + addr + Path, n: n}
 	var dialer net.Dialer
 	d.tr = &http.Transport{
 		MaxIdleConnsPerHost: n,
@@ -182,10 +218,13 @@ func NewBarrier(ctx context.Context, addr string, n int) (Driver, error) {
 			return dialer.DialContext(ctx, network, addr)
 		},
 	}
+	if scheme == "https" {
+		d.tr.TLSClientConfig = InsecureTLS()
+	}
 	d.client = &http.Client{Transport: d.tr, Timeout: 10 * time.Second}
 	// Open n connections: the target answers /_warm only once n of these
 	// requests are in flight, so none can reuse another's connection.
-	warm := fmt.Sprintf("http://%s/_warm?id=%p&n=%d", addr, d, n)
+	warm := fmt.Sprintf("%s://%s/_warm?id=%p&n=%d", scheme, addr, d, n)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
@@ -213,6 +252,14 @@ func NewBarrier(ctx context.Context, addr string, n int) (Driver, error) {
 func (d *barrierDriver) Name() string { return "goroutines on a barrier (net/http, warm)" }
 func (d *barrierDriver) Close()       { d.tr.CloseIdleConnections() }
 
+// Wire is what the last burst's replies came over, as net/http tells it
+// (resp.Proto, and "over TLS" for a reply on a TLS connection); several,
+// joined by " + ", when they differed.
+func (d *barrierDriver) Wire() string {
+	w, _ := d.wire.Load().(string)
+	return w
+}
+
 // ColdDials counts connections the driver had to open after warming up:
 // each is a burst member that was not on a pre-opened connection.
 func (d *barrierDriver) ColdDials() int64 { return d.dials.Load() - d.warmed }
@@ -232,6 +279,7 @@ func (d *barrierDriver) Burst(ctx context.Context, key string) (time.Duration, e
 	}
 	codes := make([]int, d.n)
 	errs := make([]error, d.n)
+	wires := make([]string, d.n)
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
 	ready.Add(d.n)
@@ -247,21 +295,39 @@ func (d *barrierDriver) Burst(ctx context.Context, key string) (time.Duration, e
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			codes[i] = resp.StatusCode
+			wires[i] = resp.Proto
+			if resp.TLS != nil {
+				wires[i] += " over TLS"
+			}
 		})
 	}
 	ready.Wait()
 	close(start)
 	done.Wait()
+	slices.Sort(wires)
+	d.wire.Store(strings.Join(slices.Compact(slices.DeleteFunc(wires, func(w string) bool { return w == "" })), " + "))
 	return 0, checkStatuses(codes, errs)
 }
+
+// Wirer is implemented by drivers that say how their requests went out:
+// the protocol, and whether over TLS.
+type Wirer interface{ Wire() string }
 
 // ColdDialer is implemented by drivers that can tell how many burst
 // requests needed a new connection.
 type ColdDialer interface{ ColdDials() int64 }
 
-// FetchArrivals asks the race target for key's arrival offsets.
+// FetchArrivals asks the race target at addr (plain text) for key's
+// arrival offsets.
 func FetchArrivals(ctx context.Context, c *http.Client, addr, key string) ([]int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/_arrivals?key="+url.QueryEscape(key), nil)
+	return FetchArrivalsFrom(ctx, c, "http://"+addr, key)
+}
+
+// FetchArrivalsFrom asks the race target at base (http:// or https://
+// host:port; c must trust a TLS target's certificate) for key's arrival
+// offsets.
+func FetchArrivalsFrom(ctx context.Context, c *http.Client, base, key string) ([]int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/_arrivals?key="+url.QueryEscape(key), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"time"
@@ -23,6 +24,14 @@ const BodyTemplate = `{"customerId":"{{intent}}","totalCents":4000,"currency":"E
 func ProductArgs(addr string, n, rounds int, p wire.Protocol) []string {
 	return []string{"certify", "--url", "http://" + addr + Path, "--checks", idemcheck.CheckConcurrentBurst,
 		"--burst", fmt.Sprint(n), "--burst-rounds", fmt.Sprint(rounds), "--protocol", string(p), "--body", BodyTemplate}
+}
+
+// ProductArgsTLS are ProductArgs for a race target that serves TLS with a
+// self-signed certificate: an https:// URL and --insecure.
+func ProductArgsTLS(addr string, n, rounds int, p wire.Protocol) []string {
+	args := ProductArgs(addr, n, rounds, p)
+	args[2] = "https://" + addr + Path
+	return append(args, "--insecure")
 }
 
 // ProductConfig is the certify.Config that `idemcheck certify` builds from
@@ -48,6 +57,17 @@ func ProductConfig(addr string, n, rounds int, p wire.Protocol) certify.Config {
 		// The command's one plain request before the checks.
 		Preflight: true,
 	}
+}
+
+// ProductConfigTLS is the certify.Config that `idemcheck certify` builds
+// from ProductArgsTLS: ProductConfig's, for an https:// target whose
+// certificate is not verified (--insecure: TLS.InsecureSkipVerify, which
+// the history records as Target.Insecure).
+func ProductConfigTLS(addr string, n, rounds int, p wire.Protocol) certify.Config {
+	cfg := ProductConfig(addr, n, rounds, p)
+	cfg.Endpoint.Base.Scheme = "https"
+	cfg.TLS = &tls.Config{InsecureSkipVerify: true}
+	return cfg
 }
 
 // RunProduct runs a certification built by ProductConfig through

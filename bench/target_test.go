@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +63,60 @@ func TestDriversOnRaceTarget(t *testing.T) {
 				again, err := FetchArrivals(ctx, fetch, addr, key)
 				require.NoError(t, err)
 				assert.Empty(t, again, "arrivals are handed back once")
+			}
+		})
+	}
+	assert.Zero(t, barrier.(ColdDialer).ColdDials(), "the barrier's requests went on its warmed connections")
+}
+
+// Over TLS, vegeta's bursts reach the target over HTTP/2 and the barrier's
+// over HTTP/1.1 on its warmed connections, as their Wire says, and the
+// arrivals come back over TLS too.
+func TestDriversOverTLS(t *testing.T) {
+	cfg, err := SelfSignedTLS()
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	target := NewRaceTarget(200 * time.Microsecond)
+	var mu sync.Mutex
+	protos := map[string]map[string]int{} // key: proto: requests
+	go ServeTLS(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key := r.Header.Get("Idempotency-Key"); key != "" {
+			mu.Lock()
+			if protos[key] == nil {
+				protos[key] = map[string]int{}
+			}
+			protos[key][r.Proto]++
+			mu.Unlock()
+		}
+		target.ServeHTTP(w, r)
+	}), cfg)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	ctx := context.Background()
+
+	const n = 8
+	barrier, err := NewBarrierTLS(ctx, addr, n)
+	require.NoError(t, err)
+	fetch := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: InsecureTLS()}}
+	for _, c := range []struct {
+		d     Driver
+		proto string
+		wire  string
+	}{{NewVegetaTLS(addr, n), "HTTP/2.0", "h2 over TLS"}, {barrier, "HTTP/1.1", "HTTP/1.1 over TLS"}} {
+		t.Run(c.d.Name(), func(t *testing.T) {
+			defer c.d.Close()
+			for round := range 3 {
+				key := fmt.Sprintf("tls-%s-%d", c.d.Name(), round)
+				_, err := c.d.Burst(ctx, key)
+				require.NoError(t, err)
+				offs, err := FetchArrivalsFrom(ctx, fetch, "https://"+addr, key)
+				require.NoError(t, err)
+				require.Len(t, offs, n)
+				mu.Lock()
+				assert.Equal(t, map[string]int{c.proto: n}, protos[key])
+				mu.Unlock()
+				assert.Equal(t, c.wire, c.d.(Wirer).Wire())
 			}
 		})
 	}

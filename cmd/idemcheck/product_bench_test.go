@@ -28,19 +28,40 @@ import (
 // command must hand certify.Run the very same configuration, and both must
 // make the same run, step by step, request by request, burst by burst, over
 // each protocol, so that what the benchmark measures is what a user gets
-// from the command.
+// from the command; over TLS too (bench.ProductArgsTLS, --insecure, against
+// a target with a self-signed certificate).
 func TestProductBenchIsCertify(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = bench.Serve(ln, bench.NewRaceTarget(0)) }()
 	t.Cleanup(func() { ln.Close() })
-	addr := ln.Addr().String()
+	tlsCfg, err := bench.SelfSignedTLS()
+	require.NoError(t, err)
+	tlsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = bench.ServeTLS(tlsLn, bench.NewRaceTarget(0), tlsCfg) }()
+	t.Cleanup(func() { tlsLn.Close() })
 
-	for _, p := range []wire.Protocol{wire.ProtocolHTTP1, wire.ProtocolH2} {
-		t.Run(string(p), func(t *testing.T) {
+	type via struct {
+		args func(string, int, int, wire.Protocol) []string
+		cfg  func(string, int, int, wire.Protocol) certify.Config
+	}
+	plain, overTLS := via{bench.ProductArgs, bench.ProductConfig}, via{bench.ProductArgsTLS, bench.ProductConfigTLS}
+	for _, c := range []struct {
+		name string
+		p    wire.Protocol
+		addr string
+		via  via
+	}{
+		{"http1", wire.ProtocolHTTP1, ln.Addr().String(), plain},
+		{"h2", wire.ProtocolH2, ln.Addr().String(), plain},
+		{"h2 over TLS", wire.ProtocolH2, tlsLn.Addr().String(), overTLS},
+	} {
+		p, addr := c.p, c.addr
+		t.Run(c.name, func(t *testing.T) {
 			const n, rounds = 4, 3
 			histPath := filepath.Join(t.TempDir(), "history.jsonl")
-			args := append(bench.ProductArgs(addr, n, rounds, p), "--history", histPath, "--no-color")
+			args := append(c.via.args(addr, n, rounds, p), "--history", histPath, "--no-color")
 			code, out, errOut := cli(t, args...)
 			// Every request of the race target creates an order of its own:
 			// the burst check fails, as it must.
@@ -63,16 +84,16 @@ func TestProductBenchIsCertify(t *testing.T) {
 				return certify.Run(ctx, cfg)
 			}
 			defer func() { certifyRun = certify.Run }()
-			code, out, errOut = cli(t, bench.ProductArgs(addr, n, rounds, p)...)
+			code, out, errOut = cli(t, c.via.args(addr, n, rounds, p)...)
 			require.Equal(t, idemcheck.ExitAnomalies, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			require.NotNil(t, built.Progress)
 			require.NotEmpty(t, built.Words)
 			require.NotNil(t, built.Redactor)
 			built.Progress, built.Words, built.Redactor = nil, nil, nil
-			assert.Equal(t, bench.ProductConfig(addr, n, rounds, p), built)
+			assert.Equal(t, c.via.cfg(addr, n, rounds, p), built)
 
 			steps := 0
-			res, err := bench.RunProduct(context.Background(), bench.ProductConfig(addr, n, rounds, p), func(scenarios.Progress) { steps++ })
+			res, err := bench.RunProduct(context.Background(), c.via.cfg(addr, n, rounds, p), func(scenarios.Progress) { steps++ })
 			require.NoError(t, err)
 			fromBench := res.History
 			assert.Equal(t, len(fromBench.Bursts), steps, "the hook runs once after every burst")

@@ -10,15 +10,29 @@
 //
 // Every figure comes from what the target saw: its handlers stamp each
 // request's arrival (time.Now, monotonic) once its body is read, by key.
-// It runs every combination of target (one holding its reply -hold after
-// its check, one answering at once), protocol (HTTP/1.1, h2c) and burst
-// size, first on the machine as it is, then with -busy busy loops (`sh -c
-// 'while :; do :; done'`, started and ended by this command) competing for
-// the cores. With -write it puts the tables into BENCHMARKS.md between the
-// product markers.
+// It runs every combination of link, target (one holding its reply -hold
+// after its check, one answering at once), protocol (HTTP/1.1, h2c, h2
+// over TLS) and burst size, first on the machine as it is, then with -busy
+// busy loops (`sh -c 'while :; do :; done'`, started and ended by this
+// command) competing for the cores. With -write it puts the tables into
+// BENCHMARKS.md between the product markers.
 //
-// Every loop is bounded by -bursts and -max, and traffic goes to the
-// loopback targets only.
+// Links (-links): across loopback the drivers send to the target directly,
+// as they did before links were measured; across any other link
+// (internal/linkemu: a base delay and a jitter per chunk) every driver
+// sends through one emulated link, run in this process in front of the
+// target, one link per target and link profile. The arrivals are fetched
+// from the target directly, never through the link.
+//
+// Over TLS (protocol h2tls) the target serves h2 and HTTP/1.1 by ALPN
+// behind a self-signed certificate made at its start; the product
+// certifies its https:// URL with --insecure and --protocol h2, vegeta
+// sends h2 over TLS (its HTTP2 option), and the barrier net/http over
+// TLS, which speaks HTTP/1.1 on its warmed connections; each table says
+// what every driver's requests went out as.
+//
+// Every loop is bounded by -bursts (-link-bursts across links) and -max,
+// and traffic goes to the loopback targets only.
 package main
 
 import (
@@ -33,6 +47,7 @@ import (
 	"time"
 
 	"github.com/idemcheck/idemcheck/bench"
+	"github.com/idemcheck/idemcheck/internal/linkemu"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -45,41 +60,38 @@ var windows = []time.Duration{10 * time.Microsecond, 20 * time.Microsecond, 50 *
 func main() {
 	var target bench.TargetFlags
 	target.Define(200*time.Microsecond, "how long the holding target's handlers hold their replies after their check")
-	bursts := flag.Int("bursts", 100, "bursts per driver in each combination")
+	bursts := flag.Int("bursts", 100, "bursts per driver in each combination (across loopback)")
+	linkBursts := flag.Int("link-bursts", 50, "at most this many bursts per driver in each combination across a link other than loopback (0: as many as -bursts)")
 	sizes := flag.String("n", "8,32", "burst sizes")
-	protos := flag.String("protocols", "http1,h2", "the product's burst protocols (--protocol)")
+	protos := flag.String("protocols", "http1,h2,h2tls", "protocols: http1 (the product's --protocol http1), h2 (h2c), h2tls (h2 over TLS, --insecure)")
+	links := flag.String("links", "loopback,lan,wan", "emulated links in front of the targets (internal/linkemu): loopback (no link: straight to the target), lan, wan")
 	targetsFlag := flag.String("targets", "hold,now", "race targets: hold (replies held -hold after the check), now (replies at once)")
 	busy := flag.Int("busy", 2, "busy loops for the loaded pass (0: no loaded pass)")
 	quiet := flag.Bool("quiet", true, "run the pass without busy loops")
 	warmup := flag.Int("warmup", 5, "bursts per driver sent before each combination, not counted")
 	pause := flag.Duration("pause", 2*time.Millisecond, "pause after every burst of each driver (the product's included), before the next driver's")
-	maxTime := flag.Duration("max", 8*time.Minute, "stop measuring after this long, whatever -bursts says")
+	maxTime := flag.Duration("max", 20*time.Minute, "stop measuring after this long, whatever -bursts says")
 	write := flag.String("write", "", "Markdown file whose product section is rewritten")
 	dump := flag.Int("dump", 0, "print the arrival offsets of this many bursts per driver and combination")
 	flag.Parse()
 	target.ServeIfAsked("productbench")
 
-	cfg := config{bursts: *bursts, warmup: *warmup, pause: *pause, max: *maxTime, hold: target.Hold, dump: *dump}
+	cfg := config{bursts: *bursts, linkBursts: *linkBursts, warmup: *warmup, pause: *pause, max: *maxTime, hold: target.Hold, dump: *dump}
 	var err error
 	if cfg.sizes, err = bench.ParseSizes(*sizes); err != nil {
 		fail(err)
 	}
-	for f := range strings.SplitSeq(*protos, ",") {
-		p, err := wire.ParseProtocol(strings.TrimSpace(f))
-		if err != nil || p == wire.ProtocolAuto {
-			fail(fmt.Errorf("bad protocol %q: http1 or h2", f))
-		}
-		cfg.protocols = append(cfg.protocols, p)
+	if cfg.protocols, err = parseProtocols(*protos); err != nil {
+		fail(err)
 	}
-	for f := range strings.SplitSeq(*targetsFlag, ",") {
-		switch f = strings.TrimSpace(f); f {
-		case "hold":
-			cfg.targets = append(cfg.targets, target.Hold)
-		case "now":
-			cfg.targets = append(cfg.targets, 0)
-		default:
-			fail(fmt.Errorf("unknown target %q: hold or now", f))
-		}
+	if cfg.links, err = parseLinks(*links); err != nil {
+		fail(err)
+	}
+	if cfg.targets, err = parseTargets(*targetsFlag, target.Hold); err != nil {
+		fail(err)
+	}
+	if cfg.bursts < 1 || cfg.linkBursts < 0 {
+		fail(fmt.Errorf("-bursts must be 1 or more and -link-bursts 0 or more"))
 	}
 	var passes []int
 	if *quiet {
@@ -111,17 +123,95 @@ func main() {
 	}
 }
 
+// protocol is one value of -protocols: how the product sends its bursts
+// (its --protocol), and whether over TLS.
+type protocol struct {
+	name string
+	wire wire.Protocol
+	tls  bool
+}
+
+var protocols = []protocol{{"http1", wire.ProtocolHTTP1, false}, {"h2", wire.ProtocolH2, false}, {"h2tls", wire.ProtocolH2, true}}
+
+// parseProtocols reads -protocols: names of protocols, each once.
+func parseProtocols(list string) ([]protocol, error) {
+	var out []protocol
+	for f := range strings.SplitSeq(list, ",") {
+		f = strings.TrimSpace(f)
+		i := slices.IndexFunc(protocols, func(p protocol) bool { return p.name == f })
+		if i < 0 {
+			return nil, fmt.Errorf("bad protocol %q: http1, h2 or h2tls", f)
+		}
+		if slices.Contains(out, protocols[i]) {
+			return nil, fmt.Errorf("protocol %s named twice", f)
+		}
+		out = append(out, protocols[i])
+	}
+	return out, nil
+}
+
+// parseLinks reads -links: linkemu profile names, each once.
+func parseLinks(list string) ([]linkemu.Profile, error) {
+	var out []linkemu.Profile
+	for f := range strings.SplitSeq(list, ",") {
+		p, err := linkemu.ByName(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, p) {
+			return nil, fmt.Errorf("link %s named twice", p.Name)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// parseTargets reads -targets: hold (replies held hold), now (at once).
+func parseTargets(list string, hold time.Duration) ([]time.Duration, error) {
+	var out []time.Duration
+	for f := range strings.SplitSeq(list, ",") {
+		var h time.Duration
+		switch f = strings.TrimSpace(f); f {
+		case "hold":
+			h = hold
+		case "now":
+		default:
+			return nil, fmt.Errorf("unknown target %q: hold or now", f)
+		}
+		if slices.Contains(out, h) {
+			return nil, fmt.Errorf("target %s named twice (or -hold 0 beside now)", f)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// direct says whether the drivers send to the target straight, with no
+// link in front of it: across a link that adds no delay (loopback), so
+// that its figures stay those measured before links were.
+func direct(l linkemu.Profile) bool { return l.Base == 0 && l.Jitter == 0 }
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "productbench:", err)
 	os.Exit(1)
 }
 
 type config struct {
-	bursts, warmup, dump int
-	sizes                []int
-	protocols            []wire.Protocol
-	targets              []time.Duration
-	pause, max, hold     time.Duration
+	bursts, linkBursts, warmup, dump int
+	sizes                            []int
+	protocols                        []protocol
+	targets                          []time.Duration
+	links                            []linkemu.Profile
+	pause, max, hold                 time.Duration
+}
+
+// burstsAcross is how many bursts each driver sends per combination
+// across link l: -bursts, at most -link-bursts across a link that delays.
+func (c config) burstsAcross(l linkemu.Profile) int {
+	if direct(l) || c.linkBursts == 0 {
+		return c.bursts
+	}
+	return min(c.bursts, c.linkBursts)
 }
 
 // sample is one burst as the target saw it.
@@ -135,6 +225,13 @@ type tally struct {
 	loose   int
 	failed  int
 	lastErr error
+	wires   []string // what the requests went out as, each once
+}
+
+func (t *tally) wire(w string) {
+	if w != "" && !slices.Contains(t.wires, w) {
+		t.wires = append(t.wires, w)
+	}
 }
 
 const (
@@ -146,8 +243,9 @@ const (
 var drivers = []string{product, vegetaN, barrier}
 
 type combo struct {
+	link  string
 	hold  time.Duration
-	proto wire.Protocol
+	proto protocol
 	n     int
 }
 
@@ -155,14 +253,28 @@ type combo struct {
 func pass(cfg config, loops int, deadline time.Time) (string, error) {
 	load0 := bench.LoadAverage()
 	began := time.Now()
-	addrs := map[time.Duration]string{}
+	// One target process per target and TLS or not, for the whole pass.
+	type key struct {
+		hold time.Duration
+		tls  bool
+	}
+	addrs := map[key]string{}
 	for _, h := range cfg.targets {
-		addr, stop, err := bench.StartRaceTargetProcess(h)
-		if err != nil {
-			return "", err
+		for _, tlsOn := range []bool{false, true} {
+			if !slices.ContainsFunc(cfg.protocols, func(p protocol) bool { return p.tls == tlsOn }) {
+				continue
+			}
+			start := bench.StartRaceTargetProcess
+			if tlsOn {
+				start = bench.StartRaceTargetProcessTLS
+			}
+			addr, stop, err := start(h)
+			if err != nil {
+				return "", err
+			}
+			defer stop()
+			addrs[key{h, tlsOn}] = addr
 		}
-		defer stop()
-		addrs[h] = addr
 	}
 	if loops > 0 {
 		stop, err := bench.StartBusyLoops(loops)
@@ -178,45 +290,101 @@ func pass(cfg config, loops int, deadline time.Time) (string, error) {
 	var order []combo
 	results := map[combo]map[string]*tally{}
 	truncated := false
-	for _, h := range cfg.targets {
+	// across measures every combination of one target across link l: the
+	// drivers send to the link's address, or to the target's when l adds
+	// no delay; the arrivals come from the target itself.
+	across := func(l linkemu.Profile, h time.Duration) error {
+		send := map[bool]string{}
+		for k, addr := range addrs {
+			if k.hold != h {
+				continue
+			}
+			send[k.tls] = addr
+			if direct(l) {
+				continue
+			}
+			link, err := linkemu.Listen(addr, l)
+			if err != nil {
+				return err
+			}
+			defer link.Close()
+			send[k.tls] = link.Addr()
+		}
 		for _, n := range cfg.sizes {
 			for _, p := range cfg.protocols {
 				if time.Now().After(deadline) {
 					truncated = true
-					break
+					return nil
 				}
-				c := combo{h, p, n}
-				order = append(order, c)
-				t, err := measure(ctx, cfg, addrs[h], c)
+				c := combo{l.Name, h, p, n}
+				scheme := "http://"
+				if p.tls {
+					scheme = "https://"
+				}
+				t, err := measure(ctx, cfg, send[p.tls], scheme+addrs[key{h, p.tls}], c, cfg.burstsAcross(l))
 				if err != nil {
-					return "", fmt.Errorf("%s: %w", c.label(), err)
+					return fmt.Errorf("%s: %w", c.label(), err)
 				}
+				order = append(order, c)
 				results[c] = t
 				fmt.Fprintf(os.Stderr, "productbench: %s, %d busy loops: done after %v\n", c.label(), loops, time.Since(began).Round(time.Second))
+			}
+		}
+		return nil
+	}
+	for _, l := range cfg.links {
+		for _, h := range cfg.targets {
+			if err := across(l, h); err != nil {
+				return "", err
 			}
 		}
 	}
 	return render(cfg, loops, order, results, load0, bench.LoadAverage(), time.Since(began), truncated), nil
 }
 
-func (c combo) label() string {
-	t := "answers at once"
-	if c.hold > 0 {
-		t = fmt.Sprintf("holds %v", c.hold)
+func targetName(hold time.Duration) string {
+	if hold > 0 {
+		return fmt.Sprintf("holds %v", hold)
 	}
-	return fmt.Sprintf("target %s, %s, N=%d", t, c.proto, c.n)
+	return "answers at once"
 }
 
-// measure runs one combination: a certification of cfg.bursts rounds,
-// with one vegeta and one barrier burst sent after each of its bursts.
-func measure(ctx context.Context, cfg config, addr string, c combo) (map[string]*tally, error) {
-	veg := bench.NewVegeta(addr, c.n)
-	bar, err := bench.NewBarrier(ctx, addr, c.n)
+func (c combo) label() string {
+	return fmt.Sprintf("%s, target %s, %s, N=%d", c.link, targetName(c.hold), c.proto.name, c.n)
+}
+
+// productWire is what the product's bursts go out as.
+func productWire(p protocol) string {
+	switch {
+	case p.wire == wire.ProtocolHTTP1 && p.tls:
+		return "HTTP/1.1 over TLS (last byte)"
+	case p.wire == wire.ProtocolHTTP1:
+		return "HTTP/1.1 (last byte)"
+	case p.tls:
+		return "h2 over TLS (single packet)"
+	}
+	return "h2c (single packet)"
+}
+
+// measure runs one combination: a certification of bursts rounds, with
+// one vegeta and one barrier burst sent after each of its bursts, every
+// driver sending to send (the target's host:port, or a link's in front of
+// it); the arrivals are fetched from target (http:// or https://
+// host:port).
+func measure(ctx context.Context, cfg config, send, target string, c combo, bursts int) (map[string]*tally, error) {
+	newVegeta, newBarrier, productConfig := bench.NewVegeta, bench.NewBarrier, bench.ProductConfig
+	if c.proto.tls {
+		newVegeta, newBarrier, productConfig = bench.NewVegetaTLS, bench.NewBarrierTLS, bench.ProductConfigTLS
+	}
+	veg := newVegeta(send, c.n)
+	bar, err := newBarrier(ctx, send, c.n)
 	if err != nil {
 		return nil, err
 	}
 	defer bar.Close()
-	fetch := &http.Client{Timeout: 10 * time.Second}
+	tr := &http.Transport{TLSClientConfig: bench.InsecureTLS()}
+	defer tr.CloseIdleConnections()
+	fetch := &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	out := map[string]*tally{}
 	for _, d := range drivers {
 		out[d] = &tally{}
@@ -230,7 +398,10 @@ func measure(ctx context.Context, cfg config, addr string, c combo) (map[string]
 			t.lastErr = err
 			return
 		}
-		offs, err := bench.FetchArrivals(ctx, fetch, addr, key)
+		if w, ok := d.(bench.Wirer); ok {
+			t.wire(w.Wire())
+		}
+		offs, err := bench.FetchArrivalsFrom(ctx, fetch, target, key)
 		if err != nil || len(offs) != c.n {
 			t.failed++
 			t.lastErr = fmt.Errorf("the target saw %d of %d requests (%v)", len(offs), c.n, err)
@@ -263,7 +434,7 @@ func measure(ctx context.Context, cfg config, addr string, c combo) (map[string]
 				other(veg, vt)
 			}
 		}
-		res, err := bench.RunProduct(ctx, bench.ProductConfig(addr, c.n, rounds, c.proto), between)
+		res, err := bench.RunProduct(ctx, productConfig(send, c.n, rounds, c.proto.wire), between)
 		if err != nil {
 			return err
 		}
@@ -272,15 +443,16 @@ func measure(ctx context.Context, cfg config, addr string, c combo) (map[string]
 		}
 		keys, bursts := bench.ProductBursts(res.History)
 		pt := out[product]
+		pt.wire(productWire(c.proto))
 		for j, key := range keys {
 			b := bursts[j]
-			if b.Protocol != string(c.proto) {
-				return fmt.Errorf("burst %d went out over %s, not %s: %s", b.ID, b.Protocol, c.proto, b.Fallback)
+			if b.Protocol != string(c.proto.wire) {
+				return fmt.Errorf("burst %d went out over %s, not %s: %s", b.ID, b.Protocol, c.proto.wire, b.Fallback)
 			}
 			if b.Loose {
 				pt.loose++
 			}
-			offs, err := bench.FetchArrivals(ctx, fetch, addr, key)
+			offs, err := bench.FetchArrivalsFrom(ctx, fetch, target, key)
 			if err != nil || len(offs) != b.Attempts {
 				pt.failed++
 				pt.lastErr = fmt.Errorf("the target saw %d of %d requests (%v)", len(offs), b.Attempts, err)
@@ -298,7 +470,7 @@ func measure(ctx context.Context, cfg config, addr string, c combo) (map[string]
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	return out, run(cfg.bursts, true)
+	return out, run(bursts, true)
 }
 
 func micro(ns []int64) []int64 {
@@ -361,53 +533,110 @@ func render(cfg config, loops int, order []combo, results map[combo]map[string]*
 		machine = fmt.Sprintf("with %d busy loops (`sh -c 'while :; do :; done'`) running on the same cores", loops)
 	}
 	fmt.Fprintf(&b, "\n### Product path, %s\n\n", machine)
-	fmt.Fprintf(&b, "Load average (1, 5, 15 min) %s before and %s after; %d bursts per driver and combination (after %d warm-up bursts each), %s.",
-		load0, load1, cfg.bursts, cfg.warmup, took.Round(time.Second))
+	fmt.Fprintf(&b, "Load average (1, 5, 15 min) %s before and %s after; %s.", load0, load1, took.Round(time.Second))
 	if truncated {
 		b.WriteString(" **The time limit cut the pass short: some combinations are missing.**")
 	}
-	b.WriteString("\n\n")
-	cols := []string{"target", "protocol", "N", "driver", "bursts", "first-two gap (us, median)", "p90", "full spread (us, median)"}
+	b.WriteString("\n")
+	for _, l := range cfg.links {
+		var combos []combo
+		for _, c := range order {
+			if c.link == l.Name {
+				combos = append(combos, c)
+			}
+		}
+		if direct(l) {
+			fmt.Fprintf(&b, "\n#### Across %s: no link, every driver sends to the target directly (as before links were measured)\n\n", l.Name)
+		} else {
+			fmt.Fprintf(&b, "\n#### Across %s: every driver sends through one emulated link (linkemu, in the drivers' process) in front of the target\n\n", l)
+		}
+		if len(combos) == 0 {
+			b.WriteString("Not measured: the time limit came first.\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%d bursts per driver and combination (after %d warm-up bursts each).\n\n", cfg.burstsAcross(l), cfg.warmup)
+		if direct(l) {
+			renderWindows(&b, combos, results)
+		} else {
+			renderLink(&b, combos, results)
+		}
+		var fails []string
+		for _, c := range combos {
+			for _, d := range drivers {
+				if f := reduce(results[c][d]); f.failed > 0 {
+					fails = append(fails, fmt.Sprintf("%s, %s: %d bursts failed (last: %v)", c.label(), d, f.failed, f.lastErr))
+				}
+			}
+		}
+		if len(fails) > 0 {
+			b.WriteString("\nFailed bursts (left out):\n")
+			for _, f := range fails {
+				fmt.Fprintf(&b, "- %s\n", f)
+			}
+		}
+		if direct(l) {
+			renderBars(&b, combos, results)
+		}
+	}
+	return b.String()
+}
+
+// renderLink is the table of a link: per combination and driver, the
+// arrival spread, the first-two gap and the share of races shown, and the
+// product's release spread.
+func renderLink(b *strings.Builder, combos []combo, results map[combo]map[string]*tally) {
+	b.WriteString(bench.TableHead("target", "protocol", "N", "driver", "sent as", "bursts", "full spread (us, median)",
+		"first-two gap (us, median)", "first two < 200 us", "client release spread (us, median)"))
+	i200 := slices.Index(windows, 200*time.Microsecond)
+	for _, c := range combos {
+		for _, d := range drivers {
+			t := results[c][d]
+			f := reduce(t)
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d | %.0f | %.1f | %.2f |", targetName(c.hold), c.proto.name, c.n, d, sentAs(t), f.bursts,
+				f.spreadUS, f.gapUS, f.share[i200])
+			if d == product {
+				fmt.Fprintf(b, " %.1f (%d loose) |\n", f.releaseUS, f.loose)
+			} else {
+				b.WriteString(" – |\n")
+			}
+		}
+	}
+}
+
+// renderWindows is the table of the direct pass: every window, and the
+// gap's 90th percentile.
+func renderWindows(b *strings.Builder, combos []combo, results map[combo]map[string]*tally) {
+	cols := []string{"target", "protocol", "N", "driver", "sent as", "bursts", "first-two gap (us, median)", "p90", "full spread (us, median)"}
 	for _, w := range windows {
 		cols = append(cols, fmt.Sprintf("< %d us", w.Microseconds()))
 	}
 	b.WriteString(bench.TableHead(append(cols, "client release spread (us, median)")...))
-	var fails []string
-	for _, c := range order {
+	for _, c := range combos {
 		for _, d := range drivers {
-			f := reduce(results[c][d])
-			tgt := "answers at once"
-			if c.hold > 0 {
-				tgt = fmt.Sprintf("holds %v", c.hold)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %d |", tgt, c.proto, c.n, d, f.bursts)
-			fmt.Fprintf(&b, " %.1f | %.1f | %.0f |", f.gapUS, f.p90GapUS, f.spreadUS)
+			t := results[c][d]
+			f := reduce(t)
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %d |", targetName(c.hold), c.proto.name, c.n, d, sentAs(t), f.bursts)
+			fmt.Fprintf(b, " %.1f | %.1f | %.0f |", f.gapUS, f.p90GapUS, f.spreadUS)
 			for i := range windows {
-				fmt.Fprintf(&b, " %.2f |", f.share[i])
+				fmt.Fprintf(b, " %.2f |", f.share[i])
 			}
 			if d == product {
-				fmt.Fprintf(&b, " %.1f (p90 %.1f; %d loose) |\n", f.releaseUS, f.p90Release, f.loose)
+				fmt.Fprintf(b, " %.1f (p90 %.1f; %d loose) |\n", f.releaseUS, f.p90Release, f.loose)
 			} else {
 				b.WriteString(" – |\n")
 			}
-			if f.failed > 0 {
-				fails = append(fails, fmt.Sprintf("%s, %s: %d bursts failed (last: %v)", c.label(), d, f.failed, f.lastErr))
-			}
 		}
 	}
-	if len(fails) > 0 {
-		b.WriteString("\nFailed bursts (left out):\n")
-		for _, f := range fails {
-			fmt.Fprintf(&b, "- %s\n", f)
-		}
-	}
+}
 
-	b.WriteString("\nTargets, within this pass (idemcheck's product path against vegeta in the same combination):\n\n")
+// renderBars holds the product against vegeta in each combination.
+func renderBars(b *strings.Builder, combos []combo, results map[combo]map[string]*tally) {
+	b.WriteString("\nTargets, within this pass (idemcheck's product path against vegeta in the same combination; the bars by the product's burst protocol, h2's over TLS too):\n\n")
 	b.WriteString("| target | protocol | N | first-two gap, idemcheck / vegeta | bar | share < 50 us | bar | windows where idemcheck's share is below vegeta's |\n|---|---|---|---|---|---|---|---|\n")
-	for _, c := range order {
+	for _, c := range combos {
 		p, v := reduce(results[c][product]), reduce(results[c][vegetaN])
 		gapBar, shareBar := 0.5, 0.7
-		if c.proto == wire.ProtocolH2 {
+		if c.proto.wire == wire.ProtocolH2 {
 			gapBar, shareBar = 0.3, 0.9
 		}
 		ratio := 0.0
@@ -424,15 +653,18 @@ func render(cfg config, loops int, order []combo, results map[combo]map[string]*
 		if len(worse) > 0 {
 			worseText = strings.Join(worse, ", ")
 		}
-		tgt := "answers at once"
-		if c.hold > 0 {
-			tgt = fmt.Sprintf("holds %v", c.hold)
-		}
 		s50 := p.share[slices.Index(windows, 50*time.Microsecond)]
-		fmt.Fprintf(&b, "| %s | %s | %d | %.2fx | %s | %.2f | %s | %s |\n", tgt, c.proto, c.n,
+		fmt.Fprintf(b, "| %s | %s | %d | %.2fx | %s | %.2f | %s | %s |\n", targetName(c.hold), c.proto.name, c.n,
 			ratio, verdict(ratio <= gapBar, fmt.Sprintf("≤ %.1fx", gapBar)), s50, verdict(s50 >= shareBar, fmt.Sprintf("≥ %.1f", shareBar)), worseText)
 	}
-	return b.String()
+}
+
+// sentAs is what a driver's requests went out as in one combination.
+func sentAs(t *tally) string {
+	if len(t.wires) == 0 {
+		return "–"
+	}
+	return strings.Join(t.wires, " / ")
 }
 
 func verdict(ok bool, bar string) string {
