@@ -152,6 +152,13 @@ type TargetSigning struct {
 // replays.
 const SignatureTolerance = 5 * time.Minute
 
+// SignsTime reports whether a signing scheme (TargetSigning.Scheme) signs
+// a timestamp with each delivery: every scheme but github and shopify,
+// whose signature covers the body alone, so that their consumers cannot
+// tell a delivery signed an hour ago from one signed now, and have no
+// tolerance to keep.
+func SignsTime(scheme string) bool { return scheme != "github" && scheme != "shopify" }
+
 // Stats are run facts.
 type Stats struct {
 	Intents    int   `json:"intents"`

@@ -45,16 +45,19 @@ func TestSignatureRules(t *testing.T) {
 
 // A run signed with a clock shifted past the senders' tolerance
 // (--sign-skew) whose deliveries were acknowledged is remarked on once;
-// within the tolerance, or refused, it is not.
+// within the tolerance, or refused, or under a scheme that signs no
+// timestamp (github, shopify), it is not.
 func TestStaleSkewAccepted(t *testing.T) {
 	for _, c := range []struct {
+		scheme string
 		skewMS int64
 		status int
 		want   int
-	}{{-10 * 60 * 1000, 200, 1}, {-4 * 60 * 1000, 200, 0}, {-10 * 60 * 1000, 401, 0}, {0, 200, 0}} {
+	}{{"stripe", -10 * 60 * 1000, 200, 1}, {"stripe", -4 * 60 * 1000, 200, 0}, {"stripe", -10 * 60 * 1000, 401, 0}, {"stripe", 0, 200, 0},
+		{"slack", -10 * 60 * 1000, 200, 1}, {"github", -10 * 60 * 1000, 200, 0}, {"shopify", -10 * 60 * 1000, 200, 0}} {
 		in := idemcheck.Intent{ID: "ic-1", Key: "k1", Check: idemcheck.CheckSequentialReplay, Round: 1}
 		h := &idemcheck.History{
-			Run:     idemcheck.Run{Policy: idemcheck.Webhook(), Target: idemcheck.Target{Signing: &idemcheck.TargetSigning{Scheme: "stripe", Header: "Stripe-Signature", SkewMS: c.skewMS}}},
+			Run:     idemcheck.Run{Policy: idemcheck.Webhook(), Target: idemcheck.Target{Signing: &idemcheck.TargetSigning{Scheme: c.scheme, Header: "X-Signature", SkewMS: c.skewMS}}},
 			Intents: []idemcheck.Intent{in},
 			Attempts: []idemcheck.Attempt{
 				{ID: 1, Intent: in.ID, Key: in.Key, Check: in.Check, Step: 1, Outcome: idemcheck.Replied, Status: c.status},
@@ -67,6 +70,6 @@ func TestStaleSkewAccepted(t *testing.T) {
 			assert.Contains(t, a.Explanation, "2 of them were acknowledged")
 			got++
 		}
-		assert.Equal(t, c.want, got, "skew %d ms, status %d", c.skewMS, c.status)
+		assert.Equal(t, c.want, got, "%s, skew %d ms, status %d", c.scheme, c.skewMS, c.status)
 	}
 }

@@ -413,8 +413,10 @@ var registry = []Check{
 		Name: idemcheck.CheckSignature,
 		Rule: "Stripe, GitHub, Shopify, Slack and the Standard Webhooks specification: a consumer verifies each delivery's signature over " +
 			"the exact body, and its timestamp within a tolerance (five minutes), before acting on it: a forged delivery and a replayed old one " +
-			"are refused and run nothing.",
-		Build: rounds(SignatureRefusals),
+			"are refused and run nothing. GitHub and Shopify sign no timestamp: only the forged delivery applies to them.",
+		Build: func(o Options, e Endpoint, _ target) []Scenario {
+			return []Scenario{SignatureRefusals(o.Rounds, e.Sign != nil && e.Sign.SignsTime())}
+		},
 		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return e.Sign == nil },
 			unless("the requests are not signed (%s)", idemcheck.Setting("Sign"))),
 	},

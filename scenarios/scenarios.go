@@ -307,14 +307,19 @@ func MissingKey(rounds int) Scenario {
 		Steps: []Step{{Attempts: 1, Variant: idemcheck.NoKey}}}
 }
 
-// SignatureRefusals sends the intent signed with another secret, then
-// signed StaleAge ago: a consumer that verifies signatures refuses both,
-// and neither leaves an effect.
-func SignatureRefusals(rounds int) Scenario {
-	return Scenario{Check: idemcheck.CheckSignature, Rounds: rounds, Steps: []Step{
+// SignatureRefusals sends the intent signed with another secret, then,
+// for a scheme that signs a timestamp (stale), signed StaleAge ago: a
+// consumer that verifies signatures refuses both, and neither leaves an
+// effect. A scheme that signs no timestamp (github, shopify) has no stale
+// delivery to send: signed an hour ago, it is the same bytes as now.
+func SignatureRefusals(rounds int, stale bool) Scenario {
+	s := Scenario{Check: idemcheck.CheckSignature, Rounds: rounds, Steps: []Step{
 		{Attempts: 1, Variant: idemcheck.BadSignature},
-		{Attempts: 1, Variant: idemcheck.StaleSignature},
 	}}
+	if stale {
+		s.Steps = append(s.Steps, Step{Attempts: 1, Variant: idemcheck.StaleSignature})
+	}
+	return s
 }
 
 // FailedAttempt cuts the target's database link at one of its effect

@@ -111,6 +111,11 @@ func (g Signing) key() ([]byte, error) {
 	return k, nil
 }
 
+// SignsTime reports whether the scheme signs a timestamp with each
+// delivery (idemcheck.SignsTime): github and shopify sign the body alone,
+// so a stale delivery of theirs is the same bytes as a fresh one.
+func (g Signing) SignsTime() bool { return idemcheck.SignsTime(g.Scheme) }
+
 // SignatureHeader is the name of the header that carries the signature.
 func (g Signing) SignatureHeader() string {
 	if g.Header != "" {

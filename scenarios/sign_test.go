@@ -107,6 +107,39 @@ func TestSigningCheck(t *testing.T) {
 	assert.Equal(t, []string{"whsec_MfKQ", "MfKQ"}, Signing{Scheme: SignStandardWebhooks, Secret: "whsec_MfKQ"}.Secrets())
 }
 
+// SignsTime says which schemes put the time in what they send: the
+// headers of one delivery signed now and an hour ago differ exactly for
+// those. The signature check sends its stale delivery only for them: a
+// GitHub or Shopify delivery signed an hour ago is the same bytes as one
+// signed now, which its consumer must accept.
+func TestSignsTimeAndTheStaleDelivery(t *testing.T) {
+	body := []byte(`{"eventId":"e1"}`)
+	now := time.Now()
+	for _, scheme := range SignSchemes {
+		g := Signing{Scheme: scheme, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+		fresh, stale := http.Header{}, http.Header{}
+		g.Sign(fresh, "e1", body, now)
+		g.Sign(stale, "e1", body, now.Add(-StaleAge))
+		assert.Equal(t, !assert.ObjectsAreEqual(fresh, stale), g.SignsTime(), scheme)
+
+		scs, _, err := Plan([]string{idemcheck.CheckSignature}, Defaults, idemcheck.Webhook(),
+			Endpoint{Body: idemcheck.MustTemplate(`{"eventId":"{{key}}"}`), Sign: &g}, nil, nil)
+		require.NoError(t, err)
+		require.Len(t, scs, 1)
+		var variants []idemcheck.Variant
+		for _, st := range scs[0].Steps {
+			variants = append(variants, st.Variant)
+		}
+		want := []idemcheck.Variant{idemcheck.BadSignature}
+		if g.SignsTime() {
+			want = append(want, idemcheck.StaleSignature)
+		}
+		assert.Equal(t, want, variants, scheme)
+	}
+	assert.False(t, Signing{Scheme: SignGitHub}.SignsTime())
+	assert.False(t, Signing{Scheme: SignShopify}.SignsTime())
+}
+
 // mustFill fills a template over body, for tests.
 func mustFill(tmpl, body string) string {
 	return idemcheck.MustTemplate(tmpl).FillAt(idemcheck.Intent{}, idemcheck.Send{Body: []byte(body)})

@@ -126,6 +126,26 @@ func TestPolicySchema(t *testing.T) {
 	}
 	assert.Error(t, s.Validate(yamlFile(t, []byte("preset: acme\n"))))
 	assert.Error(t, s.Validate(yamlFile(t, []byte("mismatch_satus: 422\n"))))
+
+	// The policy file of docs/webhooks.md, which signs; every scheme
+	// idemcheck signs with, and nothing else, a secret from the
+	// environment only, and a scheme always.
+	doc, err = os.ReadFile(filepath.Join("..", "docs", "webhooks.md"))
+	require.NoError(t, err)
+	m = regexp.MustCompile("(?s)```yaml\n(# webhook-policy.yaml\n.*?)```").FindSubmatch(doc)
+	require.NotNil(t, m, "docs/webhooks.md shows a policy file that signs")
+	require.NoError(t, s.Validate(yamlFile(t, m[1])))
+	for _, scheme := range scenarios.SignSchemes {
+		require.NoError(t, s.Validate(yamlFile(t, []byte("preset: webhook\nsign: {scheme: "+scheme+", secret: '${S}', header: X-Sig, skew: -10m}\n"))), scheme)
+	}
+	for _, bad := range []string{
+		"sign: {scheme: paypal, secret: '${S}'}\n",
+		"sign: {scheme: stripe, secret: whsec_literal}\n",
+		"sign: {secret: '${S}'}\n",
+		"sign: {scheme: stripe, secret: '${S}', secrett: x}\n",
+	} {
+		assert.Error(t, s.Validate(yamlFile(t, []byte(bad))), bad)
+	}
 }
 
 // Reports of real certifications, a pass and a failure with anomalies and

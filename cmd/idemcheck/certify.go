@@ -277,7 +277,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.DurationVar(&f.opts.RetryWindow, "retry-window", 0, "how long after a success clients may still retry: sequential-replay then also replays after that long")
 	fs.Var(&f.tenants, "tenant", "a client's credentials 'Name: value' for cross-tenant (give two: --tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B')")
 	fs.StringVar(&f.keyPointer, "key-pointer", "", "JSON `pointer` of the key in the body (a webhook's /eventId) instead of the key header")
-	fs.StringVar(&f.policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber, webhook) or a YAML `file` with a preset and overrides")
+	fs.StringVar(&f.policyName, "policy", "ietf", "policy preset (ietf, stripe, gofiber, webhook) or a YAML `file` with a preset and overrides (and a sign: block, which the --sign flags override)")
 	f.statuses.register(fs)
 	fs.StringVar(&f.otherPath, "other-path", "", "a second endpoint's path for cross-endpoint (same method and body)")
 	f.rf.register(fs)
@@ -313,10 +313,13 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 	if err := f.rf.tlsFlags.forURL(rawURL); err != nil {
 		return config.Spec{}, err
 	}
-	pol, err := loadPolicy(f.policyName)
+	pf, err := loadPolicy(f.policyName)
 	if err != nil {
 		return config.Spec{}, err
 	}
+	// What the policy file expanded (its signing secret among them).
+	secrets = append(secrets, pf.Secrets...)
+	pol := pf.Policy
 	set := f.set
 	if set["key-header"] {
 		pol.KeyHeader = f.keyHeader
@@ -355,7 +358,24 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 		DBEngine: f.dbEngine, Policy: pol, DSN: db, DSNDefault: dbFromEnv, EffectSQL: f.effectSQL, EffectArgs: f.effectArgs, EffectHTTP: f.effectHTTP,
 		Checks: splitList(f.checks), Options: f.opts,
 		Redact: f.redact, RedactFields: f.redactFields, RedactQuery: f.redactQuery, Secrets: secrets,
-		Sign: f.sign, SignSecret: signSecret, SignHeader: f.signHeader, SignSkew: f.signSkew,
+	}
+	// The policy file's sign: block, each --sign flag given overriding its
+	// field (--sign '' signs nothing).
+	pf.Sign.Apply(&s)
+	if set["sign"] {
+		if f.sign == "" {
+			(*suite.Signing)(nil).Apply(&s)
+		}
+		s.Sign = f.sign
+	}
+	if set["sign-secret"] {
+		s.SignSecret = signSecret
+	}
+	if set["sign-header"] {
+		s.SignHeader = f.signHeader
+	}
+	if set["sign-skew"] {
+		s.SignSkew = f.signSkew
 	}
 	if set["checks"] && s.Checks == nil {
 		s.Checks = []string{} // --checks '' names none: a usage error, not every check
@@ -500,23 +520,23 @@ func checkPolicy(p idemcheck.Policy, _ string, _ map[string]bool) error {
 }
 
 // loadPolicy reads --policy: a preset name, or a YAML file holding a
-// preset and overrides.
-func loadPolicy(v string) (idemcheck.Policy, error) {
+// preset and overrides, and how to sign (sign:).
+func loadPolicy(v string) (*suite.PolicyFile, error) {
 	if p, err := idemcheck.Preset(v); err == nil {
-		return p, nil
+		return &suite.PolicyFile{Policy: p}, nil
 	}
 	b, err := userfile.Read(v, userfile.MaxPolicy)
 	var large *userfile.TooLargeError
 	if errors.As(err, &large) {
-		return idemcheck.Policy{}, idemcheck.Usagef("--policy %s: %v", v, err)
+		return nil, idemcheck.Usagef("--policy %s: %v", v, err)
 	}
 	if err != nil {
-		return idemcheck.Policy{}, idemcheck.Usagef("--policy %q is neither a preset (%s) nor a readable file: %v",
+		return nil, idemcheck.Usagef("--policy %q is neither a preset (%s) nor a readable file: %v",
 			v, strings.Join(idemcheck.PresetNames(), ", "), err)
 	}
-	p, err := suite.ParsePolicy(v, b, os.LookupEnv)
+	p, err := suite.ReadPolicyFile(v, b, os.LookupEnv)
 	if err != nil {
-		return idemcheck.Policy{}, idemcheck.Usagef("--policy: %v", err)
+		return nil, idemcheck.Usagef("--policy: %v", err)
 	}
 	return p, nil
 }

@@ -179,10 +179,15 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err := targets.CheckDSN(db, "--db", allowRemote); err != nil {
 		return 0, err
 	}
-	policy, err := loadPolicy(policyName)
+	pf, err := loadPolicy(policyName)
 	if err != nil {
 		return 0, err
 	}
+	if pf.Sign != nil {
+		return 0, idemcheck.Usagef("--policy %s: sign: a soak sends its requests unsigned (signing is certify's); leave sign: out of the policy file given to soak", policyName)
+	}
+	red.AddSecret(pf.Secrets...)
+	policy := pf.Policy
 	red.ExemptHeader(policy.KeyHeader)
 	if set["replay-header"] {
 		policy.ReplayHeader = replayHeader

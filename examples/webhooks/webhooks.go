@@ -79,12 +79,15 @@ func Expectation(v Variant) (check, anomaly string) { return variants.Expectatio
 // Config tunes a Server. The zero value is the reference.
 type Config struct {
 	Variant Variant // default Reference
-	// Secret, when set, is the Standard Webhooks signing secret (whsec_
-	// and the key in base64): every delivery must then carry a valid
-	// signature made with it, timestamped within Tolerance of the
-	// consumer's clock, or it is refused with 401 before any work (see
-	// verify.go).
+	// Secret, when set, is the signing secret (for Standard Webhooks,
+	// whsec_ and the key in base64): every delivery must then carry a
+	// valid signature made with it under Scheme, timestamped within
+	// Tolerance of the consumer's clock where the scheme signs a time, or
+	// it is refused with 401 before any work (see verify.go).
 	Secret string
+	// Scheme is how deliveries are signed (with Secret); empty is
+	// StandardWebhooks.
+	Scheme Scheme
 }
 
 // Server serves POST /webhooks and GET /healthz.
@@ -99,10 +102,16 @@ type Server struct {
 }
 
 // New returns a Server on pool, whose tables Migrate has created. It panics
-// on an unknown Variant, a programming error (use ParseVariant on input).
+// on an unknown Variant or Scheme, a programming error (use ParseVariant
+// and ParseScheme on input).
 func New(pool *pgxpool.Pool, cfg Config) *Server {
 	x := variants.Must("webhooks", cfg.Variant)
 	cfg.Variant = x.Name
+	scheme, err := ParseScheme(string(cfg.Scheme))
+	if err != nil {
+		panic(err)
+	}
+	cfg.Scheme = scheme
 	s := &Server{pool: pool, cfg: cfg, deliver: x.Impl, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /webhooks", s.handle)
 	s.mux.HandleFunc("GET /healthz", apikit.Healthz)
@@ -130,7 +139,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	// The signature is checked over the exact bytes received, before the
 	// body is even parsed (signed-after-work checks it after its work).
 	if s.cfg.Secret != "" && s.cfg.Variant != SignedAfterWork {
-		if err := verify(s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
+		if err := verify(s.cfg.Scheme, s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
 			apikit.WriteProblem(w, http.StatusUnauthorized, err.Error())
 			return
 		}
@@ -155,7 +164,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.Secret != "" && s.cfg.Variant == SignedAfterWork {
 		// THE BUG of signed-after-work (bug_signed_after_work.go).
-		if err := verify(s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
+		if err := verify(s.cfg.Scheme, s.cfg.Secret, r.Header, raw, time.Now()); err != nil {
 			apikit.WriteProblem(w, http.StatusUnauthorized, err.Error())
 			return
 		}

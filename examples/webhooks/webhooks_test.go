@@ -201,30 +201,38 @@ func TestCheckThenInsertRedeliveryAfterFailure(t *testing.T) {
 }
 
 // A signed consumer refuses an unsigned or stale delivery with 401 before
-// any work, and applies one signed as a Standard Webhooks sender signs.
+// any work, and applies one signed as its sender signs, under each scheme
+// (Config.Scheme; a GitHub or Shopify delivery carries no time to be
+// stale).
 func TestSignedConsumer(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	f := newFixture(t, webhooks.Config{Secret: secret})
-	id := "evt_" + uuid.NewString()
-	body := fmt.Sprintf(`{"eventId":%q,"type":"payment.succeeded","data":{"customerId":"c-%s","amountCents":500}}`, id, id)
-	post := func(skew time.Duration, sign bool) int {
-		req, err := http.NewRequest("POST", f.url+"/webhooks", strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		if sign {
-			g := scenarios.Signing{Scheme: scenarios.SignStandardWebhooks, Secret: secret}
-			g.Sign(req.Header, id, []byte(body), time.Now().Add(skew))
-		}
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		_, _ = io.ReadAll(resp.Body)
-		return resp.StatusCode
+	for _, scheme := range webhooks.Schemes() {
+		t.Run(string(scheme), func(t *testing.T) {
+			f := newFixture(t, webhooks.Config{Secret: secret, Scheme: scheme})
+			g := scenarios.Signing{Scheme: string(scheme), Secret: secret}
+			id := "evt_" + uuid.NewString()
+			body := fmt.Sprintf(`{"eventId":%q,"type":"payment.succeeded","data":{"customerId":"c-%s","amountCents":500}}`, id, id)
+			post := func(skew time.Duration, sign bool) int {
+				req, err := http.NewRequest("POST", f.url+"/webhooks", strings.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				if sign {
+					g.Sign(req.Header, id, []byte(body), time.Now().Add(skew))
+				}
+				resp, err := client.Do(req)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				_, _ = io.ReadAll(resp.Body)
+				return resp.StatusCode
+			}
+			assert.Equal(t, http.StatusUnauthorized, post(0, false))
+			if g.SignsTime() {
+				assert.Equal(t, http.StatusUnauthorized, post(-webhooks.Tolerance-time.Minute, true))
+			}
+			assert.Equal(t, int64(0), f.api.Commits())
+			assert.Equal(t, http.StatusOK, post(-time.Minute, true))
+			assert.Equal(t, http.StatusOK, post(0, true))
+			assert.Equal(t, int64(1), f.api.Commits())
+		})
 	}
-	assert.Equal(t, http.StatusUnauthorized, post(0, false))
-	assert.Equal(t, http.StatusUnauthorized, post(-webhooks.Tolerance-time.Minute, true))
-	assert.Equal(t, int64(0), f.api.Commits())
-	assert.Equal(t, http.StatusOK, post(-time.Minute, true))
-	assert.Equal(t, http.StatusOK, post(0, true))
-	assert.Equal(t, int64(1), f.api.Commits())
 }

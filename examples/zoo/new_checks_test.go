@@ -41,6 +41,12 @@ func TestNewChecksOnEveryEntry(t *testing.T) {
 	b := bins(t)
 	checks := []string{idemcheck.CheckCorrectedRetry, idemcheck.CheckKeySyntax}
 	for _, e := range zoo.Entries() {
+		if e.Scheme != "" {
+			// The signed reference under another preset: a consumer's
+			// key is in the body, so both checks skip it, as they skip
+			// webhooks-signed/reference.
+			continue
+		}
 		t.Run(e.Name(), func(t *testing.T) {
 			if e.App == "ordersmysql" {
 				mysqltest.NeedBinary(t)

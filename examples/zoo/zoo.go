@@ -48,16 +48,23 @@ type Entry struct {
 	// time never lets two same-key attempts reach the handler together):
 	// they must be inconclusive, with a reason, and never pass or fail.
 	Inconclusive []string
-	// Signed: the webhook consumer verifies every delivery's Standard
-	// Webhooks signature (SigningSecret), and idemcheck signs each attempt.
+	// Signed: the webhook consumer verifies every delivery's signature
+	// (SigningSecret), and idemcheck signs each attempt, under Scheme.
 	Signed bool
+	// Scheme is a signed entry's signing scheme (scenarios.SignSchemes);
+	// empty is standard-webhooks.
+	Scheme string
 }
 
-// Name is "app/variant" ("webhooks-signed/variant" for a signed
-// consumer), and the entry's flags after it.
+// Name is "app/variant" ("webhooks-signed/variant" for a consumer signed
+// under standard-webhooks, "webhooks-signed-stripe/variant" under another
+// scheme), and the entry's flags after it.
 func (e Entry) Name() string {
 	n := e.App + "/" + e.Variant
-	if e.Signed {
+	switch {
+	case e.Signed && e.Scheme != "":
+		n = e.App + "-signed-" + e.Scheme + "/" + e.Variant
+	case e.Signed:
 		n = e.App + "-signed/" + e.Variant
 	}
 	if e.Flags != "" {
@@ -67,8 +74,18 @@ func (e Entry) Name() string {
 }
 
 // SigningSecret is the signed consumers' secret: a test value, the key
-// "idemcheck zoo signing key" in base64.
+// "idemcheck zoo signing key" in base64 (the other schemes key their HMAC
+// with the whole text).
 const SigningSecret = "whsec_aWRlbWNoZWNrIHpvbyBzaWduaW5nIGtleQ=="
+
+// SigningScheme is the entry's signing scheme, standard-webhooks when
+// Scheme is empty.
+func (e Entry) SigningScheme() string {
+	if e.Scheme == "" {
+		return scenarios.SignStandardWebhooks
+	}
+	return e.Scheme
+}
 
 // signedVariants are the webhook consumers the zoo also certifies signed:
 // the reference, the event recorded after the work committed, the
@@ -94,17 +111,17 @@ func (e Entry) Args() string {
 const ExitOnDBError = "-exit-on-db-error"
 
 // Lookup returns the entry of app's variant; app "webhooks-signed" names
-// a signed consumer.
+// a signed consumer, "webhooks-signed-stripe" one signed under stripe.
 func Lookup(app, variant string) (Entry, bool) { return LookupFlags(app, variant, "") }
 
 // LookupFlags returns the entry of app's variant with flags.
 func LookupFlags(app, variant, flags string) (Entry, bool) {
-	signed := app == "webhooks-signed"
-	if signed {
-		app = "webhooks"
+	name := app + "/" + variant
+	if flags != "" {
+		name += " " + flags
 	}
 	for _, e := range Entries() {
-		if e.App == app && e.Variant == variant && e.Flags == flags && e.Signed == signed {
+		if e.Name() == name {
 			return e, true
 		}
 	}
@@ -141,6 +158,13 @@ func Entries() []Entry {
 	for _, v := range signedVariants {
 		c, a := webhooks.Expectation(v)
 		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a, Signed: true})
+	}
+	// The signed reference under every other preset idemcheck signs
+	// with, each verified as its provider documents it.
+	for _, s := range webhooks.Schemes() {
+		if s != webhooks.StandardWebhooks {
+			out = append(out, Entry{App: "webhooks", Variant: string(webhooks.Reference), Signed: true, Scheme: string(s)})
+		}
 	}
 	// The orders API on MariaDB, on a throwaway MariaDB of its own: the
 	// checks that fault the database link are skipped there.
@@ -246,7 +270,7 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	}
 	o := targets.ProcessOptions{Command: command, Instances: instances, DSN: c.DSN, Logs: c.Logs}
 	if e.Signed {
-		o.Env = []string{webhooks.SecretEnv + "=" + SigningSecret}
+		o.Env = []string{webhooks.SecretEnv + "=" + SigningSecret, webhooks.SchemeEnv + "=" + e.SigningScheme()}
 	}
 	if e.App == "ordersmysql" {
 		o.DSN, o.Engine = "", targets.EngineMySQL
@@ -263,7 +287,7 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	defer pt.Close()
 	cfg := EndpointConfig(e.App, pt)
 	if e.Signed {
-		cfg.Endpoint.Sign = &scenarios.Signing{Scheme: scenarios.SignStandardWebhooks, Secret: SigningSecret}
+		cfg.Endpoint.Sign = &scenarios.Signing{Scheme: e.SigningScheme(), Secret: SigningSecret}
 	}
 	cfg.Name = e.Name()
 	cfg.Checks = c.Checks

@@ -368,6 +368,15 @@ func (s Spec) build() (*Built, error) {
 	return b, nil
 }
 
+// CheckSigning checks s's signing settings alone (Sign, SignSecret,
+// SignHeader, SignSkew) as Build does, for a front end that reads them
+// apart from an endpoint: a policy file's sign: block. Its errors never
+// quote the secret.
+func CheckSigning(s Spec) error {
+	_, err := s.signing()
+	return err
+}
+
 // signing checks the signing settings and makes them a scenarios.Signing
 // (nil without Sign). Its errors never quote the secret.
 func (s Spec) signing() (*scenarios.Signing, error) {

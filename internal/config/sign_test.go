@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -86,4 +88,69 @@ func TestSigningInGoWords(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "idemchecktest: Sign.Secret is missing: github signs with a secret")
 	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
+}
+
+// A policy file takes the same sign: block, read beside the policy (the
+// policy holds no secret), with what ${NAME} expanded to among its
+// secrets. A suite whose policy is such a file signs its endpoints so; an
+// endpoint's own sign: replaces the file's, and an endpoint's own preset
+// replaces the policy and its signing.
+func TestSigningInAPolicyFile(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	env := func(name string) (string, bool) { return secret, name == "WH_SECRET" }
+	dir := t.TempDir()
+	file := filepath.Join(dir, "webhook-policy.yaml")
+	doc := "preset: webhook\nmismatch_status: 0\nsign: {scheme: slack, secret: '${WH_SECRET}', header: X-Sig, skew: -1m}\n"
+	require.NoError(t, os.WriteFile(file, []byte(doc), 0o600))
+	pf, err := suite.ReadPolicyFile(file, []byte(doc), env)
+	require.NoError(t, err)
+	assert.Equal(t, idemcheck.Webhook(), pf.Policy)
+	assert.Equal(t, &suite.Signing{Scheme: "slack", Secret: secret, Header: "X-Sig", Skew: -time.Minute}, pf.Sign)
+	assert.Contains(t, pf.Secrets, secret)
+	pf, err = suite.ReadPolicyFile(file, []byte("preset: webhook\n"), env)
+	require.NoError(t, err)
+	assert.Nil(t, pf.Sign)
+
+	s, err := suite.Parse(filepath.Join(dir, "s.yaml"), []byte(`target: {url: 'http://127.0.0.1:8080'}
+policy: webhook-policy.yaml
+endpoints:
+  - path: /slack
+  - path: /github
+    sign: {scheme: github, secret: '${WH_SECRET}'}
+  - path: /orders
+    policy: ietf
+  - path: /tuned
+    policy: {mismatch_status: 422}
+`), env)
+	require.NoError(t, err)
+	assert.Contains(t, s.Secrets, secret, "the policy file's secret is hidden in the suite's run")
+	slack := scenarios.Signing{Scheme: "slack", Secret: secret, Header: "X-Sig", Skew: -time.Minute}
+	for i, want := range []*scenarios.Signing{&slack, {Scheme: "github", Secret: secret}, nil, &slack} {
+		assert.Equal(t, want, s.Endpoints[i].Endpoint.Sign, s.Endpoints[i].Name)
+	}
+	assert.Equal(t, 422, s.Endpoints[3].Policy.MismatchStatus)
+
+	// A sign: block is the policy file's, not a suite's inline policy's.
+	_, err = suite.Parse("s.yaml", []byte("target: {url: 'http://127.0.0.1:8080'}\npolicy: {preset: webhook, sign: {scheme: github, secret: '${WH_SECRET}'}}\nendpoints: [{path: /a}]\n"), env)
+	assert.ErrorContains(t, err, "s.yaml:2: policy.sign: unknown field")
+
+	// Its errors name the file, the line and the field, as a suite's do,
+	// and never quote the secret.
+	for doc, want := range map[string]string{
+		"sign: {scheme: paypal, secret: '${WH_SECRET}'}\n":             `p.yaml:1: sign.scheme: unknown signing scheme "paypal"`,
+		"preset: stripe\nsign:\n  scheme: stripe\n  secret: literal\n": "p.yaml:4: sign.secret: the secret comes from the environment: write '${NAME}'",
+		"sign: {scheme: github}\n":                                     "p.yaml:1: sign.secret is missing: github signs with a secret",
+		"sign: {scheme: stripe, secret: '${WH_SECRET}', skew: soon}\n": `p.yaml:1: sign.skew: expected a duration such as -10m, got "soon"`,
+		"sign: stripe\n": "p.yaml:1: sign: expected a mapping of scheme, secret, header, skew",
+	} {
+		_, err := suite.ReadPolicyFile("p.yaml", []byte(doc), env)
+		require.Error(t, err, doc)
+		assert.Contains(t, err.Error(), want, doc)
+		assert.NotContains(t, err.Error(), "literal", doc)
+		assert.NotContains(t, err.Error(), "MfKQ9r8", doc)
+	}
+	_, err = suite.ReadPolicyFile("p.yaml", []byte("sign: {scheme: standard-webhooks, secret: '${BAD}'}\n"),
+		func(string) (string, bool) { return "whsec_n0t-base64!", true })
+	assert.ErrorContains(t, err, "p.yaml:1: sign.secret: a standard-webhooks secret is whsec_ followed by its key in base64")
+	assert.NotContains(t, err.Error(), "n0t-base64")
 }

@@ -47,9 +47,12 @@ func (p *parser) suite(n *yaml.Node) (*Suite, error) {
 		s.Log = d.spec.TargetLog
 	}
 	if pn, ok := f["policy"]; ok {
-		if d.spec.Policy, err = p.policy(pn, "policy", d.spec.Policy); err != nil {
+		r, err := p.policy(pn, "policy", d.spec.Policy)
+		if err != nil {
 			return nil, err
 		}
+		d.spec.Policy = r.policy
+		r.signTo(&d.spec, d.places, place{pn, "policy"})
 	}
 	if c, ok := f["checks"]; ok {
 		if d.spec.Checks, err = p.checks(c, "checks", d.places); err != nil {
@@ -322,19 +325,50 @@ var policyFields = []string{"preset", "key_header", "created_statuses", "accepte
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only",
 	"save_rejected", "invalid_key_status", "key_syntax"}
 
+// policyRead is a policy block as read: the policy, whether it replaced
+// the one it was read over (a preset, or a policy file) rather than
+// overriding some of its fields, and a policy file's sign: block.
+type policyRead struct {
+	policy   idemcheck.Policy
+	replaced bool
+	sign     *Signing
+}
+
+// signTo gives spec the signing of the policy read, at its place: a
+// policy that replaced the one before replaces its signing too (a preset
+// clears it), and overrides of some fields leave it.
+func (r policyRead) signTo(spec *config.Spec, pl places, at place) {
+	if !r.replaced {
+		return
+	}
+	r.sign.Apply(spec)
+	for _, f := range signFields {
+		if r.sign != nil {
+			pl[f] = at
+		} else {
+			delete(pl, f)
+		}
+	}
+}
+
+// signFields are the fields of config.Spec a sign: block sets.
+var signFields = []idemcheck.Field{"Sign", "SignSecret", "SignHeader", "SignSkew"}
+
 // policy reads a policy block over base: a preset replaces base, and each
 // override then replaces one field.
 //
 // A scalar names a preset ("stripe") or a policy file, relative to the
-// suite's folder, as --policy does.
-func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idemcheck.Policy, error) {
+// suite's folder, as --policy does; a policy file's sign: block comes
+// with it.
+func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (policyRead, error) {
+	none := policyRead{policy: base}
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
 		v, err := p.str(n, field)
 		if err != nil {
-			return base, err
+			return none, err
 		}
 		if pol, err := idemcheck.Preset(v); err == nil {
-			return pol, nil
+			return policyRead{policy: pol, replaced: true}, nil
 		}
 		path := v
 		if !filepath.IsAbs(path) {
@@ -342,27 +376,40 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		}
 		b, err := userfile.Read(path, userfile.MaxPolicy)
 		if err != nil {
-			return base, p.errf(n, field, "%q is neither a preset (%s) nor a readable policy file: %v", n.Value, strings.Join(idemcheck.PresetNames(), ", "), err)
+			return none, p.errf(n, field, "%q is neither a preset (%s) nor a readable policy file: %v", n.Value, strings.Join(idemcheck.PresetNames(), ", "), err)
 		}
-		pol, err := ParsePolicy(path, b, p.lookup)
+		pf, err := ReadPolicyFile(path, b, p.lookup)
 		if err != nil {
-			return base, p.errf(n, field, "%v", err)
+			return none, p.errf(n, field, "%v", err)
 		}
-		return pol, nil
+		p.secrets = append(p.secrets, pf.Secrets...)
+		return policyRead{policy: pf.Policy, replaced: true, sign: pf.Sign}, nil
 	}
-	f, err := p.fields(n, field, policyFields...)
+	pol, replaced, err := p.policyBlock(n, field, base)
 	if err != nil {
-		return base, err
+		return none, err
 	}
-	pol := base
+	return policyRead{policy: pol, replaced: replaced}, nil
+}
+
+// policyBlock reads a policy mapping over base: a preset (then replaced
+// is true) and its overrides. A policy file's mapping also holds sign
+// (extra), which ReadPolicyFile reads apart.
+func (p *parser) policyBlock(n *yaml.Node, field string, base idemcheck.Policy, extra ...string) (pol idemcheck.Policy, replaced bool, err error) {
+	f, err := p.fields(n, field, append(slices.Clip(policyFields), extra...)...)
+	if err != nil {
+		return base, false, err
+	}
+	pol = base
 	if v, ok := f["preset"]; ok {
 		name, err := p.str(v, join(field, "preset"))
 		if err != nil {
-			return base, err
+			return base, false, err
 		}
 		if pol, err = idemcheck.Preset(name); err != nil {
-			return base, p.errf(v, join(field, "preset"), "%v", err)
+			return base, false, p.errf(v, join(field, "preset"), "%v", err)
 		}
+		replaced = true
 	}
 	for _, k := range policyFields[1:] {
 		v, ok := f[k]
@@ -421,7 +468,7 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 			pol.ResourceID, err = p.str(v, fk)
 		}
 		if err != nil {
-			return base, err
+			return base, false, err
 		}
 	}
 	if err := pol.Validate(); err != nil {
@@ -429,19 +476,19 @@ func (p *parser) policy(n *yaml.Node, field string, base idemcheck.Policy) (idem
 		var pe *idemcheck.PolicyError
 		if errors.As(err, &pe) {
 			if v, ok := f[pe.Field]; ok {
-				return base, p.errf(v, join(field, pe.Field), "%s", pe.Msg)
+				return base, false, p.errf(v, join(field, pe.Field), "%s", pe.Msg)
 			}
 		}
-		return base, p.errf(n, field, "%v", err)
+		return base, false, p.errf(n, field, "%v", err)
 	}
 	if err := config.CheckPolicy(pol); err != nil {
 		pl := places{}
 		for k, v := range f {
 			pl[config.PolicyField(k)] = place{v, join(field, k)}
 		}
-		return base, p.explain(err, place{n, field}, pl)
+		return base, false, p.explain(err, place{n, field}, pl)
 	}
-	return pol, nil
+	return pol, replaced, nil
 }
 
 func (p *parser) options(n *yaml.Node, o *Options, pl places) error {
@@ -551,13 +598,21 @@ func (p *parser) endpoint(n *yaml.Node, field string, d defaults) (Endpoint, err
 			return e, err
 		}
 	}
-	if v, ok := f["sign"]; ok {
-		if err := p.sign(v, join(field, "sign"), &spec, pl); err != nil {
+	if v, ok := f["policy"]; ok {
+		r, err := p.policy(v, join(field, "policy"), d.spec.Policy)
+		if err != nil {
 			return e, err
 		}
+		spec.Policy = r.policy
+		r.signTo(&spec, pl, place{v, join(field, "policy")})
 	}
-	if v, ok := f["policy"]; ok {
-		if spec.Policy, err = p.policy(v, join(field, "policy"), d.spec.Policy); err != nil {
+	if v, ok := f["sign"]; ok {
+		// The endpoint's own signing replaces its policy file's.
+		(*Signing)(nil).Apply(&spec)
+		for _, f := range signFields {
+			delete(pl, f)
+		}
+		if err := p.sign(v, join(field, "sign"), &spec, pl); err != nil {
 			return e, err
 		}
 	}
@@ -608,7 +663,7 @@ func (p *parser) sign(n *yaml.Node, field string, spec *config.Spec, pl places) 
 		return err
 	}
 	if v, ok := f["secret"]; ok && !strings.Contains(v.Value, "${") {
-		return p.errf(v, join(field, "secret"), "the secret comes from the environment: write '${NAME}', never the secret itself (a suite file is committed)")
+		return p.errf(v, join(field, "secret"), "the secret comes from the environment: write '${NAME}', never the secret itself (the file is committed)")
 	}
 	if err := p.texts(f, field, pl, text{key: "scheme", field: "Sign", to: &spec.Sign}, text{key: "secret", field: "SignSecret", to: &spec.SignSecret},
 		text{key: "header", field: "SignHeader", to: &spec.SignHeader}); err != nil {
@@ -682,16 +737,87 @@ func (p *parser) effect(n *yaml.Node, field string, s *config.Spec, pl places) e
 	return nil
 }
 
-// ParsePolicy reads a policy file: a preset and its overrides, the same
-// block a suite's policy takes.
+// PolicyFile is a policy file as read: the policy and, when the file has
+// a sign: block, how every attempt is signed. The signing is kept beside
+// the policy, never in it: a policy is written to every history, and a
+// signing secret never is.
+type PolicyFile struct {
+	Policy idemcheck.Policy
+	// Sign is the file's sign: block; nil without one.
+	Sign *Signing
+	// Secrets are the values ${NAME} expanded to in the file (the signing
+	// secret among them), to hide wherever they appear.
+	Secrets []string
+}
+
+// Signing is a sign: block: how every attempt is signed, as config.Spec's
+// Sign, SignSecret, SignHeader and SignSkew say it.
+type Signing struct {
+	Scheme, Secret, Header string
+	Skew                   time.Duration
+}
+
+// Apply sets s's signing fields to g's; a nil g clears them.
+func (g *Signing) Apply(s *config.Spec) {
+	if g == nil {
+		s.Sign, s.SignSecret, s.SignHeader, s.SignSkew = "", "", "", 0
+		return
+	}
+	s.Sign, s.SignSecret, s.SignHeader, s.SignSkew = g.Scheme, g.Secret, g.Header, g.Skew
+}
+
+// ParsePolicy reads a policy file's policy (ReadPolicyFile).
 func ParsePolicy(file string, data []byte, lookup func(string) (string, bool)) (idemcheck.Policy, error) {
+	pf, err := ReadPolicyFile(file, data, lookup)
+	if err != nil {
+		return idemcheck.Policy{}, err
+	}
+	return pf.Policy, nil
+}
+
+// ReadPolicyFile reads a policy file: a preset and its overrides, the
+// same block a suite's policy takes, and a sign: block, the same an
+// endpoint of a suite takes, checked as Build checks it. Its errors name
+// the file, the line and the field, and never quote what ${NAME} expanded
+// to.
+func ReadPolicyFile(file string, data []byte, lookup func(string) (string, bool)) (*PolicyFile, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return idemcheck.Policy{}, &Error{File: file, Line: yamlErrLine(err), Msg: "not valid YAML: " + yamlErrText(err)}
+		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "not valid YAML: " + yamlErrText(err)}
 	}
 	if len(doc.Content) == 0 {
-		return idemcheck.Policy{}, &Error{File: file, Msg: "the policy file is empty"}
+		return nil, &Error{File: file, Msg: "the policy file is empty"}
 	}
 	p := &parser{file: file, lookup: lookup}
-	return p.policy(doc.Content[0], "", idemcheck.IETF())
+	n := doc.Content[0]
+	if n.Kind != yaml.MappingNode {
+		// A preset's name, or what p.policy says is wrong with it.
+		r, err := p.policy(n, "", idemcheck.IETF())
+		if err != nil {
+			return nil, err
+		}
+		return &PolicyFile{Policy: r.policy, Sign: r.sign, Secrets: p.secrets}, nil
+	}
+	pol, _, err := p.policyBlock(n, "", idemcheck.IETF(), "sign")
+	if err != nil {
+		return nil, err
+	}
+	out := &PolicyFile{Policy: pol}
+	f, err := p.fields(n, "", append(slices.Clip(policyFields), "sign")...)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := f["sign"]; ok {
+		var spec config.Spec
+		pl := places{}
+		if err := p.sign(v, "sign", &spec, pl); err != nil {
+			return nil, err
+		}
+		if err := config.CheckSigning(spec); err != nil {
+			return nil, p.explain(err, place{v, ""}, pl)
+		}
+		out.Sign = &Signing{Scheme: spec.Sign, Secret: spec.SignSecret, Header: spec.SignHeader, Skew: spec.SignSkew}
+	}
+	out.Secrets = p.secrets
+	return out, nil
 }
