@@ -279,6 +279,11 @@ func (c *Client) dialH2(ctx context.Context, addr string, deadline time.Time) (*
 		// speaks only HTTP/1.1 may refuse a handshake that offers nothing
 		// else, and choosing http/1.1 says more than a failed handshake.
 		cfg.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+		// One write goes out as one TLS record up to 16 KiB: the
+		// release's final frames of every stream then reach the server
+		// in one record, where Go's dynamic record sizing would cut a
+		// young connection's writes at about 1.2 KiB (some 120 streams).
+		cfg.DynamicRecordSizingDisabled = true
 		tc := tls.Client(conn, cfg)
 		if err := tc.HandshakeContext(dctx); err != nil {
 			hc.closeConn()
