@@ -256,6 +256,12 @@ type Config struct {
 	// Adjust, when set, changes the entry's configuration before it is
 	// certified (an effect query stated another way, say).
 	Adjust func(*certify.Config)
+	// ByURL certifies the entry as a user pointing idemcheck at a running
+	// service does (`certify --url … --db …`): the process is started all
+	// the same, but idemcheck is given its address and database only, no
+	// hold on its processes or links, so the checks that need one are
+	// skipped with the reason.
+	ByURL bool
 }
 
 // Certify starts the entry as a process target (two instances behind a
@@ -297,6 +303,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 		if len(cfg.Checks) == 0 {
 			cfg.Checks = PaymentsChecks()
 		}
+	}
+	if c.ByURL {
+		cfg.Powers, cfg.Replicas = nil, 0
 	}
 	if c.Adjust != nil {
 		c.Adjust(&cfg)
@@ -480,6 +489,18 @@ func (r Row) Caught() bool {
 		return true
 	}
 	return slices.Contains(r.Found[r.Entry.Check], idemcheck.Kind(r.Entry.Anomaly))
+}
+
+// Unreachable says why a buggy variant's expected check did not apply
+// (certified by URL, a check that needs a hold on the target's processes
+// or links is skipped): its bug cannot be caught in that mode, which is
+// neither a catch nor a miss. "" when the check applied, and for a
+// reference.
+func (r Row) Unreachable() string {
+	if r.Entry.Reference() {
+		return ""
+	}
+	return r.Skipped[r.Entry.Check]
 }
 
 // WriteMatrix prints the detection matrix: one row per entry, one column

@@ -20,9 +20,16 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "certify only the entries whose name contains this text")
 	flag.IntVar(&o.runs, "runs", 1, "certify each entry this many times; an entry counts as expected only when every run was")
 	flag.BoolVar(&o.expectedOnly, "expected-only", false, "run only each buggy variant's expected check (references still run every check)")
+	flag.StringVar(&o.mode, "mode", "process", "process: idemcheck holds the target's processes and links (--cmd); url: it is given the address and database only (--url --db); both: each run in both modes")
 	flag.Parse()
 	if o.runs < 1 {
 		fmt.Fprintln(os.Stderr, "zoo: -runs must be 1 or more")
+		os.Exit(2)
+	}
+	switch o.mode {
+	case "process", "url", "both":
+	default:
+		fmt.Fprintf(os.Stderr, "zoo: -mode %q: process, url or both\n", o.mode)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -37,6 +44,25 @@ type options struct {
 	only         string
 	runs         int
 	expectedOnly bool
+	mode         string
+}
+
+// modes are the modes each entry is certified in.
+func (o options) modes() []bool {
+	switch o.mode {
+	case "url":
+		return []bool{true}
+	case "both":
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+func modeName(byURL bool) string {
+	if byURL {
+		return "url"
+	}
+	return "process"
 }
 
 func run(ctx context.Context, o options) error {
@@ -63,35 +89,51 @@ func run(ctx context.Context, o options) error {
 		if o.expectedOnly && !e.Reference() {
 			checks = []string{e.Check}
 		}
-		good := 0
-		var last zoo.Row
-		for r := range o.runs {
-			fmt.Fprintf(os.Stderr, "zoo: %s, run %d of %d …\n", e.Name(), r+1, o.runs)
-			dsn, err := pg.CreateDatabase(ctx, fmt.Sprintf("zoo_%d_%d", i, r))
-			if err != nil {
-				return err
+		for _, byURL := range o.modes() {
+			name := e.Name()
+			if o.mode == "both" {
+				name += " (" + modeName(byURL) + ")"
 			}
-			res, err := bins.Certify(ctx, e, zoo.Config{Checks: checks, Options: zoo.Options(), DSN: dsn})
-			if err != nil {
-				return fmt.Errorf("%s: %w", e.Name(), err)
+			good := 0
+			unreachable := ""
+			var last zoo.Row
+			for r := range o.runs {
+				fmt.Fprintf(os.Stderr, "zoo: %s, run %d of %d …\n", name, r+1, o.runs)
+				dsn, err := pg.CreateDatabase(ctx, fmt.Sprintf("zoo_%d_%s_%d", i, modeName(byURL), r))
+				if err != nil {
+					return err
+				}
+				res, err := bins.Certify(ctx, e, zoo.Config{Checks: checks, Options: zoo.Options(), DSN: dsn, ByURL: byURL})
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				last = zoo.NewRow(e, res.Report)
+				if unreachable = last.Unreachable(); unreachable != "" {
+					// The bug's check needs a hold on the target this mode
+					// does not give: no run can catch it, none is needed.
+					break
+				}
+				if last.Caught() {
+					good++
+				} else {
+					fmt.Fprintf(os.Stderr, "zoo: %s, run %d: NOT as expected: found %v, inconclusive %v\n", name, r+1, last.Found, last.Inconclusive)
+				}
 			}
-			last = zoo.NewRow(e, res.Report)
-			if last.Caught() {
-				good++
-			} else {
-				fmt.Fprintf(os.Stderr, "zoo: %s, run %d: NOT as expected: found %v, inconclusive %v\n", e.Name(), r+1, last.Found, last.Inconclusive)
+			rows = append(rows, last)
+			if unreachable != "" {
+				tallies = append(tallies, fmt.Sprintf("  %-48s not reachable in this mode: %s", name, unreachable))
+				continue
 			}
+			if good < o.runs {
+				missed++
+			}
+			tallies = append(tallies, fmt.Sprintf("  %-48s %d of %d runs as expected", name, good, o.runs))
 		}
-		if good < o.runs {
-			missed++
-		}
-		rows = append(rows, last)
-		tallies = append(tallies, fmt.Sprintf("  %-40s %d of %d runs as expected", e.Name(), good, o.runs))
 	}
 	fmt.Println()
 	zoo.WriteMatrix(os.Stdout, rows)
-	if o.runs > 1 {
-		fmt.Printf("\nRuns (%d each):\n%s\n", o.runs, strings.Join(tallies, "\n"))
+	if o.runs > 1 || o.mode != "process" {
+		fmt.Printf("\nRuns (%d each, %s mode):\n%s\n", o.runs, o.mode, strings.Join(tallies, "\n"))
 	}
 	if missed > 0 {
 		os.Exit(1)
