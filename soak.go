@@ -317,6 +317,12 @@ type CostInputs struct {
 	// SucceededShare is the share of those timeouts where the server had
 	// done the work anyway, from 0 to 1.
 	SucceededShare float64 `json:"succeeded_share"`
+	// LateDuplicateRate is the share of requests whose work the service
+	// did again after the reply by itself, from 0 to 1: a queue that ran a
+	// job again after its effect committed, whatever the client did. A
+	// soak counting during its load with a settle bound measures it
+	// (SoakResult.LateDuplicateRate); 0 leaves it out.
+	LateDuplicateRate float64 `json:"late_duplicate_rate,omitempty"`
 	// ValuePerDuplicate is what one duplicate costs (a refund, support
 	// time), in any currency; 0 means unknown and leaves the cost out.
 	ValuePerDuplicate float64 `json:"value_per_duplicate,omitempty"`
@@ -343,9 +349,13 @@ type Cost struct {
 	Inputs CostInputs `json:"inputs"`
 	// TimeoutsPerDay = RequestsPerDay x TimeoutRate.
 	TimeoutsPerDay float64 `json:"timeouts_per_day"`
-	// DuplicatesPerDay = TimeoutsPerDay x SucceededShare: each such timeout
-	// is retried, and a retry the server does not recognise does the work
-	// again.
+	// LateDuplicatesPerDay = RequestsPerDay x LateDuplicateRate: work
+	// done again after the reply by the service's own retry.
+	LateDuplicatesPerDay float64 `json:"late_duplicates_per_day,omitempty"`
+	// DuplicatesPerDay = TimeoutsPerDay x SucceededShare +
+	// LateDuplicatesPerDay: each timeout that had succeeded is retried,
+	// and a retry the server does not recognise does the work again; a
+	// late duplicate is one more, whatever the client does.
 	DuplicatesPerDay   float64 `json:"duplicates_per_day"`
 	DuplicatesPerMonth float64 `json:"duplicates_per_month"`
 	// CostPerMonth = DuplicatesPerMonth x ValuePerDuplicate; 0 without a value.
