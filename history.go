@@ -139,6 +139,16 @@ type Observation struct {
 	// for late duplicates: not the count the intent is judged by (see
 	// History.ObservationsByIntent and History.RecountsByIntent).
 	Recount bool `json:"recount,omitempty"`
+	// Judged and JudgedAt, on a soak's recount, are the count its intent
+	// was judged by and when that count was taken: a soak keeps no intent
+	// in memory, so its recount carries what it is compared with.
+	Judged   *int64    `json:"judged,omitempty"`
+	JudgedAt time.Time `json:"judged_at,omitzero"`
+	// Accepted, on a soak's count, says one of the intent's attempts was
+	// answered with an accepted status (Policy.AcceptedStatuses): its
+	// effect may land after the reply. A soak's history is judged one
+	// record at a time, so the count says it itself.
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 // Settle is what settling one intent's effect count did: effects that

@@ -33,6 +33,33 @@ type SoakResult struct {
 	Succeeded int64 `json:"succeeded"`
 	// DuplicatesPerMillion is per million counted intents.
 	DuplicatesPerMillion float64 `json:"duplicates_per_million"`
+	// LateDuplicates are intents whose count, taken again once the settle
+	// bound had passed since the load's end (a soak with a settle bound
+	// that counts during the load), was above the count they were judged
+	// by, and above one: an effect that appeared after the reply and
+	// after the intent was judged, as a background job run again after
+	// its effect committed leaves one (late-duplicate-effect), counted
+	// apart from Duplicates. Recounted are the intents counted again, and
+	// LateDuplicateRate is LateDuplicates over Recounted.
+	LateDuplicates    int64   `json:"late_duplicates"`
+	Recounted         int64   `json:"recounted,omitempty"`
+	LateDuplicateRate float64 `json:"late_duplicate_rate,omitempty"`
+	// Pending are intents answered with an accepted status (effect
+	// pending) that had no effect when counted, and are not called lost:
+	// counted right after the reply, before a background worker need have
+	// written anything (no settle bound), or still without one when the
+	// settle bound ran out or when counted again after it. Unsettled are
+	// intents with an effect whose count was still changing when the
+	// settle bound ran out. Either leaves a soak without a failure
+	// inconclusive: pending and lost look alike to a count.
+	Pending   int64 `json:"pending,omitempty"`
+	Unsettled int64 `json:"unsettled,omitempty"`
+	// Settle, for a soak whose effects were counted after the load once
+	// they settled, says what the counting did.
+	Settle *SoakSettle `json:"settle,omitempty"`
+	// Anomalies are the soak's first late duplicates (at most
+	// MaxSoakAnomalies), each with both counts and when they were taken.
+	Anomalies []Anomaly `json:"anomalies,omitempty"`
 	// Throughput is successful first attempts per second; Rate the
 	// achieved request rate (vegeta's own figures; Throughput and Success
 	// counted as successes only the statuses the policy names).
@@ -59,6 +86,28 @@ type SoakResult struct {
 	// soak draws.
 	Series []SoakBucket `json:"series,omitempty"`
 }
+
+// SoakSettle is what counting a soak's effects once they settled did:
+// after the load every intent was counted, pass after pass, each at least
+// Quiet after the one before it ended, until a pass gave the same counts
+// as the one before it (and no intent answered with an accepted status
+// was still at zero), or Bound, from the load's end, ran out.
+type SoakSettle struct {
+	Bound time.Duration `json:"bound_ns"`
+	Quiet time.Duration `json:"quiet_ns"`
+	// Passes is how many times every intent was counted; Waited is how
+	// long from the load's end to the last count.
+	Passes int           `json:"passes"`
+	Waited time.Duration `json:"waited_ns"`
+	// Settled: the last pass gave the same counts as the one before it.
+	// False: the bound ran out with counts still changing
+	// (SoakResult.Unsettled and Pending say how many).
+	Settled bool `json:"settled"`
+}
+
+// MaxSoakAnomalies is how many late duplicates a soak's result shows
+// with their evidence; the rest are counted.
+const MaxSoakAnomalies = 10
 
 // MaxSoakBuckets is how many stretches a soak's Series holds at most: a
 // longer soak gets wider stretches, so its series stays the same size.
@@ -268,6 +317,12 @@ type CostInputs struct {
 	// SucceededShare is the share of those timeouts where the server had
 	// done the work anyway, from 0 to 1.
 	SucceededShare float64 `json:"succeeded_share"`
+	// LateDuplicateRate is the share of requests whose work the service
+	// did again after the reply by itself, from 0 to 1: a queue that ran a
+	// job again after its effect committed, whatever the client did. A
+	// soak counting during its load with a settle bound measures it
+	// (SoakResult.LateDuplicateRate); 0 leaves it out.
+	LateDuplicateRate float64 `json:"late_duplicate_rate,omitempty"`
 	// ValuePerDuplicate is what one duplicate costs (a refund, support
 	// time), in any currency; 0 means unknown and leaves the cost out.
 	ValuePerDuplicate float64 `json:"value_per_duplicate,omitempty"`
@@ -294,9 +349,13 @@ type Cost struct {
 	Inputs CostInputs `json:"inputs"`
 	// TimeoutsPerDay = RequestsPerDay x TimeoutRate.
 	TimeoutsPerDay float64 `json:"timeouts_per_day"`
-	// DuplicatesPerDay = TimeoutsPerDay x SucceededShare: each such timeout
-	// is retried, and a retry the server does not recognise does the work
-	// again.
+	// LateDuplicatesPerDay = RequestsPerDay x LateDuplicateRate: work
+	// done again after the reply by the service's own retry.
+	LateDuplicatesPerDay float64 `json:"late_duplicates_per_day,omitempty"`
+	// DuplicatesPerDay = TimeoutsPerDay x SucceededShare +
+	// LateDuplicatesPerDay: each timeout that had succeeded is retried,
+	// and a retry the server does not recognise does the work again; a
+	// late duplicate is one more, whatever the client does.
 	DuplicatesPerDay   float64 `json:"duplicates_per_day"`
 	DuplicatesPerMonth float64 `json:"duplicates_per_month"`
 	// CostPerMonth = DuplicatesPerMonth x ValuePerDuplicate; 0 without a value.

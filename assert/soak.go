@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
 )
@@ -28,6 +29,16 @@ import (
 // attempt's Fault says which one hit it, and its retry, the next attempt
 // of its intent, whether it was a replay.
 //
+// Effects that land after the reply (an accepted status, a background
+// worker) are judged as a certification judges them (see settle.go): an
+// intent answered with an accepted status whose count was taken at the
+// reply, or was still changing when the settle bound ran out, is pending,
+// never lost; a count taken again once the bound had passed (a recount,
+// which carries the count its intent was judged by) that is above it, and
+// above one, is a late duplicate. The counts say all of it themselves
+// (Observation.Accepted, Settle, Judged), so no intent is remembered for
+// them.
+//
 // It remembers only the intents that were promised nothing yet (no
 // attempt answered with a success) and those whose faulted first attempt
 // awaits its retry: memory follows the failures, not the load. It is not
@@ -37,6 +48,16 @@ type SoakTally struct {
 
 	intents, attempts, cut, unresolved, replayed int64
 	counted, duplicates, lost                    int64
+	// recounted, late and resolved count the recounts, the late
+	// duplicates among them, and the pending intents whose effect they
+	// found; pending and unsettled the intents whose count could not be
+	// judged (SoakResult.Pending, Unsettled).
+	recounted, late, resolved int64
+	pending, unsettled        int64
+	// settle sums up the counts taken once settled; anomalies are the
+	// first late duplicates, with their evidence.
+	settle    *idemcheck.SoakSettle
+	anomalies []idemcheck.Anomaly
 	// succeeded counts intents with an attempt answered with a success,
 	// firstSucceeded the first attempts so answered.
 	succeeded, firstSucceeded int64
@@ -153,19 +174,88 @@ func (t *SoakTally) Attempt(a idemcheck.Attempt) {
 // Observation counts one intent's effects: more than one is a duplicate;
 // none is lost only when one of the intent's attempts was answered with a
 // success, as for the checker's lost-effect (an intent whose every answer
-// was an error was promised nothing).
+// was an error was promised nothing), and its effect cannot still be
+// pending (effectPending). A recount is compared with the count its intent
+// was judged by (recount).
 func (t *SoakTally) Observation(o idemcheck.Observation) {
+	if o.Recount {
+		t.recount(o)
+		return
+	}
 	t.counted++
 	promised := !t.unpromised[o.Intent]
 	delete(t.unpromised, o.Intent)
+	if o.Settle != nil {
+		t.settled(*o.Settle)
+	}
 	switch {
 	case o.Effects > 1:
+		// Effects do not disappear by waiting: a duplicate counted is a
+		// duplicate, settled or not.
 		t.duplicates++
 		t.series.observation(true, false)
+	case o.Effects == 0 && promised && effectPending(o):
+		t.pending++
 	case o.Effects == 0 && promised:
 		t.lost++
 		t.series.observation(false, true)
+	case promised && o.Unsettled():
+		t.unsettled++
 	}
+}
+
+// effectPending reports whether an intent's count of zero may be its
+// effect still to come: its count was still changing, or still awaited,
+// when the settle bound ran out, or it was answered with an accepted
+// status and counted right after the reply, without settling.
+func effectPending(o idemcheck.Observation) bool {
+	return o.Unsettled() || o.Settle == nil && o.Accepted
+}
+
+// settled adds a count taken once settled to the summary of the soak's
+// settling: the same bound and quiet period for all, the most passes and
+// the longest wait, settled while every count was.
+func (t *SoakTally) settled(s idemcheck.Settle) {
+	if t.settle == nil {
+		t.settle = &idemcheck.SoakSettle{Bound: s.Bound, Quiet: s.Quiet, Settled: true}
+	}
+	t.settle.Passes = max(t.settle.Passes, s.Polls)
+	t.settle.Waited = max(t.settle.Waited, s.Waited)
+	t.settle.Settled = t.settle.Settled && s.Settled
+}
+
+// recount compares an intent's count taken again, once the settle bound
+// had passed since the load's end, with the count it was judged by (the
+// recount's Judged): above it, and above one, is a late duplicate. A
+// pending intent (accepted, no effect at the reply) whose effect the
+// recount finds is pending no more.
+func (t *SoakTally) recount(o idemcheck.Observation) {
+	t.recounted++
+	var judged int64
+	if o.Judged != nil {
+		judged = *o.Judged
+	}
+	if judged == 0 && o.Accepted && o.Effects > 0 {
+		t.resolved++
+	}
+	if o.Effects <= judged || o.Effects <= 1 {
+		return
+	}
+	t.late++
+	if len(t.anomalies) >= idemcheck.MaxSoakAnomalies {
+		return
+	}
+	after := ""
+	if !o.JudgedAt.IsZero() && !o.At.IsZero() {
+		after = fmt.Sprintf(" %v later", o.At.Sub(o.JudgedAt).Round(time.Millisecond))
+	}
+	t.anomalies = append(t.anomalies, idemcheck.Anomaly{
+		Kind: idemcheck.LateDuplicateEffect, Check: idemcheck.CheckSoak, Intent: o.Intent, Attempts: []int{},
+		Explanation: fmt.Sprintf("the intent's effects were judged at %d (counted as its attempts ended), and counted again%s, once the settle bound had passed since the load's end: "+
+			"the effect query finds %d (%s): a second effect appeared after the reply and after it was judged, as a background job run again after its effect committed leaves one.",
+			judged, after, o.Effects, effectQueryText(&o)),
+		Observed: map[string]any{"effects": judged, "effects_at": o.JudgedAt, "late_effects": o.Effects, "late_at": o.At, "query": o.Query, "args": o.Args},
+	})
 }
 
 // Result returns load, the load generator's figures (rates, latencies,
@@ -192,6 +282,16 @@ func (t *SoakTally) Result(load idemcheck.SoakResult) idemcheck.SoakResult {
 	}
 	if r.Counted > 0 {
 		r.DuplicatesPerMillion = float64(r.Duplicates) * 1e6 / float64(r.Counted)
+	}
+	r.LateDuplicates, r.Recounted, r.LateDuplicateRate = t.late, t.recounted, 0
+	if r.Recounted > 0 {
+		r.LateDuplicateRate = float64(r.LateDuplicates) / float64(r.Recounted)
+	}
+	r.Pending, r.Unsettled = max(t.pending-t.resolved, 0), t.unsettled
+	r.Settle, r.Anomalies = nil, slices.Clone(t.anomalies)
+	if t.settle != nil {
+		s := *t.settle
+		r.Settle = &s
 	}
 	r.Faults = t.faultResults()
 	r.Series = t.series.result()
@@ -240,33 +340,50 @@ func Soak(h *idemcheck.History) idemcheck.SoakResult {
 	for _, a := range h.Attempts {
 		t.Attempt(a)
 	}
-	for _, o := range h.Observations {
-		t.Observation(o)
+	for _, obs := range [][]idemcheck.Observation{h.Observations, h.Recounts} {
+		for _, o := range obs {
+			t.Observation(o)
+		}
 	}
 	return t.Result(idemcheck.SoakResult{})
 }
 
-// SoakVerdict is a soak's verdict: it fails on any duplicated or lost
-// effect; without one, it passes only when at least SoakSuccessFloor of
-// its intents were answered with a success, and is inconclusive
-// otherwise (SoakReason says why).
+// SoakVerdict is a soak's verdict: it fails on any duplicated, late
+// duplicated or lost effect; without one, it is inconclusive while some
+// intent's effect may still be pending or its count was still changing
+// at the settle bound, and passes only when at least SoakSuccessFloor of
+// its intents were answered with a success (SoakReason says why not).
 func SoakVerdict(r idemcheck.SoakResult) idemcheck.Status {
-	if r.Duplicates > 0 || r.Lost > 0 {
+	if soakFailed(r) {
 		return idemcheck.Fail
 	}
-	if !enoughSucceeded(r) {
+	if r.Pending > 0 || r.Unsettled > 0 || !enoughSucceeded(r) {
 		return idemcheck.Inconclusive
 	}
 	return idemcheck.Pass
+}
+
+func soakFailed(r idemcheck.SoakResult) bool {
+	return r.Duplicates > 0 || r.LateDuplicates > 0 || r.Lost > 0
 }
 
 func enoughSucceeded(r idemcheck.SoakResult) bool {
 	return r.Intents > 0 && float64(r.Succeeded) >= idemcheck.SoakSuccessFloor*float64(r.Intents)
 }
 
-// SoakReason says why a soak with that result is inconclusive, or "".
-func SoakReason(r idemcheck.SoakResult) string {
-	if r.Duplicates > 0 || r.Lost > 0 || enoughSucceeded(r) {
+// SoakReason says why a soak with that result is inconclusive, or "",
+// naming settings in Go's words.
+func SoakReason(r idemcheck.SoakResult) string { return SoakReasonIn(r, nil) }
+
+// SoakReasonIn is SoakReason with the settings it names said in words.
+func SoakReasonIn(r idemcheck.SoakResult, words Words) string {
+	if soakFailed(r) {
+		return ""
+	}
+	if r.Pending > 0 || r.Unsettled > 0 {
+		return unjudged(r, words)
+	}
+	if enoughSucceeded(r) {
 		return ""
 	}
 	if r.Intents == 0 {
@@ -372,4 +489,35 @@ func (m *SoakMerge) Result(load idemcheck.SoakResult) (idemcheck.SoakResult, ide
 		v = idemcheck.Inconclusive
 	}
 	return r, mg, v
+}
+
+// unjudged says why some of a soak's intents could not be judged: their
+// effect may still be pending, or their count was still changing when the
+// settle bound ran out.
+func unjudged(r idemcheck.SoakResult, words Words) string {
+	var parts []string
+	st := r.Settle
+	if r.Pending > 0 {
+		switch {
+		case st == nil && r.Recounted == 0:
+			parts = append(parts, idemcheck.Phrasef("%s answered with an accepted status (effect pending) had no effect when counted, right after the reply, "+
+				"before a background worker need have written it: none is called lost; count effects once they settle (%s)",
+				count(int(r.Pending), "intent"), idemcheck.Field("Settle")).In(words))
+		case st == nil:
+			parts = append(parts, fmt.Sprintf("%s answered with an accepted status (effect pending) still had no effect when counted again, once the settle bound had passed since the load's end: "+
+				"the work is still pending or was lost, and the count alone cannot tell which", count(int(r.Pending), "intent")))
+		default:
+			parts = append(parts, fmt.Sprintf("%s answered with an accepted status (effect pending) still had no effect when the settle bound (%v) ran out: "+
+				"the work is still pending or was lost, and the count alone cannot tell which", count(int(r.Pending), "intent"), st.Bound))
+		}
+	}
+	if r.Unsettled > 0 {
+		bound := ""
+		if st != nil {
+			bound = fmt.Sprintf(" (%v, %s over %v, quiet period %v)", st.Bound, fmt.Sprintf("%d %s", st.Passes, plural(st.Passes, "pass", "passes")), st.Waited.Round(time.Millisecond), st.Quiet)
+		}
+		parts = append(parts, fmt.Sprintf("the effect counts of %s were still changing when the settle bound ran out%s: "+
+			"neither a loss nor a duplicate can be told for them yet", count(int(r.Unsettled), "intent"), bound))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -1,10 +1,13 @@
 package assert
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
 )
@@ -124,4 +127,140 @@ func TestSoakTallyFaults(t *testing.T) {
 	assert.True(t, r.CutsOnly())
 	assert.Len(t, r.Faults, 2)
 	assert.Nil(t, Soak(&idemcheck.History{}).Faults, "a clean soak lists no fault")
+}
+
+// Effects that land after the reply: an intent answered 202 and counted
+// at the reply without its effect is pending, not lost; counted again
+// once the settle bound had passed (a recount carrying the count it was
+// judged by), its effect found, it is pending no more, and an effect
+// more than it was judged with, and more than one, is a late duplicate,
+// apart from the duplicates, with both counts and their times. The
+// verdict fails on a late duplicate, and is inconclusive, with the
+// reason, while an effect may still be pending.
+func TestSoakTallyLateDuplicates(t *testing.T) {
+	p := idemcheck.IETF()
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	later := at.Add(12 * time.Second)
+	h := &idemcheck.History{Run: idemcheck.Run{Policy: p}}
+	add := func(intent string, status int, effects, recount int64) {
+		h.Attempts = append(h.Attempts, soakAttempt(intent, 1, status, false))
+		accepted := p.Accepted(status)
+		h.Observations = append(h.Observations, idemcheck.Observation{Intent: intent, Check: idemcheck.CheckSoak, Effects: effects, At: at, Accepted: accepted})
+		if recount >= 0 {
+			judged := effects
+			h.Recounts = append(h.Recounts, idemcheck.Observation{Intent: intent, Check: idemcheck.CheckSoak, Effects: recount, At: later, Accepted: accepted,
+				Recount: true, Judged: &judged, JudgedAt: at, Query: "SELECT count(*) FROM payments WHERE customer_id = $1", Args: []string{intent}})
+		}
+	}
+	add("landed", 202, 0, 1)   // pending at the reply, its effect found later
+	add("done", 202, 1, 1)     // its effect there at the reply, and no more
+	add("late", 202, 1, 2)     // a second effect after it was judged
+	add("late-0", 202, 0, 2)   // both effects after the reply
+	add("synced", 201, 1, 1)   // a synchronous API's: nothing late
+	add("dup", 201, 2, 2)      // a duplicate already: not late as well
+	add("pending", 202, 0, 0)  // still nothing after the bound
+	add("refused", 503, 0, -1) // promised nothing, not counted again
+
+	r := Soak(h)
+	assert.EqualValues(t, 8, r.Counted)
+	assert.EqualValues(t, 7, r.Recounted)
+	assert.EqualValues(t, 1, r.Duplicates, "only dup was a duplicate when judged")
+	assert.EqualValues(t, 2, r.LateDuplicates)
+	assert.InDelta(t, 2.0/7, r.LateDuplicateRate, 1e-9)
+	assert.Zero(t, r.Lost, "an accepted intent counted at the reply is never lost")
+	assert.EqualValues(t, 1, r.Pending, "only pending is still without its effect")
+	assert.Equal(t, idemcheck.Fail, SoakVerdict(r))
+	assert.Empty(t, SoakReason(r), "a failure needs no reason")
+
+	require.Len(t, r.Anomalies, 2)
+	a := r.Anomalies[0]
+	assert.Equal(t, idemcheck.LateDuplicateEffect, a.Kind)
+	assert.Equal(t, idemcheck.CheckSoak, a.Check)
+	assert.Equal(t, "late", a.Intent)
+	assert.Equal(t, map[string]any{"effects": int64(1), "effects_at": at, "late_effects": int64(2), "late_at": later,
+		"query": "SELECT count(*) FROM payments WHERE customer_id = $1", "args": []string{"late"}}, a.Observed)
+	assert.Contains(t, a.Explanation, "judged at 1")
+	assert.Contains(t, a.Explanation, "12s later")
+	assert.Contains(t, a.Explanation, "finds 2 (SELECT count(*) FROM payments WHERE customer_id = $1 with late)")
+	assert.Equal(t, "late-0", r.Anomalies[1].Intent)
+
+	// The same records one at a time, as a soak streams them, give the
+	// same figures; and no late duplicate, one pending effect: the soak
+	// is inconclusive, not failed, and says why.
+	tally := &SoakTally{Policy: p}
+	for _, a := range h.Attempts {
+		tally.Attempt(a)
+	}
+	for _, o := range h.Observations {
+		tally.Observation(o)
+	}
+	for _, o := range h.Recounts {
+		tally.Observation(o)
+	}
+	assert.Equal(t, r, tally.Result(idemcheck.SoakResult{}))
+	r.LateDuplicates, r.Duplicates, r.Anomalies = 0, 0, nil
+	r.Intents, r.Succeeded = 8, 7
+	assert.Equal(t, idemcheck.Inconclusive, SoakVerdict(r))
+	assert.Contains(t, SoakReason(r), "1 intent answered with an accepted status (effect pending) still had no effect when counted again")
+
+	// Only the first MaxSoakAnomalies late duplicates keep their evidence.
+	many := &SoakTally{Policy: p}
+	for i := range idemcheck.MaxSoakAnomalies + 5 {
+		one := int64(1)
+		many.Observation(idemcheck.Observation{Intent: fmt.Sprint("i", i), Effects: 2, Recount: true, Judged: &one})
+	}
+	mr := many.Result(idemcheck.SoakResult{})
+	assert.EqualValues(t, idemcheck.MaxSoakAnomalies+5, mr.LateDuplicates)
+	assert.Len(t, mr.Anomalies, idemcheck.MaxSoakAnomalies)
+}
+
+// Counted at the reply, without a settle bound, an accepted intent with no
+// effect is pending: inconclusive, naming the setting that waits for it.
+// Counted once settled, a count still changing at the bound is not judged
+// (unless it is a duplicate already), a settled zero is lost, and the
+// soak's settling is summed up from the counts.
+func TestSoakTallySettled(t *testing.T) {
+	p := idemcheck.IETF()
+	tally := func(obs ...idemcheck.Observation) idemcheck.SoakResult {
+		st := &SoakTally{Policy: p}
+		for _, o := range obs {
+			st.Attempt(soakAttempt(o.Intent, 1, 202, false))
+			st.Observation(o)
+		}
+		return st.Result(idemcheck.SoakResult{})
+	}
+	r := tally(idemcheck.Observation{Intent: "a", Effects: 0, Accepted: true}, idemcheck.Observation{Intent: "b", Effects: 1, Accepted: true})
+	assert.EqualValues(t, 1, r.Pending)
+	assert.Zero(t, r.Lost)
+	assert.Nil(t, r.Settle)
+	assert.Equal(t, idemcheck.Inconclusive, SoakVerdict(r))
+	assert.Contains(t, SoakReason(r), "right after the reply")
+	assert.Contains(t, SoakReason(r), "count effects once they settle (Settle)")
+	assert.Contains(t, SoakReasonIn(r, Words{"Settle": {Name: "--settle"}}), "(--settle)")
+
+	settle := func(effects int64, settled bool, polls int, waited time.Duration) idemcheck.Observation {
+		return idemcheck.Observation{Effects: effects, Accepted: true, Settle: &idemcheck.Settle{Bound: 10 * time.Second, Quiet: time.Second,
+			Polls: polls, Waited: waited, Settled: settled, Awaited: true}}
+	}
+	named := func(name string, o idemcheck.Observation) idemcheck.Observation { o.Intent = name; return o }
+	r = tally(named("ok", settle(1, true, 3, 2*time.Second)), named("ok2", settle(1, true, 3, 2100*time.Millisecond)))
+	assert.Equal(t, &idemcheck.SoakSettle{Bound: 10 * time.Second, Quiet: time.Second, Passes: 3, Waited: 2100 * time.Millisecond, Settled: true}, r.Settle)
+	assert.Equal(t, idemcheck.Pass, SoakVerdict(r))
+
+	r = tally(named("moving", settle(1, false, 9, 9*time.Second)), named("awaited", settle(0, false, 9, 9*time.Second)), named("dup", settle(2, false, 9, 9*time.Second)))
+	assert.EqualValues(t, 1, r.Unsettled)
+	assert.EqualValues(t, 1, r.Pending)
+	assert.EqualValues(t, 1, r.Duplicates, "a duplicate counted is one, settled or not")
+	assert.False(t, r.Settle.Settled)
+	assert.Equal(t, idemcheck.Fail, SoakVerdict(r))
+	r.Duplicates, r.Intents, r.Succeeded = 0, 3, 3
+	assert.Equal(t, idemcheck.Inconclusive, SoakVerdict(r))
+	reason := SoakReason(r)
+	assert.Contains(t, reason, "still had no effect when the settle bound (10s) ran out")
+	assert.Contains(t, reason, "the effect counts of 1 intent were still changing when the settle bound ran out (10s, 9 passes over 9s, quiet period 1s)")
+	assert.NotContains(t, reason, "lost:")
+
+	r = tally(named("gone", settle(0, true, 3, 2*time.Second)))
+	assert.EqualValues(t, 1, r.Lost, "settled at zero: the effect is lost")
+	assert.Equal(t, idemcheck.Fail, SoakVerdict(r))
 }

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +47,17 @@ type Soak struct {
 	// intents complete, instead of after it: the soak ends sooner, but the
 	// counting takes database time and cores from the target it measures.
 	CountDuring bool
+	// Settle, for effects that land after the reply (a 202 Accepted, a
+	// background worker, a queue), is the longest to wait, from the end of
+	// the load, for them to settle (see soaksettle.go). Counted after the
+	// load, every intent is counted in passes until a whole pass counts
+	// the same as the one before it, at least a quiet period (SettleQuiet)
+	// later, or the bound runs out; its counts carry what settling did
+	// (Observation.Settle). With CountDuring, every intent is counted as
+	// it completes and again once Settle has passed since the load's end:
+	// an effect that appeared in between is a late duplicate. Zero counts
+	// once, as the intents complete or after the load.
+	Settle time.Duration
 	// Rate is intents per second; Duration how long to send them.
 	Rate     int
 	Duration time.Duration
@@ -147,6 +157,9 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	}
 	if err := CheckSoakFaults(sk.Faults, sk.Powers != nil, overTLS); err != nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
+	}
+	if sk.Settle < 0 {
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Settle", "%s %v must not be negative", idemcheck.Field("Settle"), sk.Settle)
 	}
 	single, wholeClient, wholeDB := soakPlan(sk.Faults)
 	if why := noDBLink(sk.Powers); why != "" && len(wholeDB) > 0 {
@@ -300,37 +313,65 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	// Completed intents are spooled to a file and counted once the load
 	// is over: counting during the load would take the database and the
 	// cores from the target being measured, and the file keeps memory flat.
-	// With CountDuring they are counted in batches as they complete.
+	// With CountDuring they are counted in batches as they complete, and,
+	// with Settle, spooled with their counts to be counted again.
 	var spool *os.File
-	var counter *effectCounter
+	var pool *batchPool
+	var judged *spoolWriter // the intents counted during the load, with their counts
 	if sk.Effects != nil {
-		counter = newEffectCounter(ctx, sk.Effects, s.rec)
-		if !sk.CountDuring {
+		if !sk.CountDuring || sk.Settle > 0 {
 			if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
 				return nil, err
 			}
 			defer os.Remove(spool.Name())
 			defer spool.Close()
 		}
+		if sk.CountDuring {
+			if spool != nil {
+				judged = &spoolWriter{w: bufio.NewWriter(spool)}
+			}
+			pool = newBatchPool(ctx, func(_ int, b []spoolEntry) error {
+				obs, err := countBatch(ctx, sk.Effects, b)
+				for j, o := range obs {
+					s.rec.observation(o)
+					b[j].judged, b[j].judgedAt = o.Effects, o.At
+				}
+				if judged != nil {
+					judged.write(b[:len(obs)]...)
+				}
+				return err
+			})
+		}
 	}
-	counts := make(chan idemcheck.Intent, 1024)
+	counts := make(chan spoolEntry, 1024)
 	spooled := make(chan error, 1)
 	go func() {
 		switch {
-		case counter == nil:
+		case sk.Effects == nil:
 			for range counts {
 			}
 			spooled <- nil
-		case spool == nil:
-			spooled <- counter.during(counts)
+		case pool != nil:
+			err := during(counts, pool)
+			if err == nil && judged != nil {
+				if err = judged.flush(); err != nil {
+					err = fmt.Errorf("spool intents: %w", err)
+				}
+			}
+			spooled <- err
 		default:
 			w := bufio.NewWriter(spool)
 			for d := range counts {
-				fmt.Fprintf(w, "%s\t%s\t%d\n", d.ID, d.Key, d.Seq)
+				d.write(w)
 			}
 			spooled <- w.Flush()
 		}
 	}()
+	// accepted says an attempt was answered with an accepted status: its
+	// intent's effect may land after the reply.
+	accepted := func(a idemcheck.Attempt) bool {
+		return a.Outcome == idemcheck.Replied && sk.Policy.Accepted(a.Status)
+	}
 	// Retries go to the retriers.
 	retries := make(chan *soakHit, 1024)
 	var wg sync.WaitGroup
@@ -342,7 +383,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 				if a.Outcome != idemcheck.Replied || a.Status >= 500 {
 					live.errors.Add(1)
 				}
-				counts <- h.in
+				counts <- spoolEntry{in: h.in, accepted: accepted(a)}
 			}
 		})
 	}
@@ -416,13 +457,14 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 			retries <- h
 			continue
 		}
-		counts <- h.in
+		counts <- spoolEntry{in: h.in, accepted: accepted(a)}
 	}
 	close(retries)
 	wg.Wait()
+	loadEnd := time.Now()
 	close(counts)
 	if err := <-spooled; err != nil {
-		if counter != nil && spool == nil {
+		if pool != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("spool intents: %w", err)
@@ -432,8 +474,23 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	if vegetaErr != nil {
 		return nil, fmt.Errorf("vegeta results: %w", vegetaErr)
 	}
-	if spool != nil {
-		if err := counter.spooled(spool); err != nil {
+	if sk.Effects != nil {
+		var err error
+		switch {
+		case sk.CountDuring && sk.Settle > 0:
+			err = sk.recountSpool(ctx, s.rec, spool, loadEnd)
+		case sk.Settle > 0:
+			err = sk.settleSpool(ctx, s.rec, spool, loadEnd)
+		case !sk.CountDuring:
+			err = fromSpool(ctx, spool, func(_ int, b []spoolEntry) error {
+				obs, err := countBatch(ctx, sk.Effects, b)
+				for _, o := range obs {
+					s.rec.observation(o)
+				}
+				return err
+			})
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -521,99 +578,6 @@ func (l *soakLive) take(start time.Time, final bool) idemcheck.SoakProgress {
 		p.Shard = &shard
 	}
 	return p
-}
-
-// effectCounter counts intents' effects in batches (Effects.CountBatch),
-// four batches at a time, and records each observation.
-type effectCounter struct {
-	ctx     context.Context
-	effects *Effects
-	rec     recorder
-	batches chan []idemcheck.Intent
-	wg      sync.WaitGroup
-	errOnce sync.Once
-	err     error
-}
-
-func newEffectCounter(ctx context.Context, e *Effects, rec recorder) *effectCounter {
-	c := &effectCounter{ctx: ctx, effects: e, rec: rec, batches: make(chan []idemcheck.Intent, 4)}
-	for range 4 {
-		c.wg.Go(func() {
-			for b := range c.batches {
-				obs, err := c.effects.CountBatch(c.ctx, b)
-				for _, o := range obs {
-					c.rec.observation(o)
-				}
-				if err != nil && c.ctx.Err() == nil {
-					c.errOnce.Do(func() { c.err = fmt.Errorf("count effects: %w", err) })
-				}
-			}
-		})
-	}
-	return c
-}
-
-// close waits for the batches sent and returns the first error.
-func (c *effectCounter) close() error {
-	close(c.batches)
-	c.wg.Wait()
-	return c.err
-}
-
-// during counts the intents as they come, a batch when EffectBatch have
-// come or a tenth of a second has passed, until in is closed.
-func (c *effectCounter) during(in <-chan idemcheck.Intent) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var b []idemcheck.Intent
-	for {
-		select {
-		case d, ok := <-in:
-			if !ok {
-				if len(b) > 0 {
-					c.batches <- b
-				}
-				return c.close()
-			}
-			if b = append(b, d); len(b) == EffectBatch {
-				c.batches <- b
-				b = nil
-			}
-		case <-tick.C:
-			if len(b) > 0 {
-				c.batches <- b
-				b = nil
-			}
-		}
-	}
-}
-
-// spooled counts every intent of the spool, after the load.
-func (c *effectCounter) spooled(spool *os.File) error {
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		_ = c.close()
-		return err
-	}
-	sc := bufio.NewScanner(spool)
-	var b []idemcheck.Intent
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 3 {
-			continue
-		}
-		seq, _ := strconv.Atoi(f[2])
-		if b = append(b, idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}); len(b) == EffectBatch {
-			c.batches <- b
-			b = nil
-		}
-	}
-	if len(b) > 0 {
-		c.batches <- b
-	}
-	if err := c.close(); err != nil {
-		return err
-	}
-	return sc.Err()
 }
 
 // attempt starts an Attempt record for a soak hit; IDs are filled by the

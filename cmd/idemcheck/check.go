@@ -155,7 +155,7 @@ func (m *soakMerge) report() idemcheck.SoakReport {
 	h := m.merge.Header()
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: verdict, Tool: tool,
 		StartedAt: m.load.Start().UTC().Truncate(time.Millisecond), Seed: h.Seed, Target: h.Target, Soak: &res, Merged: &merged,
-		Reason: assert.SoakReason(res)}
+		Reason: assert.SoakReasonIn(res, flagWords)}
 	if rep.Reason == "" && verdict == idemcheck.Inconclusive && len(merged.Missing) > 0 {
 		rep.Reason = "a shard's history is missing: its intents were not counted"
 	}

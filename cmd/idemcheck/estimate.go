@@ -19,15 +19,16 @@ import (
 func runEstimate(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("estimate", flag.ContinueOnError)
 	var (
-		requests, timeoutRate, succeeded, value, window string
-		keyBytes                                        int64
-		layers, tries                                   int
-		callsPerIntent                                  float64
-		asJSON                                          bool
+		requests, timeoutRate, succeeded, late, value, window string
+		keyBytes                                              int64
+		layers, tries                                         int
+		callsPerIntent                                        float64
+		asJSON                                                bool
 	)
 	fs.StringVar(&requests, "requests-per-day", "", "`N` mutating requests a day, such as 20000 (required)")
 	fs.StringVar(&timeoutRate, "timeout-rate", "", "`R`: share of requests whose client timed out, 0 to 1 or a percentage, such as 0.2% (required)")
 	fs.StringVar(&succeeded, "succeeded-share", "", "`S`: share of those timeouts the server had completed, 0 to 1 or a percentage, such as 50% (required)")
+	fs.StringVar(&late, "late-duplicate-rate", "", "`L`: share of requests the service did again after the reply by itself (a queue's job run again after its effect committed), 0 to 1 or a percentage, such as a soak's late_duplicate_rate")
 	fs.StringVar(&value, "value", "", "`V`: what one duplicate costs (refund, support time), a number such as 40")
 	fs.Int64Var(&keyBytes, "key-bytes", estimate.DefaultKeyBytes, "`B` bytes one stored key takes: key, request fingerprint and saved reply")
 	fs.StringVar(&window, "window", "24h", "`D`: how long keys are kept, a Go duration such as 24h, or days such as 7d")
@@ -54,6 +55,11 @@ func runEstimate(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if in.SucceededShare, err = parseShare("--succeeded-share", succeeded, "50%"); err != nil {
 		return 0, err
+	}
+	if late != "" {
+		if in.LateDuplicateRate, err = parseShare("--late-duplicate-rate", late, "0.5%"); err != nil {
+			return 0, err
+		}
 	}
 	if value != "" {
 		if in.ValuePerDuplicate, err = parseCount(value); err != nil || in.ValuePerDuplicate < 0 {

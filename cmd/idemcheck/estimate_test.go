@@ -30,6 +30,15 @@ func TestEstimatePrintsTheContractExample(t *testing.T) {
 	}
 }
 
+// --late-duplicate-rate adds the late duplicates a soak measured as one
+// more source of duplicates.
+func TestEstimateTakesLateDuplicates(t *testing.T) {
+	code, out, errOut := cli(t, append(estimateExample, "--late-duplicate-rate", "0.1%")...)
+	require.Equal(t, idemcheck.ExitHeld, code, errOut)
+	assert.Contains(t, out, "50% of those had succeeded, 0.1% done again after the reply")
+	assert.Contains(t, out, "40 a day, 1,200 a month (30 days): 20 a day timeouts that had succeeded, retried and done again, 20 a day done again after the reply")
+}
+
 func TestEstimateJSONMatchesTheText(t *testing.T) {
 	// Shares as fractions give the same figures as percentages.
 	code, out, errOut := cli(t, "estimate", "--requests-per-day", "20000", "--timeout-rate", "0.002",
@@ -71,6 +80,7 @@ func TestEstimateBadInput(t *testing.T) {
 		{"negative share", base("", "--succeeded-share", "-0.5"), `--succeeded-share "-0.5" is out of range`},
 		{"no succeeded share", base("--succeeded-share"), "--succeeded-share is required"},
 		{"NaN share", base("", "--succeeded-share", "NaN"), `--succeeded-share "NaN" is out of range`},
+		{"late duplicate rate above one", base("", "--late-duplicate-rate", "2"), `--late-duplicate-rate "2" is out of range: use 0 to 1, or 0% to 100%`},
 		{"negative value", base("", "--value", "-40"), `--value "-40" is out of range: use a number of 0 or more`},
 		{"zero key bytes", base("", "--key-bytes", "0"), "--key-bytes 0 is out of range: use 1 to"},
 		{"bad window", base("", "--window", "a day"), `--window "a day" is out of range: use a Go duration above 0`},

@@ -79,6 +79,8 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.StringVar(&vegetaResults, "vegeta-results", "", "also write vegeta's result of every first attempt to `FILE`, in vegeta's own encoding, for vegeta report and vegeta plot")
 	var countDuring bool
 	fs.BoolVar(&countDuring, "count-during", false, "count effects while the load runs, in batches as intents complete, not after it (the soak ends sooner; the counting takes database time from the target)")
+	var settle time.Duration
+	fs.DurationVar(&settle, "settle", 0, "for effects that land after the reply (202 Accepted, a background worker): the longest `duration` to wait, after the load, for every intent's effect count to stay the same for a quiet period (1s, or half the duration when shorter) before it is judged, such as 30s; with --count-during, every intent is counted as it completes and again once the duration has passed after the load, for late duplicates")
 	var progress string
 	var progressEvery time.Duration
 	fs.StringVar(&progress, "progress", "auto", "live progress on standard error while the soak runs: text (a line redrawn on a terminal), json (a JSON line each interval, for log collectors), off; auto is text when standard error is a terminal, else off")
@@ -133,6 +135,10 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return 0, idemcheck.Usagef("--progress-every %v must be positive, such as 5s", progressEvery)
 	case maxBody < 1 || maxBody > maxMaxBody:
 		return 0, idemcheck.Usagef("--max-body %d is out of range: use 1 to %d bytes", maxBody, maxMaxBody)
+	case settle < 0:
+		return 0, idemcheck.Usagef("--settle %v must not be negative: give how long effects may take to land, such as 30s", settle)
+	case settle > 0 && effectSQL == "":
+		return 0, idemcheck.Usagef("--settle waits for effects to settle, and needs --effect-sql to count them")
 	}
 	if err := out.check(outputFlag{"--vegeta-results", vegetaResults}); err != nil {
 		return 0, err
@@ -234,7 +240,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if effectBatchSQL != "" && effectSQL == "" {
 		return 0, idemcheck.Usagef("--effect-batch-sql needs --effect-sql: the query for one intent, which checks the batch form and names each count")
 	}
-	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout, Shard: shard, CountDuring: countDuring}
+	sk := &scenarios.Soak{Policy: policy, Rate: rate, Duration: duration, Intents: intents, Faults: soakFaults, Seed: seed, Workers: workers, Timeout: timeout, Shard: shard, CountDuring: countDuring, Settle: settle}
 	var dbName string
 	if command != "" {
 		started, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, DSN: db, AllowRemote: allowRemote})
@@ -332,10 +338,17 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	tally := &assert.SoakTally{Policy: policy}
 	sk.Counter = tally
+	settling := ""
+	switch {
+	case settle > 0 && countDuring:
+		settling = fmt.Sprintf(", effects counted again %v after the load", settle)
+	case settle > 0:
+		settling = fmt.Sprintf(", effects counted once settled (at most %v after the load)", settle)
+	}
 	if shard.Count > 1 {
-		fmt.Fprintf(stderr, "soak: shard %s: %d of %d intents/s for %v, %s …\n", shard, rate, totalRate, duration, faultsLine(soakFaults))
+		fmt.Fprintf(stderr, "soak: shard %s: %d of %d intents/s for %v, %s%s …\n", shard, rate, totalRate, duration, faultsLine(soakFaults), settling)
 	} else {
-		fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s …\n", rate, duration, faultsLine(soakFaults))
+		fmt.Fprintf(stderr, "soak: %d intents/s for %v, %s%s …\n", rate, duration, faultsLine(soakFaults), settling)
 	}
 	terminal := render.IsTerminal(stderr)
 	if progress == "auto" {
@@ -396,7 +409,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		}
 	}
 	rep := idemcheck.SoakReport{Version: idemcheck.ReportVersion, Verdict: assert.SoakVerdict(res), Tool: tool,
-		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res, Reason: assert.SoakReason(res)}
+		StartedAt: started.UTC().Truncate(time.Millisecond), Seed: seed, Target: target, Soak: &res, Reason: assert.SoakReasonIn(res, flagWords)}
 	if shard.Count > 1 {
 		rep.Shard = &shard
 	}

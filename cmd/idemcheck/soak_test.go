@@ -154,6 +154,8 @@ func TestSoakBadInput(t *testing.T) {
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-arg", "{{intent}}"}, "--effect-arg needs --effect-sql"},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--progress", "loud"}, `--progress "loud": use text, json, off or auto`},
 		{[]string{"soak", "--url", "http://127.0.0.1:1", "--effect-batch-sql", "SELECT 1"}, "--effect-batch-sql needs --effect-sql"},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--settle", "-1s"}, "--settle -1s must not be negative"},
+		{[]string{"soak", "--url", "http://127.0.0.1:1", "--settle", "10s"}, "--settle waits for effects to settle, and needs --effect-sql to count them"},
 	} {
 		code, _, errOut := cli(t, c.args...)
 		assert.Equal(t, idemcheck.ExitUsage, code, c.want)

@@ -49,6 +49,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Options.Redeliveries":   {Name: "--redeliveries"},
 		"Options.RetryWindow":    {Name: "--retry-window"},
 		"Options.Settle":         {Name: "--settle"},
+		"Settle":                 {Name: "--settle"},
 		"Rate":                   {Name: "--rate"},
 		"Timeout":                {Name: "--timeout"},
 		"MaxDuration":            {Name: "--max-duration"},

@@ -5,7 +5,10 @@
 //
 // The arithmetic is deliberately plain, so a reader can redo it by hand:
 // a duplicate is a request whose client timed out although the server had
-// already done the work, and whose retry then did the work again.
+// already done the work, and whose retry then did the work again; or, a
+// source of its own, a request whose work the service did again after the
+// reply (a late duplicate: a queue's job run again after its effect
+// committed), whatever the client did.
 //
 // Its inputs and figures are the root package's CostInputs and Cost (a
 // soak's report carries them); it imports nothing else of idemcheck.
@@ -65,6 +68,8 @@ func Validate(in Inputs) error {
 		return fmt.Errorf("timeout rate %v is out of range: use 0 to 1", in.TimeoutRate)
 	case !(in.SucceededShare >= 0 && in.SucceededShare <= 1):
 		return fmt.Errorf("succeeded share %v is out of range: use 0 to 1", in.SucceededShare)
+	case !(in.LateDuplicateRate >= 0 && in.LateDuplicateRate <= 1):
+		return fmt.Errorf("late duplicate rate %v is out of range: use 0 to 1", in.LateDuplicateRate)
 	case !(in.ValuePerDuplicate >= 0 && !math.IsInf(in.ValuePerDuplicate, 1)):
 		return fmt.Errorf("value per duplicate %v is out of range: use 0 or more", in.ValuePerDuplicate)
 	case in.KeyBytes < 1 || in.KeyBytes > MaxKeyBytes:
@@ -88,7 +93,8 @@ func Validate(in Inputs) error {
 func Compute(in Inputs) Result {
 	r := Result{Inputs: in}
 	r.TimeoutsPerDay = in.RequestsPerDay * in.TimeoutRate
-	r.DuplicatesPerDay = r.TimeoutsPerDay * in.SucceededShare
+	r.LateDuplicatesPerDay = in.RequestsPerDay * in.LateDuplicateRate
+	r.DuplicatesPerDay = r.TimeoutsPerDay*in.SucceededShare + r.LateDuplicatesPerDay
 	r.DuplicatesPerMonth = r.DuplicatesPerDay * DaysPerMonth
 	r.CostPerMonth = r.DuplicatesPerMonth * in.ValuePerDuplicate
 	r.UnansweredPerMonth = r.TimeoutsPerDay * DaysPerMonth
@@ -108,24 +114,35 @@ func Compute(in Inputs) Result {
 }
 
 // Soak is the arithmetic on a soak's figures: its achieved request rate
-// over a day, the share of replies it cut as the timeout rate, and the
-// share of those whose retry was a replay as the succeeded share; with
-// the sentence that says what it rests on (the cut share is what the soak
-// injected, an assumption, not a figure measured from the API). Nil when
-// no reply was cut: there is nothing to reckon with.
+// over a day, the share of replies it cut as the timeout rate, the share
+// of those whose retry was a replay as the succeeded share, and the late
+// duplicates it measured (SoakResult.LateDuplicateRate) as the late
+// duplicate rate; with the sentence that says what it rests on (the cut
+// share is what the soak injected, an assumption, not a figure measured
+// from the API; the late duplicate rate was measured). Nil when no reply
+// was cut and no late duplicate found: there is nothing to reckon with.
 func Soak(r idemcheck.SoakResult, valuePerDuplicate float64) (*Result, string) {
-	if r.Cut == 0 {
+	if r.Cut == 0 && r.LateDuplicates == 0 {
 		return nil, ""
 	}
 	est := Compute(Inputs{
-		RequestsPerDay: r.Rate * 86400, TimeoutRate: r.TimeoutRate, SucceededShare: r.SucceededShare,
+		RequestsPerDay: r.Rate * 86400, TimeoutRate: r.TimeoutRate, SucceededShare: r.SucceededShare, LateDuplicateRate: r.LateDuplicateRate,
 		ValuePerDuplicate: valuePerDuplicate, KeyBytes: DefaultKeyBytes, Window: DefaultWindow,
 	})
-	if !r.CutsOnly() {
-		return &est, fmt.Sprintf("%.2f%% of real requests time out, %.0f%% of them after the server committed (the shares this soak's faults made, not a measurement of the API)",
-			r.TimeoutRate*100, r.SucceededShare*100)
+	var parts []string
+	switch {
+	case r.Cut == 0:
+	case !r.CutsOnly():
+		parts = append(parts, fmt.Sprintf("%.2f%% of real requests time out, %.0f%% of them after the server committed (the shares this soak's faults made, not a measurement of the API)",
+			r.TimeoutRate*100, r.SucceededShare*100))
+	default:
+		parts = append(parts, fmt.Sprintf("%.2f%% of real requests time out after the server committed (the share this soak cut, not a measurement of the API)", r.TimeoutRate*100))
 	}
-	return &est, fmt.Sprintf("%.2f%% of real requests time out after the server committed (the share this soak cut, not a measurement of the API)", r.TimeoutRate*100)
+	if r.LateDuplicates > 0 {
+		parts = append(parts, fmt.Sprintf("%.2f%% of requests are done again after the reply (measured: %d late duplicates in %d intents counted again)",
+			r.LateDuplicateRate*100, r.LateDuplicates, r.Recounted))
+	}
+	return &est, strings.Join(parts, "; ")
 }
 
 // WriteText writes r as a block a person reads: each figure with the
@@ -133,13 +150,23 @@ func Soak(r idemcheck.SoakResult, valuePerDuplicate float64) (*Result, string) {
 func WriteText(w io.Writer, r Result) error {
 	in := r.Inputs
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s mutating requests a day, %s time out, %s of those had succeeded\n\n",
-		number(in.RequestsPerDay), percent(in.TimeoutRate), percent(in.SucceededShare))
+	late := ""
+	if in.LateDuplicateRate > 0 {
+		late = fmt.Sprintf(", %s done again after the reply", percent(in.LateDuplicateRate))
+	}
+	fmt.Fprintf(&b, "%s mutating requests a day, %s time out, %s of those had succeeded%s\n\n",
+		number(in.RequestsPerDay), percent(in.TimeoutRate), percent(in.SucceededShare), late)
 	row := func(label, format string, args ...any) {
 		fmt.Fprintf(&b, "  %-20s %s\n", label, fmt.Sprintf(format, args...))
 	}
-	row("duplicates", "%s a day, %s a month (%d days): timeouts that had succeeded, retried and done again",
-		number(r.DuplicatesPerDay), number(r.DuplicatesPerMonth), DaysPerMonth)
+	if r.LateDuplicatesPerDay > 0 {
+		row("duplicates", "%s a day, %s a month (%d days): %s a day timeouts that had succeeded, retried and done again, "+
+			"%s a day done again after the reply by the service itself (late duplicates)",
+			number(r.DuplicatesPerDay), number(r.DuplicatesPerMonth), DaysPerMonth, number(r.TimeoutsPerDay*in.SucceededShare), number(r.LateDuplicatesPerDay))
+	} else {
+		row("duplicates", "%s a day, %s a month (%d days): timeouts that had succeeded, retried and done again",
+			number(r.DuplicatesPerDay), number(r.DuplicatesPerMonth), DaysPerMonth)
+	}
 	if in.ValuePerDuplicate > 0 {
 		row("cost", "%s a month (%s duplicates at %s each)",
 			number(r.CostPerMonth), number(r.DuplicatesPerMonth), number(in.ValuePerDuplicate))

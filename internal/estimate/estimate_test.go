@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
 )
 
 // contractExample is the example of contract.md's cost arithmetic.
@@ -133,4 +135,61 @@ func TestFormatting(t *testing.T) {
 	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 7 * 24 * time.Hour: "7 days", 90 * time.Minute: "1h30m0s"} {
 		assert.Equal(t, want, window(d), "window(%v)", d)
 	}
+}
+
+// A late duplicate (work the service did again after the reply by itself,
+// a queue's job run again after its effect committed) is one more source
+// of duplicates, whatever the client does: 20,000/day x 0.1% = 20 more a
+// day, 40 in all, 1,200 a month, 48,000 at 40 each. What removing retries
+// would leave is unchanged: it concerns the client's timeouts only.
+func TestLateDuplicatesAreOneMoreSource(t *testing.T) {
+	in := contractExample
+	in.LateDuplicateRate = 0.001
+	require.NoError(t, Validate(in))
+	r := Compute(in)
+	const eps = 1e-9
+	assert.InDelta(t, 20, r.LateDuplicatesPerDay, eps)
+	assert.InDelta(t, 40, r.DuplicatesPerDay, eps)
+	assert.InDelta(t, 1200, r.DuplicatesPerMonth, eps)
+	assert.InDelta(t, 48000, r.CostPerMonth, eps)
+	assert.InDelta(t, 1200, r.UnansweredPerMonth, eps)
+	assert.InDelta(t, 600, r.ChargedAnywayPerMonth, eps)
+
+	var b strings.Builder
+	require.NoError(t, WriteText(&b, r))
+	assert.Contains(t, b.String(), "20,000 mutating requests a day, 0.2% time out, 50% of those had succeeded, 0.1% done again after the reply\n")
+	assert.Contains(t, b.String(), "  duplicates           40 a day, 1,200 a month (30 days): 20 a day timeouts that had succeeded, retried and done again, "+
+		"20 a day done again after the reply by the service itself (late duplicates)\n")
+	assert.Contains(t, b.String(), "48,000 a month (1,200 duplicates at 40 each)")
+
+	in.LateDuplicateRate = 1.5
+	assert.ErrorContains(t, Validate(in), "late duplicate rate 1.5 is out of range: use 0 to 1")
+}
+
+// A soak's estimate takes the late duplicates it measured (its recount's
+// rate) beside the share of replies it cut, and says which figure is an
+// assumption and which was measured; a soak that cut no reply but found
+// late duplicates still has an estimate, and one with neither has none.
+func TestSoakTakesTheMeasuredLateDuplicates(t *testing.T) {
+	r := idemcheck.SoakResult{Intents: 1000, Cut: 10, Rate: 100, TimeoutRate: 0.01, SucceededShare: 1,
+		Recounted: 1000, LateDuplicates: 5, LateDuplicateRate: 0.005}
+	est, assumes := Soak(r, 40)
+	require.NotNil(t, est)
+	assert.InDelta(t, 8.64e6, est.Inputs.RequestsPerDay, 1e-6)
+	assert.InDelta(t, 0.005, est.Inputs.LateDuplicateRate, 1e-12)
+	assert.InDelta(t, 43200, est.LateDuplicatesPerDay, 1e-6)
+	assert.InDelta(t, 86400+43200, est.DuplicatesPerDay, 1e-6)
+	assert.Equal(t, "1.00% of real requests time out after the server committed (the share this soak cut, not a measurement of the API); "+
+		"0.50% of requests are done again after the reply (measured: 5 late duplicates in 1000 intents counted again)", assumes)
+
+	r.Cut, r.TimeoutRate, r.SucceededShare = 0, 0, 0
+	est, assumes = Soak(r, 0)
+	require.NotNil(t, est, "late duplicates alone are worth reckoning with")
+	assert.InDelta(t, 43200, est.DuplicatesPerDay, 1e-6)
+	assert.Equal(t, "0.50% of requests are done again after the reply (measured: 5 late duplicates in 1000 intents counted again)", assumes)
+
+	r.LateDuplicates, r.LateDuplicateRate = 0, 0
+	est, assumes = Soak(r, 0)
+	assert.Nil(t, est)
+	assert.Empty(t, assumes)
 }

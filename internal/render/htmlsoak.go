@@ -109,6 +109,7 @@ func WriteSoakHTML(w io.Writer, rep idemcheck.SoakReport, counted bool) error {
 	}
 	if counted {
 		v.Lines = append(v.Lines, fmt.Sprintf("effects counted for %d intents: %d duplicated, %d lost (%.1f duplicates per million intents)", r.Counted, r.Duplicates, r.Lost, r.DuplicatesPerMillion))
+		v.Lines = append(v.Lines, soakSettleLines(r)...)
 	} else {
 		v.Lines = append(v.Lines, "effects not counted (no --effect-sql): duplicates can only be seen on the wire")
 	}

@@ -33,10 +33,20 @@ func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 	if counted {
 		fmt.Fprintf(w, "  effects counted for %d intents: %d duplicated, %d lost: %.1f duplicates per million intents\n",
 			r.Counted, r.Duplicates, r.Lost, r.DuplicatesPerMillion)
+		for _, l := range soakSettleLines(r) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	} else {
 		fmt.Fprintf(w, "  effects not counted (no --effect-sql): duplicates can only be seen on the wire\n")
 	}
-	if e := rep.Estimate; e != nil {
+	if e := rep.Estimate; e != nil && r.Cut == 0 {
+		// No reply was cut: only the late duplicates the soak measured
+		// make duplicates.
+		fmt.Fprintf(w, "  %.2f%% of this soak's intents were done again after the reply (measured). At %.0f requests a day that is\n"+
+			"  %.0f duplicates a day, whatever the client does. With your own traffic's figures:\n"+
+			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share SHARE --late-duplicate-rate %.4f\n",
+			e.Inputs.LateDuplicateRate*100, e.Inputs.RequestsPerDay, e.LateDuplicatesPerDay, e.Inputs.LateDuplicateRate)
+	} else if e != nil {
 		// The cut share is what this soak injected, not what the API's
 		// clients see: the cost is stated as the assumption it is, and
 		// only the replay share is the API's own figure.
@@ -47,16 +57,71 @@ func WriteSoak(w io.Writer, rep idemcheck.SoakReport, counted bool) {
 			// says how many had been carried out.
 			share, timedOut = "share of first attempts without a reply", "timed out"
 		}
+		late, lateFlag := "", ""
+		if e.LateDuplicatesPerDay > 0 {
+			// The late duplicates were measured: they are said apart.
+			late = fmt.Sprintf(" (%.0f of them late duplicates, the %.2f%% of intents this soak measured done again after the reply)",
+				e.LateDuplicatesPerDay, e.Inputs.LateDuplicateRate*100)
+			lateFlag = fmt.Sprintf(" --late-duplicate-rate %.4f", e.Inputs.LateDuplicateRate)
+		}
 		fmt.Fprintf(w, "  the %s was injected by this soak, not measured from the API. If %.2f%% of your real requests %s\n"+
-			"  at %.0f requests a day, retries without idempotency would make %.0f duplicates a day, and a client without\n"+
+			"  at %.0f requests a day, retries without idempotency would make %.0f duplicates a day%s, and a client without\n"+
 			"  retries would leave %.0f customers a month unanswered. With your own traffic's figures:\n"+
-			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share %.2f\n",
-			share, e.Inputs.TimeoutRate*100, timedOut, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, e.UnansweredPerMonth, e.Inputs.SucceededShare)
+			"    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share %.2f%s\n",
+			share, e.Inputs.TimeoutRate*100, timedOut, e.Inputs.RequestsPerDay, e.DuplicatesPerDay, late, e.UnansweredPerMonth, e.Inputs.SucceededShare, lateFlag)
 	}
 	fmt.Fprintf(w, "  verdict %s\n", strings.ToUpper(string(rep.Verdict)))
 	if rep.Reason != "" {
 		fmt.Fprintf(w, "  %s\n", rep.Reason)
 	}
+}
+
+// soakSettleLines say how a soak's effects settled, what counting them
+// again after the load found, and how many intents could not be judged:
+// lines for a person, shared by the terminal and the HTML page; none for
+// a soak that counted each intent once, at the reply.
+func soakSettleLines(r *idemcheck.SoakResult) []string {
+	var out []string
+	if st := r.Settle; st != nil {
+		state := "settled: the last pass counted what the one before it did"
+		if !st.Settled {
+			state = "the bound ran out with counts still changing"
+		}
+		out = append(out, fmt.Sprintf("effects counted once settled: %s over %v after the load (bound %v, quiet period %v); %s",
+			plural(st.Passes, "pass", "passes"), st.Waited.Round(time.Millisecond), st.Bound, st.Quiet, state))
+	}
+	if r.Recounted > 0 {
+		out = append(out, fmt.Sprintf("effects counted again for %d intents once the settle bound had passed after the load: %d late duplicates (%.2f%%), effects that appeared after their intent was judged",
+			r.Recounted, r.LateDuplicates, r.LateDuplicateRate*100))
+		const shown = 3
+		for i, a := range r.Anomalies {
+			if i == shown {
+				break
+			}
+			out = append(out, "  "+lateLine(a))
+		}
+		if more := r.LateDuplicates - int64(min(len(r.Anomalies), shown)); more > 0 {
+			out = append(out, fmt.Sprintf("  and %d more", more))
+		}
+	}
+	if r.Pending > 0 || r.Unsettled > 0 {
+		out = append(out, fmt.Sprintf("not judged: %d intents answered with an accepted status whose effect may still be pending, %d whose count was still changing at the settle bound",
+			r.Pending, r.Unsettled))
+	}
+	return out
+}
+
+// lateLine says one late duplicate in a line: the intent, both counts
+// and how far apart they were taken.
+func lateLine(a idemcheck.Anomaly) string {
+	o := a.Observed
+	after := ""
+	if at, ok := o["effects_at"].(time.Time); ok && !at.IsZero() {
+		if late, ok := o["late_at"].(time.Time); ok && !late.IsZero() {
+			after = fmt.Sprintf(" %v later", late.Sub(at).Round(time.Millisecond))
+		}
+	}
+	return fmt.Sprintf("%s %s: %v effects when judged, %v when counted again%s", a.Kind, a.Intent, o["effects"], o["late_effects"], after)
 }
 
 // writeSoakParts says which part of a sharded soak a report is of, or

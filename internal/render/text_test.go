@@ -158,6 +158,63 @@ func TestWriteSoak(t *testing.T) {
 	assert.NotContains(t, b.String(), "faults:")
 }
 
+// A soak of effects that land after the reply says how they settled, the
+// late duplicates its recount found (the first ones with both counts),
+// what it could not judge, and the estimate with the measured late
+// duplicates said apart and passed on to idemcheck estimate.
+func TestWriteSoakSettle(t *testing.T) {
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	late := func(intent string) idemcheck.Anomaly {
+		return idemcheck.Anomaly{Kind: idemcheck.LateDuplicateEffect, Check: idemcheck.CheckSoak, Intent: intent,
+			Observed: map[string]any{"effects": int64(1), "effects_at": at, "late_effects": int64(2), "late_at": at.Add(9876 * time.Millisecond)}}
+	}
+	res := &idemcheck.SoakResult{Intents: 400, Attempts: 440, Cut: 40, Counted: 400, Rate: 200, Throughput: 190,
+		Success: 0.9, TimeoutRate: 0.1, SucceededShare: 1, Duration: 2 * time.Second,
+		Recounted: 400, LateDuplicates: 4, LateDuplicateRate: 0.01, Pending: 2,
+		Anomalies: []idemcheck.Anomaly{late("ic-1"), late("ic-2"), late("ic-3"), late("ic-4")}}
+	rep := idemcheck.SoakReport{Verdict: idemcheck.Fail, Seed: 3, Soak: res,
+		Target: idemcheck.Target{URL: "http://127.0.0.1:1", Method: "POST", Path: "/payments"},
+		Estimate: &idemcheck.Cost{Inputs: idemcheck.CostInputs{RequestsPerDay: 200 * 86400, TimeoutRate: 0.1, SucceededShare: 1, LateDuplicateRate: 0.01},
+			LateDuplicatesPerDay: 172800, DuplicatesPerDay: 1728000 + 172800}}
+	var b strings.Builder
+	WriteSoak(&b, rep, true)
+	out := b.String()
+	assert.Contains(t, out, "  effects counted for 400 intents: 0 duplicated, 0 lost: 0.0 duplicates per million intents\n"+
+		"  effects counted again for 400 intents once the settle bound had passed after the load: 4 late duplicates (1.00%), effects that appeared after their intent was judged\n"+
+		"    late-duplicate-effect ic-1: 1 effects when judged, 2 when counted again 9.876s later\n"+
+		"    late-duplicate-effect ic-2: 1 effects when judged, 2 when counted again 9.876s later\n"+
+		"    late-duplicate-effect ic-3: 1 effects when judged, 2 when counted again 9.876s later\n"+
+		"    and 1 more\n"+
+		"  not judged: 2 intents answered with an accepted status whose effect may still be pending, 0 whose count was still changing at the settle bound\n", out)
+	assert.Contains(t, out, "would make 1900800 duplicates a day (172800 of them late duplicates, the 1.00% of intents this soak measured done again after the reply)")
+	assert.Contains(t, out, "    idemcheck estimate --requests-per-day N --timeout-rate SHARE --succeeded-share 1.00 --late-duplicate-rate 0.0100\n")
+
+	// Counted once settled after the load: the passes, and whether the
+	// bound ran out first.
+	res.Recounted, res.LateDuplicates, res.Anomalies, res.Pending, res.Unsettled = 0, 0, nil, 0, 3
+	res.Settle = &idemcheck.SoakSettle{Bound: 10 * time.Second, Quiet: time.Second, Passes: 4, Waited: 3456789 * time.Microsecond, Settled: false}
+	rep.Estimate = nil
+	b.Reset()
+	WriteSoak(&b, rep, true)
+	assert.Contains(t, b.String(), "  effects counted once settled: 4 passes over 3.457s after the load (bound 10s, quiet period 1s); the bound ran out with counts still changing\n"+
+		"  not judged: 0 intents answered with an accepted status whose effect may still be pending, 3 whose count was still changing at the settle bound\n")
+	res.Settle.Settled, res.Settle.Passes, res.Unsettled = true, 1, 0
+	b.Reset()
+	WriteSoak(&b, rep, true)
+	assert.Contains(t, b.String(), "  effects counted once settled: 1 pass over 3.457s after the load (bound 10s, quiet period 1s); settled: the last pass counted what the one before it did\n")
+	assert.NotContains(t, b.String(), "not judged")
+
+	// No cut reply, late duplicates measured: the estimate rests on them
+	// alone.
+	res.Cut, res.TimeoutRate, res.Settle = 0, 0, nil
+	rep.Estimate = &idemcheck.Cost{Inputs: idemcheck.CostInputs{RequestsPerDay: 200 * 86400, LateDuplicateRate: 0.01}, LateDuplicatesPerDay: 172800, DuplicatesPerDay: 172800}
+	b.Reset()
+	WriteSoak(&b, rep, true)
+	assert.Contains(t, b.String(), "  1.00% of this soak's intents were done again after the reply (measured). At 17280000 requests a day that is\n"+
+		"  172800 duplicates a day, whatever the client does.")
+	assert.NotContains(t, b.String(), "injected")
+}
+
 // A soak under many faults states each with what it hit, and no longer
 // calls every lost reply a cut one.
 func TestWriteSoakFaults(t *testing.T) {

@@ -1,0 +1,209 @@
+package scenarios
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// A soak counts its intents' effects in batches (Effects.CountBatch),
+// four batches at a time: after the load, from the intents it spooled to
+// a file as they completed, so that memory stays flat however many there
+// are; or while the load runs (CountDuring), a batch as intents complete.
+// With a settle bound (Soak.Settle), the counting after the load is done
+// in passes until the counts settle (soaksettle.go), and a soak that
+// counts during the load spools each intent with its count, to count it
+// again once the bound has passed.
+
+// spoolEntry is one intent as the soak spools it: the intent, whether one
+// of its attempts was answered with an accepted status, and, once counted
+// during the load, the count it was judged by and when it was taken.
+type spoolEntry struct {
+	in       idemcheck.Intent
+	accepted bool
+	judged   int64
+	judgedAt time.Time
+}
+
+// write writes the entry as one line of tab-separated fields: the
+// intent's ID, key and number, 1 or 0 for accepted, the count and the
+// time it was taken (Unix nanoseconds, 0 before it was counted).
+func (e spoolEntry) write(w *bufio.Writer) {
+	accepted, at := 0, int64(0)
+	if e.accepted {
+		accepted = 1
+	}
+	if !e.judgedAt.IsZero() {
+		at = e.judgedAt.UnixNano()
+	}
+	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", e.in.ID, e.in.Key, e.in.Seq, accepted, e.judged, at)
+}
+
+// parseSpoolEntry reads a line write wrote.
+func parseSpoolEntry(line string) (spoolEntry, bool) {
+	f := strings.Split(line, "\t")
+	if len(f) != 6 {
+		return spoolEntry{}, false
+	}
+	seq, err1 := strconv.Atoi(f[2])
+	judged, err2 := strconv.ParseInt(f[4], 10, 64)
+	at, err3 := strconv.ParseInt(f[5], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return spoolEntry{}, false
+	}
+	e := spoolEntry{in: idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}, accepted: f[3] == "1", judged: judged}
+	if at != 0 {
+		e.judgedAt = time.Unix(0, at).UTC()
+	}
+	return e, true
+}
+
+// countBatch counts one batch of intents' effects, each count stamped
+// with the time it was taken and whether its intent was accepted. On an
+// error, the counts taken before it are returned with it.
+func countBatch(ctx context.Context, e *Effects, b []spoolEntry) ([]idemcheck.Observation, error) {
+	ins := make([]idemcheck.Intent, len(b))
+	for i, d := range b {
+		ins[i] = d.in
+	}
+	obs, err := e.CountBatch(ctx, ins)
+	at := time.Now().UTC()
+	for i := range obs {
+		obs[i].At, obs[i].Accepted = at, b[i].accepted
+	}
+	return obs, err
+}
+
+// batchPool runs count on batches of intents, four at a time, each batch
+// numbered in the order it was sent. It keeps the first error of a run
+// not cancelled; the batches after it are counted still, as their
+// intents' records are worth keeping.
+type batchPool struct {
+	ctx     context.Context
+	count   func(i int, b []spoolEntry) error
+	batches chan numberedBatch
+	sent    int
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+}
+
+type numberedBatch struct {
+	i int
+	b []spoolEntry
+}
+
+func newBatchPool(ctx context.Context, count func(i int, b []spoolEntry) error) *batchPool {
+	p := &batchPool{ctx: ctx, count: count, batches: make(chan numberedBatch, 4)}
+	for range 4 {
+		p.wg.Go(func() {
+			for nb := range p.batches {
+				if err := p.count(nb.i, nb.b); err != nil && p.ctx.Err() == nil {
+					p.errOnce.Do(func() { p.err = fmt.Errorf("count effects: %w", err) })
+				}
+			}
+		})
+	}
+	return p
+}
+
+// send hands one batch to the pool. It is called from one goroutine.
+func (p *batchPool) send(b []spoolEntry) {
+	p.batches <- numberedBatch{p.sent, b}
+	p.sent++
+}
+
+// close waits for the batches sent and returns the first error.
+func (p *batchPool) close() error {
+	close(p.batches)
+	p.wg.Wait()
+	return p.err
+}
+
+// during sends the intents to the pool as they come, a batch when
+// EffectBatch have come or a tenth of a second has passed, until in is
+// closed, then closes the pool.
+func during(in <-chan spoolEntry, p *batchPool) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var b []spoolEntry
+	for {
+		select {
+		case d, ok := <-in:
+			if !ok {
+				if len(b) > 0 {
+					p.send(b)
+				}
+				return p.close()
+			}
+			if b = append(b, d); len(b) == EffectBatch {
+				p.send(b)
+				b = nil
+			}
+		case <-tick.C:
+			if len(b) > 0 {
+				p.send(b)
+				b = nil
+			}
+		}
+	}
+}
+
+// fromSpool sends every intent of the spool to a new pool running count,
+// in batches of EffectBatch, in the spool's order (so that the nth batch
+// holds the same intents each time the spool is read), and waits for them.
+// A cancelled run stops sending: its counts would fail anyway.
+func fromSpool(ctx context.Context, spool *os.File, count func(i int, b []spoolEntry) error) error {
+	p := newBatchPool(ctx, count)
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		_ = p.close()
+		return err
+	}
+	sc := bufio.NewScanner(spool)
+	var b []spoolEntry
+	for sc.Scan() && ctx.Err() == nil {
+		e, ok := parseSpoolEntry(sc.Text())
+		if !ok {
+			continue
+		}
+		if b = append(b, e); len(b) == EffectBatch {
+			p.send(b)
+			b = nil
+		}
+	}
+	if len(b) > 0 && ctx.Err() == nil {
+		p.send(b)
+	}
+	if err := p.close(); err != nil {
+		return err
+	}
+	return sc.Err()
+}
+
+// spoolWriter writes entries to a spool from several goroutines.
+type spoolWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (s *spoolWriter) write(es ...spoolEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range es {
+		e.write(s.w)
+	}
+}
+
+func (s *spoolWriter) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Flush()
+}

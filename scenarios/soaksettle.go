@@ -1,0 +1,301 @@
+package scenarios
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// A soak with a settle bound (Soak.Settle) counts effects that land after
+// the reply (a 202 Accepted, a background worker, a queue) as a
+// certification does (settle.go), at the scale of a soak:
+//
+//   - Counted after the load, every spooled intent is counted in passes,
+//     a batch at a time, each pass at least the quiet period (SettleQuiet)
+//     after the one before it ended, until a pass gives every batch the
+//     same digest as the pass before it (the sum of its counts and a hash
+//     of its (intent, count) pairs) and no intent answered with an
+//     accepted status is still at zero (its effect is awaited), or the
+//     bound, from the load's end, leaves no room for another pass. Each
+//     pass's counts go to a file of their own, batch by batch, with what
+//     the passes before saw of each intent (its first count, how often it
+//     changed); the last pass's are recorded, with Observation.Settle
+//     filled. Memory holds a digest and a file span per batch, not the
+//     intents.
+//   - Counted during the load, each intent is spooled with its count and
+//     the time it was taken, and once the bound has passed since the
+//     load's end every one is counted again and recorded as a recount
+//     carrying the count it was judged by (Observation.Judged): an effect
+//     more, and more than one, is a late duplicate.
+
+// batchDigest is what one pass counted for one batch of intents, in a few
+// bytes: the sum of its counts, a hash of its (intent, count) pairs in the
+// batch's order, and how many of its intents answered with an accepted
+// status were still at zero.
+type batchDigest struct {
+	sum      int64
+	hash     uint64
+	awaiting int
+}
+
+// digestOf is the digest of one batch's counts.
+func digestOf(obs []idemcheck.Observation) batchDigest {
+	var d batchDigest
+	h := fnv.New64a()
+	var buf []byte
+	for _, o := range obs {
+		d.sum += o.Effects
+		buf = append(append(buf[:0], o.Intent...), 0)
+		buf = append(strconv.AppendInt(buf, o.Effects, 10), 0)
+		_, _ = h.Write(buf)
+		if o.Accepted && o.Effects == 0 {
+			d.awaiting++
+		}
+	}
+	d.hash = h.Sum64()
+	return d
+}
+
+// moving is how many batches counted otherwise in cur than in prev: a
+// different sum or hash, or a batch one of the passes lacks.
+func moving(prev, cur []batchDigest) int {
+	n := max(len(prev)-len(cur), 0)
+	for i, d := range cur {
+		if i >= len(prev) || d.sum != prev[i].sum || d.hash != prev[i].hash {
+			n++
+		}
+	}
+	return n
+}
+
+// awaiting is how many intents answered with an accepted status the
+// digests found still at zero.
+func awaiting(ds []batchDigest) int {
+	n := 0
+	for _, d := range ds {
+		n += d.awaiting
+	}
+	return n
+}
+
+// passSettled reports whether a pass settles the counts: there was a pass
+// before it, every batch counted the same in both, and no accepted intent
+// is still at zero.
+func passSettled(prev, cur []batchDigest) bool {
+	return prev != nil && moving(prev, cur) == 0 && awaiting(cur) == 0
+}
+
+// passRecord is one intent's count in a settle pass, as the pass's file
+// holds it: the count, the intent's count in the first pass, how many
+// passes changed it, and whether this one did.
+type passRecord struct {
+	O       idemcheck.Observation `json:"o"`
+	First   int64                 `json:"first"`
+	Changes int                   `json:"changes,omitempty"`
+	Moved   bool                  `json:"moved,omitempty"`
+}
+
+// settlePass is one pass over every spooled intent: its records in a
+// file, batch after batch in the order they were counted, each batch's
+// span of the file and its digest by the batch's number.
+type settlePass struct {
+	file    *os.File
+	mu      sync.Mutex
+	end     int64
+	spans   [][2]int64 // offset and length
+	digests []batchDigest
+}
+
+func newSettlePass() (*settlePass, error) {
+	f, err := os.CreateTemp("", "idemcheck-soak-pass-")
+	if err != nil {
+		return nil, err
+	}
+	return &settlePass{file: f}, nil
+}
+
+// put writes batch i's records and keeps its digest.
+func (p *settlePass) put(i int, d batchDigest, recs []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.file.WriteAt(recs, p.end); err != nil {
+		return err
+	}
+	for len(p.spans) <= i {
+		p.spans = append(p.spans, [2]int64{})
+		p.digests = append(p.digests, batchDigest{})
+	}
+	p.spans[i], p.digests[i] = [2]int64{p.end, int64(len(recs))}, d
+	p.end += int64(len(recs))
+	return nil
+}
+
+// batch reads batch i's records back.
+func (p *settlePass) batch(i int) ([]passRecord, error) {
+	p.mu.Lock()
+	if i >= len(p.spans) {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("the pass before counted no batch %d", i)
+	}
+	span := p.spans[i]
+	p.mu.Unlock()
+	dec := json.NewDecoder(io.NewSectionReader(p.file, span[0], span[1]))
+	var out []passRecord
+	for dec.More() {
+		var r passRecord
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("read the pass before: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// record records every count of the pass, with st (the pass's bound,
+// quiet period, number and wait) and what the passes saw of each intent:
+// settled when this pass did not change its count (the two counts at
+// least the quiet period apart) and, answered with an accepted status,
+// it has an effect.
+func (p *settlePass) record(rec recorder, st idemcheck.Settle) error {
+	dec := json.NewDecoder(bufio.NewReader(io.NewSectionReader(p.file, 0, p.end)))
+	for {
+		var r passRecord
+		if err := dec.Decode(&r); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read the last pass: %w", err)
+		}
+		s := st
+		s.First, s.Changes, s.Awaited = r.First, r.Changes, r.O.Accepted
+		s.Settled = s.Polls >= 2 && !r.Moved && (!r.O.Accepted || r.O.Effects > 0)
+		o := r.O
+		o.Settle = &s
+		rec.observation(o)
+	}
+}
+
+func (p *settlePass) remove() {
+	_ = p.file.Close()
+	_ = os.Remove(p.file.Name())
+}
+
+// settleSpool counts every spooled intent after the load in passes until
+// the counts settle or the bound, from loadEnd, leaves no room for one
+// more pass a quiet period after the last, and records the last pass.
+func (sk *Soak) settleSpool(ctx context.Context, rec recorder, spool *os.File, loadEnd time.Time) error {
+	bound, quiet := sk.Settle, SettleQuiet(sk.Settle)
+	var prev *settlePass
+	defer func() {
+		if prev != nil {
+			prev.remove()
+		}
+	}()
+	for passes := 1; ; passes++ {
+		cur, err := sk.settlePass(ctx, spool, prev)
+		if cur != nil && err != nil {
+			cur.remove()
+		}
+		if err != nil {
+			return err
+		}
+		var before []batchDigest
+		if prev != nil {
+			before = prev.digests
+			prev.remove()
+		}
+		prev = cur
+		if passSettled(before, cur.digests) || time.Since(loadEnd)+quiet > bound {
+			return cur.record(rec, idemcheck.Settle{Bound: bound, Quiet: quiet, Polls: passes, Waited: time.Since(loadEnd)})
+		}
+		if err := sleep(ctx, quiet); err != nil {
+			return err
+		}
+	}
+}
+
+// settlePass counts every spooled intent once, each batch beside what the
+// pass before (prev, nil for the first) counted of it.
+func (sk *Soak) settlePass(ctx context.Context, spool *os.File, prev *settlePass) (*settlePass, error) {
+	cur, err := newSettlePass()
+	if err != nil {
+		return nil, err
+	}
+	err = fromSpool(ctx, spool, func(i int, b []spoolEntry) error {
+		var before []passRecord
+		if prev != nil {
+			var err error
+			if before, err = prev.batch(i); err != nil {
+				return err
+			}
+		}
+		obs, err := countBatch(ctx, sk.Effects, b)
+		if err != nil {
+			return err
+		}
+		recs, err := carry(before, obs)
+		if err != nil {
+			return fmt.Errorf("batch %d: %w", i, err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return cur.put(i, digestOf(obs), buf.Bytes())
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	return cur, err
+}
+
+// carry makes a pass's records of one batch's counts, carrying what the
+// pass before saw of each intent (before, nil in the first pass): its
+// first count, and how many passes changed it, this one included.
+func carry(before []passRecord, obs []idemcheck.Observation) ([]passRecord, error) {
+	out := make([]passRecord, len(obs))
+	for j, o := range obs {
+		r := passRecord{O: o, First: o.Effects}
+		if before != nil {
+			if j >= len(before) || before[j].O.Intent != o.Intent {
+				return nil, fmt.Errorf("the pass before counted the batch otherwise: intent %s is not where it was", o.Intent)
+			}
+			r.First, r.Changes = before[j].First, before[j].Changes
+			if r.Moved = before[j].O.Effects != o.Effects; r.Moved {
+				r.Changes++
+			}
+		}
+		out[j] = r
+	}
+	return out, nil
+}
+
+// recountSpool counts every intent counted during the load again, once
+// the settle bound has passed since loadEnd, and records each count as a
+// recount with the count its intent was judged by.
+func (sk *Soak) recountSpool(ctx context.Context, rec recorder, spool *os.File, loadEnd time.Time) error {
+	if err := sleep(ctx, time.Until(loadEnd.Add(sk.Settle))); err != nil {
+		return err
+	}
+	return fromSpool(ctx, spool, func(_ int, b []spoolEntry) error {
+		obs, err := countBatch(ctx, sk.Effects, b)
+		for j := range obs {
+			judged := b[j].judged
+			obs[j].Recount, obs[j].Judged, obs[j].JudgedAt = true, &judged, b[j].judgedAt
+			rec.observation(obs[j])
+		}
+		return err
+	})
+}
