@@ -48,6 +48,11 @@ const (
 	// together. Reason says why then (a Release* value), Detail in a
 	// sentence; Order is how many were released.
 	WritesReleased EventKind = "writes-released"
+	// HoldReleased: the attempt a hold froze past the lease
+	// (lease-fencing) was let go on, at Time. A retry answered before
+	// then took the key over while the first was frozen; one answered
+	// after it waited for the first.
+	HoldReleased EventKind = "hold-released"
 	// ProviderCalled: the target called a downstream provider double that
 	// idemcheck served for it (a payment provider). Call holds the call;
 	// Intent is the intent it was mapped to (see ProviderCall.Mapped).

@@ -239,9 +239,13 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 	planned := facts(h)
 	calls := callsByIntent(h)
 	unrecovered := map[string]bool{}
+	released := map[string]time.Time{}
 	for _, e := range h.Events {
-		if e.Kind == idemcheck.TargetUnrecovered {
+		switch e.Kind {
+		case idemcheck.TargetUnrecovered:
 			unrecovered[e.Intent] = true
+		case idemcheck.HoldReleased:
+			released[e.Intent] = e.Time
 		}
 	}
 	var out []idemcheck.Anomaly
@@ -250,7 +254,8 @@ func check(h *idemcheck.History, words Words) []idemcheck.Anomaly {
 		if len(atts) == 0 {
 			continue
 		}
-		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check], words: words, unrecovered: unrecovered[in.ID]}
+		ic := intentCheck{policy: p, intent: in, attempts: atts, facts: planned[in.Check], words: words, unrecovered: unrecovered[in.ID],
+			released: released[in.ID]}
 		if b, ok := scheduled[in.ID]; ok {
 			ic.scheduled = &b
 			if b.InTurn {
@@ -301,7 +306,10 @@ type intentCheck struct {
 	// attempts got show the dead connection, not the key store, so only
 	// its effects are judged.
 	unrecovered bool
-	out         []idemcheck.Anomaly
+	// released is when a held first attempt was let go on
+	// (HoldReleased); zero in histories that predate the event.
+	released time.Time
+	out      []idemcheck.Anomaly
 }
 
 // success is a success reply with its decoded identity.

@@ -245,8 +245,16 @@ func (c *intentCheck) missedTakeover() string {
 		return "no retry was sent while the first attempt was frozen"
 	}
 	last := retries[len(retries)-1]
-	tookOver := last.Outcome == idemcheck.Replied && c.policy.Replay(last.Status) &&
-		(first.Outcome != idemcheck.Replied || last.End.Before(first.End))
+	// The retry took over when it was answered while the first was still
+	// frozen: before the hold was released, where the history says when
+	// (a retry waiting on the first's locks is answered only after, and,
+	// both let go at once, may still end before the first does); else
+	// before the first's own answer.
+	whileFrozen := first.Outcome != idemcheck.Replied || last.End.Before(first.End)
+	if !c.released.IsZero() {
+		whileFrozen = last.End.Before(c.released)
+	}
+	tookOver := last.Outcome == idemcheck.Replied && c.policy.Replay(last.Status) && whileFrozen
 	switch {
 	case tookOver:
 		return ""

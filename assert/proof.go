@@ -133,8 +133,11 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 			}
 		}
 		landed, missedWhy, notDead := false, "", ""
+		var released time.Time
 		for _, e := range events[in.ID] {
 			switch e.Kind {
+			case idemcheck.HoldReleased:
+				released = e.Time
 			case idemcheck.TargetNotDead:
 				notDead = e.Detail
 			case idemcheck.FaultLanded:
@@ -166,7 +169,7 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				lt.missed = missedWhy
 			}
 		}
-		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name], words: words}
+		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name], words: words, released: released}
 		if o, ok := obs[in.ID]; ok {
 			ic.obs = &o
 		} else if h.Run.EffectQuery != "" {

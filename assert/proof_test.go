@@ -308,6 +308,19 @@ func TestLeaseFencingWithoutATakeoverIsInconclusive(t *testing.T) {
 	assert.Equal(t, idemcheck.Inconclusive, got.Status)
 	assert.Contains(t, got.Reason, "was answered only after the first had resumed")
 
+	// Both let go at once, the waiting retry's answer may come before the
+	// first's: the release, where the history has it, tells them apart.
+	w.h.Attempts[1].End = t0.Add(2590 * time.Millisecond)
+	w.event(idemcheck.Event{Kind: idemcheck.HoldReleased, Intent: in, Check: c, Time: t0.Add(2580 * time.Millisecond)})
+	r = Report(&w.h)
+	require.Empty(t, r.Anomalies)
+	got = status(t, r, c)
+	assert.Equal(t, idemcheck.Inconclusive, got.Status, "answered after the release, before the first: no takeover")
+	assert.Contains(t, got.Reason, "was answered only after the first had resumed")
+	w.h.Attempts[1].End = t0.Add(2570 * time.Millisecond)
+	got = status(t, Report(&w.h), c)
+	assert.Equal(t, idemcheck.Pass, got.Status, "answered before the release: a takeover. %s", got.Reason)
+
 	// The last retry took the key over while the first was frozen (the
 	// first, resumed, was then refused by the fence): the fence was tested.
 	b.h.Attempts[0].Status, b.h.Attempts[0].RespBody = 409, `{}`

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -427,8 +428,8 @@ type session struct {
 	counted, pending []toCount
 	// accepted says an attempt of the running round was answered with
 	// one of the policy's accepted statuses (a 202): its effect may land
-	// later, and settling awaits it.
-	accepted bool
+	// later, and settling awaits it. A soak's senders set it at once.
+	accepted atomic.Bool
 	// cut says a db-cut or db-cut-after of the running round landed, on cutSQL: the
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool
@@ -448,7 +449,8 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.intents = append(s.intents, in)
 	s.rec.intent(in)
 	s.cut = false
-	s.keys, s.accepted = nil, false
+	s.keys = nil
+	s.accepted.Store(false)
 	// acted: an earlier step of the intent may have taken effect (it was
 	// answered with success, or its reply was cut, or its database write
 	// was let through before a fault), so a later success may be a replay,
@@ -1241,6 +1243,9 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 // them: the first, the retries told the key was in progress before (told),
 // then the last retry.
 func (s *session) releaseHeld(ev faults.HoldEvent, firstDone, retryDone <-chan wire.Result, rres *wire.Result, first, retry idemcheck.Attempt, told ...wire.Result) {
+	// Recorded before the release, so that a retry answered after it
+	// (waiting on the first's locks) is never taken for a takeover.
+	s.event(idemcheck.HoldReleased, first, first.Fault, "", "", "the held attempt was let go on")
 	_ = ev.Release()
 	fres := <-firstDone
 	if rres == nil {
@@ -1409,7 +1414,7 @@ func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
 func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 	s.fill(&a, res)
 	if a.Outcome == idemcheck.Replied && s.Policy.Accepted(a.Status) {
-		s.accepted = true
+		s.accepted.Store(true)
 	}
 	return s.rec.attempt(a)
 }

@@ -170,7 +170,7 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if s.Effects == nil {
 		return nil
 	}
-	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted, ended: time.Now()}
+	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted.Load(), ended: time.Now()}
 	s.counted = append(s.counted, c)
 	if s.Settle > 0 {
 		s.pending = append(s.pending, c)
