@@ -12,6 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/idemchecktest"
+	"github.com/idemcheck/idemcheck/internal/netns"
 	"github.com/idemcheck/idemcheck/internal/testbin"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets/mysqltest"
@@ -160,8 +161,17 @@ func TestTargetSourceErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "DSN goes with Command or Image")
 	_, err = idemchecktest.Check(ctx, idemchecktest.Target{Command: "true", DB: pgtest.Pool(t)})
 	assert.ErrorContains(t, err, "DB goes with Handler or URL")
-	// A configuration error of a started target names the field, not a flag.
-	_, err = idemchecktest.Check(ctx, idemchecktest.Target{Command: "true", DSN: "postgres://u:pw@10.255.255.1/db"})
+}
+
+// A started target's database off loopback is refused before anything is
+// sent, and the configuration error names the field, not a flag. It runs
+// in a network namespace of its own, so that a guard that failed would
+// send nothing anywhere.
+func TestTargetRemoteDSNIsRefused(t *testing.T) {
+	if !netns.Enter(t) {
+		return
+	}
+	_, err := idemchecktest.Check(context.Background(), idemchecktest.Target{Command: "true", DSN: "postgres://u:pw@10.255.255.1/db"})
 	assert.Equal(t, idemcheck.ExitUsage, idemcheck.ExitCode(err))
 	assert.ErrorContains(t, err, "DSN postgres://u:xxxxx@10.255.255.1/db")
 	assert.ErrorContains(t, err, "set AllowRemote")
