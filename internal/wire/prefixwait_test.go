@@ -3,11 +3,11 @@ package wire
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,42 +26,19 @@ type prefixServer struct {
 	heads []time.Time
 }
 
-func (p *prefixServer) serve(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.conn(c)
-		}
-	}()
-	return ln.Addr().String()
-}
+func (p *prefixServer) serve(t *testing.T) string { return rawListener(t, p.conn) }
 
+// conn reads a request's head (http.ReadRequest returns once the head is
+// parsed, before the body), stamps it, reads the body and answers.
 func (p *prefixServer) conn(c net.Conn) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	length := 0
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return
-		}
-		if name, value, ok := strings.Cut(line, ":"); ok && strings.EqualFold(name, "Content-Length") {
-			length, _ = strconv.Atoi(strings.TrimSpace(value))
-		}
-		if line == "\r\n" {
-			break
-		}
+	req, err := http.ReadRequest(bufio.NewReader(c))
+	if err != nil {
+		return
 	}
 	p.mu.Lock()
 	p.heads = append(p.heads, time.Now())
 	p.mu.Unlock()
-	if _, err := br.Discard(length); err != nil {
+	if _, err := io.Copy(io.Discard, req.Body); err != nil {
 		return
 	}
 	_, _ = c.Write([]byte("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"))

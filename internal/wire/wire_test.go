@@ -150,6 +150,20 @@ func TestDoHijackClose(t *testing.T) {
 // rawServer answers every connection with reply after reading the request
 // head, then closes. It stands in for servers that misbehave on the wire.
 func rawServer(t *testing.T, reply string) string {
+	return rawListener(t, func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(conn, reply)
+	})
+}
+
+// rawListener listens on loopback and hands every connection to serve, on
+// a goroutine of its own, closing it when serve returns.
+func rawListener(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -162,13 +176,7 @@ func rawServer(t *testing.T, reply string) string {
 			}
 			go func() {
 				defer conn.Close()
-				br := bufio.NewReader(conn)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				io.WriteString(conn, reply)
+				serve(conn)
 			}()
 		}
 	}()
