@@ -148,6 +148,8 @@ func inWords(words map[Field]Word, args []any) []any {
 	for i, a := range args {
 		out[i] = a
 		switch a := a.(type) {
+		case Phrase:
+			out[i] = a.In(words)
 		case Field:
 			if w, ok := a.in(words); ok {
 				out[i] = w.Name

@@ -443,4 +443,10 @@ type PlannedCheck struct {
 	// carry. A round with neither (an empty 200 to everything, judged from
 	// the wire) shows nothing, and is not counted.
 	CountsExecutions bool `json:"counts_executions,omitempty"`
+	// Partial, when set, says what the check could not send to this
+	// target, and why: a half that needs a power the run lacked (the
+	// database link cut, writes held at the database). The check is
+	// judged on what it sent; the reports say what it did not, so a pass
+	// claims no more than was tried.
+	Partial string `json:"partial,omitempty"`
 }

@@ -96,6 +96,9 @@ type CheckResult struct {
 	// Proof says what shows the check's scenario happened: where its fault
 	// landed, the kills and restarts, how tightly its bursts arrived.
 	Proof string `json:"proof,omitempty"`
+	// Partial, when set, is what the check could not send to this target,
+	// and why (PlannedCheck.Partial): a pass holds for what was sent.
+	Partial string `json:"partial,omitempty"`
 	// Provider is the check's traffic at the target's provider doubles,
 	// when it had any: the retry amplification measured.
 	Provider *ProviderTraffic `json:"provider,omitempty"`

@@ -103,7 +103,7 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 		cr := idemcheck.CheckResult{
 			Name: pc.Name, Status: idemcheck.Pass, Rule: ruleOf(pc), Anomalies: []int{},
 			Intents: ev.rounds, Attempts: ev.attempts, Answered: ev.answered,
-			Provider: providerTraffic(h, pc.Name, calls),
+			Provider: providerTraffic(h, pc.Name, calls), Partial: pc.Partial,
 		}
 		for i, a := range anomalies {
 			if a.Check == pc.Name {
@@ -204,6 +204,9 @@ func contract(h *idemcheck.History, results []idemcheck.CheckResult, words Words
 			rr.Status, rr.Reason = idemcheck.RuleInconclusive, c.Reason
 		default:
 			rr.Status = idemcheck.RuleHeld
+			if c.Partial != "" {
+				rr.Reason = "held for what was sent; not sent: " + c.Partial
+			}
 		}
 		if rr.Status != idemcheck.RuleNotChecked {
 			switch counted[name] {

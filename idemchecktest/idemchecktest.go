@@ -97,6 +97,10 @@ type Target struct {
 	Path   string
 	Body   string
 	Header map[string]string
+	// FailingBody is a body the target fails on by its own logic (a
+	// charge its processor declines), for failed-attempt's half that
+	// needs no fault; empty leaves that half out.
+	FailingBody string
 	// OtherPath is a second endpoint (same method) for cross-endpoint;
 	// empty skips that check.
 	OtherPath string
@@ -197,7 +201,8 @@ var targetWords = map[idemcheck.Field]idemcheck.Word{
 	"Headers": {Name: "Header"}, "Endpoint.Header": {Name: "Header"}, "Endpoint.Base": {Name: "URL"}, "Endpoint.Path": {Name: "Path"},
 	"DB": {Name: "DB", Set: "set DB (or DSN for a Command or Image)"}, "AllowRemote": {Name: "AllowRemote", Set: "set AllowRemote"},
 	"Powers": {Name: "Command", Set: "set Command or Image"}, "Endpoint.Other": {Name: "OtherPath", Set: "set OtherPath"},
-	"Sign": {Name: "Sign.Scheme", Set: "set Sign"}, "SignSecret": {Name: "Sign.Secret"}, "SignHeader": {Name: "Sign.Header"}, "SignSkew": {Name: "Sign.Skew"},
+	"Endpoint.FailingBody": {Name: "FailingBody", Set: "set FailingBody"},
+	"Sign":                 {Name: "Sign.Scheme", Set: "set Sign"}, "SignSecret": {Name: "Sign.Secret"}, "SignHeader": {Name: "Sign.Header"}, "SignSkew": {Name: "Sign.Skew"},
 }
 
 // inTargetWords is err with the fields it names said as Target's; it
@@ -227,7 +232,7 @@ func (t Target) config(ctx context.Context) (certify.Config, func(), error) {
 	}
 	spec := config.Spec{
 		Handler: t.Handler, URL: t.URL, Command: t.Command, Instances: 1, Image: t.Image, Env: t.Env, Providers: t.Providers, DSN: t.DSN, DBEngine: t.DBEngine,
-		Method: t.Method, Path: t.Path, Body: t.Body, OtherPath: t.OtherPath,
+		Method: t.Method, Path: t.Path, Body: t.Body, FailingBody: t.FailingBody, OtherPath: t.OtherPath,
 		Policy: idemcheck.IETF(), DB: t.DB, EffectSQL: t.EffectSQL, EffectArgs: t.EffectArgs,
 		Checks: t.Checks, SkipChecks: t.SkipChecks, Options: scenarios.Defaults, Words: targetWords,
 	}

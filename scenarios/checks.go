@@ -48,6 +48,11 @@ type Check struct {
 	// idemcheck.Setting values (Plan says them in its caller's words), or
 	// the zero Phrase; nil for a check that applies to every target.
 	Skip func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase
+	// Partial returns what the check, though it applies, cannot send to
+	// this target (a half that needs a power the target lacks), naming
+	// what would let it, or the zero Phrase; nil for a check that always
+	// sends all of itself.
+	Partial func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase
 }
 
 // skip returns why c does not apply to this target in words, or "".
@@ -111,6 +116,9 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 			return nil, nil, err
 		}
 		pc := c.Planned(c.skip(p, e, t, words))
+		if pc.Skip == "" && c.Partial != nil {
+			pc.Partial = c.Partial(p, e, t).In(words)
+		}
 		if pc.Skip == "" {
 			built := c.Build(o, e, t)
 			for i := range built {
@@ -230,6 +238,13 @@ var registry = []Check{
 			}
 			return scs
 		},
+		Partial: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+			if why := needsDBLink(p, e, t); !why.IsZero() {
+				return unless("the bursts were timed at the client, not held at the database: a race window narrower than their "+
+					"arrival spread can be missed, and no burst wrote in turn (last writer wins); holding the writes %s", why)
+			}
+			return idemcheck.Phrase{}
+		},
 	},
 	{
 		Name:             idemcheck.CheckSequentialReplay,
@@ -319,6 +334,18 @@ var registry = []Check{
 			}
 			return needsDBLink(p, e, t)
 		},
+		Partial: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+			why := needsDBLink(p, e, t)
+			switch {
+			case !why.IsZero():
+				return unless("only failures the target answers were sent; no attempt failed inside the server on a cut "+
+					"database link (before or after its commit), which %s", why)
+			case e.FailingBody == nil:
+				return unless("no attempt failed by the target's own logic (a declined payment): give a body it fails on (%s)",
+					idemcheck.Setting("Endpoint.FailingBody"))
+			}
+			return idemcheck.Phrase{}
+		},
 	},
 	// Without a lease the crash checks still run: a key still in progress
 	// after the restart and a bounded wait is a stuck key, and the report
@@ -385,6 +412,12 @@ var registry = []Check{
 				scs = append(scs, RedeliveryAfterFailingBody(o.FaultRounds))
 			}
 			return scs
+		},
+		Partial: func(_ idemcheck.Policy, _ Endpoint, t target) idemcheck.Phrase {
+			if !t.powers {
+				return unless("no delivery failed inside the consumer on a cut database link: that %s", noPowers)
+			}
+			return idemcheck.Phrase{}
 		},
 		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.KeyPointer == "" },
 			unless("for webhook and queue consumers: the policy names no key_pointer (the event id in the body; %s)", idemcheck.Setting("Policy.KeyPointer"))),

@@ -15,6 +15,7 @@ import (
 	idemassert "github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/targets"
 )
 
 // Every check is whole: a unique name, its rule and a build; the
@@ -174,4 +175,53 @@ func kindsOf(as []idemcheck.Anomaly) []idemcheck.Kind {
 		out = append(out, a.Kind)
 	}
 	return out
+}
+
+// noLinkPowers stands for a target the harness started on a database
+// whose link it cannot fault (MariaDB), for planning only.
+type noLinkPowers struct{ targets.Powers }
+
+func (noLinkPowers) NoDBLink() string {
+	return "the database is MariaDB, whose link idemcheck does not fault"
+}
+
+// A check that applies but cannot send all of itself says what it left
+// out and why, in the plan: by URL, failed-attempt sends only the failing
+// body and concurrent-burst only timed bursts; with the link, all of each.
+func TestPlanSaysWhatACheckCouldNotSend(t *testing.T) {
+	failing := idemcheck.MustTemplate(`{"a":402}`)
+	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`), FailingBody: &failing}
+	names := []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckFailedAttempt, idemcheck.CheckSequentialReplay}
+	partial := func(powers targets.Powers, e Endpoint) map[string]string {
+		_, plan, err := Plan(names, Defaults, idemcheck.IETF(), e, powers, nil)
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, pc := range plan {
+			if pc.Skip == "" {
+				out[pc.Name] = pc.Partial
+			}
+		}
+		return out
+	}
+	byURL := partial(nil, e)
+	assert.Contains(t, byURL[idemcheck.CheckConcurrentBurst], "timed at the client")
+	assert.Contains(t, byURL[idemcheck.CheckConcurrentBurst], noPowers.String(), "names what would let it")
+	assert.Contains(t, byURL[idemcheck.CheckFailedAttempt], "cut database link")
+	assert.Empty(t, byURL[idemcheck.CheckSequentialReplay], "a check that sends all of itself says nothing")
+
+	mariadb := partial(noLinkPowers{}, e)
+	assert.Contains(t, mariadb[idemcheck.CheckFailedAttempt], "MariaDB")
+	assert.Contains(t, mariadb[idemcheck.CheckConcurrentBurst], "MariaDB")
+
+	started := partial(stubPowers{}, e)
+	assert.Empty(t, started[idemcheck.CheckConcurrentBurst])
+	assert.Empty(t, started[idemcheck.CheckFailedAttempt])
+	noFailing := partial(stubPowers{}, Endpoint{Body: e.Body})
+	assert.Contains(t, noFailing[idemcheck.CheckFailedAttempt], "FailingBody", "the half a failing body would add")
+
+	// Said in a program's words.
+	_, plan, err := Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), e, nil,
+		map[idemcheck.Field]idemcheck.Word{"Powers": {Name: "--cmd", Set: "--cmd or --image"}})
+	require.NoError(t, err)
+	assert.Contains(t, plan[0].Partial, "let idemcheck start it (--cmd or --image)")
 }

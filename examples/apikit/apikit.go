@@ -22,11 +22,32 @@ import (
 // check that catches the bug and the anomaly kind that check reports (both
 // empty for a reference): idemcheck's stable names, written out so that an
 // example does not depend on the harness that tests it. Impl is what the
-// API needs to run the variant.
+// API needs to run the variant. Needs says what idemcheck must be able
+// to do to the running API for Check to reach the bug (NeedsLink,
+// NeedsProvider); empty when any run reaches it, by URL too.
 type Variant[N ~string, I any] struct {
 	Name           N
 	Check, Anomaly string
+	Needs          string
 	Impl           I
+}
+
+// What a variant's bug needs idemcheck to be able to do (Variant.Needs).
+const (
+	// NeedsLink: hold or cut the API's database link, which idemcheck
+	// owns only for an API it starts (a timed burst misses a narrow race;
+	// a failure inside the server needs the link cut).
+	NeedsLink = "database link"
+	// NeedsProvider: watch the API's calls to its payment provider,
+	// through a double idemcheck serves to an API it starts.
+	NeedsProvider = "payment provider double"
+)
+
+// Needs says what idemcheck must be able to do for n's check to reach
+// its bug (Variant.Needs).
+func (vs Variants[N, I]) Needs(n N) string {
+	v, _ := vs.Lookup(n)
+	return v.Needs
 }
 
 // Variants lists an API's variants, its reference first.

@@ -64,6 +64,11 @@ func ParseVariant(s string) (Variant, error) { return zoo.Parse("orders", s) }
 // beyond the default request; the variant's file and zoo.go say which.
 func Expectation(v Variant) (check, anomaly string) { return zoo.Expectation(v) }
 
+// Needs says what idemcheck must be able to do to the running API for
+// v's check to reach its bug (apikit.NeedsLink, apikit.NeedsProvider);
+// "" when a run by URL reaches it too.
+func Needs(v Variant) string { return zoo.Needs(v) }
+
 // Config tunes a Server. The zero value is the production reference.
 type Config struct {
 	Variant Variant // default Reference

@@ -86,11 +86,12 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	{Name: CheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: checkThenInsert},
 	// The read and the write are one round trip apart: a timed burst
 	// mostly misses it, a scheduled one never does.
-	{Name: NarrowCheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: narrowCheckThenInsert},
+	{Name: NarrowCheckThenInsert, Check: "concurrent-burst", Anomaly: "duplicate-effect", Needs: apikit.NeedsLink, Impl: narrowCheckThenInsert},
 	// A claim taken by last writer wins: it shows when a copy's write
 	// lands after another copy finished, which timing gives in some rounds
-	// and writes released in turn give in every one.
-	{Name: UpsertClaim, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: upsertClaim},
+	// and writes released in turn give in every one (so a run by URL,
+	// whose bursts are timed, may miss it: NeedsLink).
+	{Name: UpsertClaim, Check: "concurrent-burst", Anomaly: "duplicate-effect", Needs: apikit.NeedsLink, Impl: upsertClaim},
 	{Name: NoFingerprint, Check: "payload-mismatch", Anomaly: "payload-mismatch-accepted", Impl: noFingerprint},
 	{Name: RawBytesFingerprint, Check: "reordered-body", Anomaly: "false-mismatch", Impl: rawBytesFingerprint},
 	// The check sends the order's key and body to POST /payments, which
@@ -109,10 +110,10 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	{Name: ShortTTL, Check: "sequential-replay", Anomaly: "fresh-result-on-replay", Impl: shortTTL},
 	// The check's first attempt must fail inside its work transaction
 	// (the database link cut mid-transaction, or a database error).
-	{Name: ClaimNeverReleased, Check: "failed-attempt", Anomaly: "stuck-key", Impl: claimNeverReleased},
+	{Name: ClaimNeverReleased, Check: "failed-attempt", Anomaly: "stuck-key", Needs: apikit.NeedsLink, Impl: claimNeverReleased},
 	// The check's first attempt must fail after its work committed: the
 	// database link cut once the database had answered the COMMIT.
-	{Name: ReleaseOnError, Check: "failed-attempt", Anomaly: "duplicate-effect", Impl: releaseOnError},
+	{Name: ReleaseOnError, Check: "failed-attempt", Anomaly: "duplicate-effect", Needs: apikit.NeedsLink, Impl: releaseOnError},
 	// The crash must fall between the claim and the commit.
 	{Name: NoLease, Check: "crash-lease", Anomaly: "stuck-key", Impl: noLease},
 	{Name: LeaseNoFencing, Check: "lease-fencing", Anomaly: "duplicate-effect", Impl: leaseNoFencing},
@@ -121,7 +122,7 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	{Name: SeparateKeyStore, Check: "crash-lease", Anomaly: "duplicate-effect", Impl: separateKeyStore},
 	// The burst must reach two instances on one database (RoundRobin, or
 	// the binary's -instances 2).
-	{Name: InMemoryLock, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: inMemoryLock},
+	{Name: InMemoryLock, Check: "concurrent-burst", Anomaly: "duplicate-effect", Needs: apikit.NeedsLink, Impl: inMemoryLock},
 	// The retry must come after a restart of the target.
 	{Name: InMemoryKeyStore, Check: "restart-replay", Anomaly: "duplicate-effect", Impl: inMemoryKeyStore},
 	// The kill must fall after the order's COMMIT and before the key's
@@ -138,9 +139,9 @@ var zoo = apikit.Variants[Variant, func(*steps)]{
 	// The variants below charge a payment provider (PROVIDER_URL, a
 	// double idemcheck serves): without one they are the reference.
 	// A failed first attempt charged; its retry charges again.
-	{Name: FreshProviderKey, Check: "failed-attempt", Anomaly: "provider-duplicate-charge", Impl: freshProviderKey},
-	{Name: NoProviderKey, Check: "concurrent-burst", Anomaly: "provider-call-without-key", Impl: noProviderKey},
+	{Name: FreshProviderKey, Check: "failed-attempt", Anomaly: "provider-duplicate-charge", Needs: apikit.NeedsProvider, Impl: freshProviderKey},
+	{Name: NoProviderKey, Check: "concurrent-burst", Anomaly: "provider-call-without-key", Needs: apikit.NeedsProvider, Impl: noProviderKey},
 	// The crash must fall after the charge and before the work's COMMIT.
-	{Name: ProviderKeyPerAttempt, Check: "crash-lease", Anomaly: "provider-duplicate-charge", Impl: providerKeyPerAttempt},
-	{Name: ChargeAfterCommit, Check: "lost-reply", Anomaly: "provider-call-without-key", Impl: chargeAfterCommit},
+	{Name: ProviderKeyPerAttempt, Check: "crash-lease", Anomaly: "provider-duplicate-charge", Needs: apikit.NeedsProvider, Impl: providerKeyPerAttempt},
+	{Name: ChargeAfterCommit, Check: "lost-reply", Anomaly: "provider-call-without-key", Needs: apikit.NeedsProvider, Impl: chargeAfterCommit},
 }

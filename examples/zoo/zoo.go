@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
+	"github.com/idemcheck/idemcheck/examples/apikit"
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/examples/ordersmysql"
 	"github.com/idemcheck/idemcheck/examples/payments"
@@ -54,6 +55,11 @@ type Entry struct {
 	// Scheme is a signed entry's signing scheme (scenarios.SignSchemes);
 	// empty is standard-webhooks.
 	Scheme string
+	// Needs says what idemcheck must be able to do to the running entry
+	// for Check to reach its bug (apikit.NeedsLink, apikit.NeedsProvider);
+	// empty when a run by URL reaches it too. A run that could not, and
+	// missed the bug, is neither a catch nor a miss (Row.Unreachable).
+	Needs string
 }
 
 // Name is "app/variant" ("webhooks-signed/variant" for a consumer signed
@@ -137,7 +143,7 @@ func Entries() []Entry {
 	var out []Entry
 	for _, v := range orders.Variants() {
 		c, a := orders.Expectation(v)
-		out = append(out, Entry{App: "orders", Variant: string(v), Check: c, Anomaly: a})
+		out = append(out, Entry{App: "orders", Variant: string(v), Check: c, Anomaly: a, Needs: orders.Needs(v)})
 	}
 	// Services that die on a dropped database link: the correct one must
 	// pass (the crashes reported apart), and one that also keeps its keys
@@ -146,7 +152,7 @@ func Entries() []Entry {
 	out = append(out,
 		Entry{App: "orders", Variant: string(orders.Reference), Flags: ExitOnDBError},
 		Entry{App: "orders", Variant: string(orders.InMemoryKeyStore), Flags: ExitOnDBError,
-			Check: idemcheck.CheckFailedAttempt, Anomaly: string(idemcheck.DuplicateEffect)},
+			Check: idemcheck.CheckFailedAttempt, Anomaly: string(idemcheck.DuplicateEffect), Needs: apikit.NeedsLink},
 	)
 	for _, v := range webhooks.Variants() {
 		if v == webhooks.SignedAfterWork {
@@ -426,6 +432,12 @@ type Row struct {
 	// target exited under a fault): apart from the verdict, so neither a
 	// catch nor a false alarm.
 	Robustness map[string][]idemcheck.Kind
+	// Partial are the checks that could not send all of themselves to
+	// the target, with what they left out and why.
+	Partial map[string]string
+	// ProviderWatched says a check saw the target's calls to a provider
+	// double.
+	ProviderWatched bool
 }
 
 // ran reports whether the report holds check c.
@@ -438,9 +450,15 @@ func Robust(k idemcheck.Kind) bool { return k.Class() == idemcheck.RobustnessFin
 // NewRow reads a report.
 func NewRow(e Entry, r idemcheck.Report) Row {
 	row := Row{Entry: e, Found: map[string][]idemcheck.Kind{}, Skipped: map[string]string{}, Inconclusive: map[string]string{},
-		Robustness: map[string][]idemcheck.Kind{}}
+		Robustness: map[string][]idemcheck.Kind{}, Partial: map[string]string{}}
 	for _, c := range r.Checks {
 		row.Ran = append(row.Ran, c.Name)
+		if c.Partial != "" {
+			row.Partial[c.Name] = c.Partial
+		}
+		if c.Provider != nil {
+			row.ProviderWatched = true
+		}
 		if c.Status == idemcheck.Skip {
 			row.Skipped[c.Name] = c.Reason
 		}
@@ -491,16 +509,32 @@ func (r Row) Caught() bool {
 	return slices.Contains(r.Found[r.Entry.Check], idemcheck.Kind(r.Entry.Anomaly))
 }
 
-// Unreachable says why a buggy variant's expected check did not apply
-// (certified by URL, a check that needs a hold on the target's processes
-// or links is skipped): its bug cannot be caught in that mode, which is
-// neither a catch nor a miss. "" when the check applied, and for a
+// Unreachable says why a buggy variant's bug was out of this run's reach:
+// its expected check did not apply (certified by URL, a check that needs
+// a hold on the target's processes or links is skipped), or it applied
+// without the half the bug needs (Entry.Needs: its bursts timed, not held
+// at the database; no failure inside the server; no provider double to
+// watch). A run that missed the bug for that is neither a catch nor a
+// miss. "" when the run caught the bug, when it could have, and for a
 // reference.
 func (r Row) Unreachable() string {
-	if r.Entry.Reference() {
+	if r.Entry.Reference() || r.Caught() {
 		return ""
 	}
-	return r.Skipped[r.Entry.Check]
+	if why := r.Skipped[r.Entry.Check]; why != "" {
+		return why
+	}
+	switch r.Entry.Needs {
+	case apikit.NeedsLink:
+		if p := r.Partial[r.Entry.Check]; p != "" {
+			return "its bug needs idemcheck to hold or cut the database link: " + p
+		}
+	case apikit.NeedsProvider:
+		if !r.ProviderWatched {
+			return "its bug shows only at the payment provider, which idemcheck watches through a double it serves to a target it starts"
+		}
+	}
+	return ""
 }
 
 // WriteMatrix prints the detection matrix: one row per entry, one column
@@ -561,11 +595,13 @@ func WriteMatrix(w io.Writer, rows []Row) {
 			}
 		case r.Entry.Reference():
 			verdict = "FALSE ALARM"
+		case r.Unreachable() != "":
+			verdict = "out of reach"
 		case !r.Caught():
 			verdict = "MISSED"
 		}
 		total++
-		if r.Caught() {
+		if r.Caught() || r.Unreachable() != "" {
 			caught++
 		}
 		fmt.Fprintf(w, " %s", verdict)

@@ -29,6 +29,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"Endpoint.Header":        {Name: "--header"},
 		"Tenants":                {Name: "--tenant", Set: "--tenant 'Authorization: Bearer A' --tenant 'Authorization: Bearer B'"},
 		"FailingBody":            {Name: "--failing-body"},
+		"Endpoint.FailingBody":   {Name: "--failing-body", Set: "give --failing-body"},
 		"InvalidBody":            {Name: "--invalid-body", Set: "give --invalid-body"},
 		"OtherPath":              {Name: "--other-path"},
 		"Endpoint.Other":         {Name: "--other-path", Set: "pass --other-path"},

@@ -166,6 +166,9 @@ func junitSuiteOf(r idemcheck.Report) (junitSuite, error) {
 		if ch.Rule != "" {
 			out = "rule: " + ch.Rule + "\n" + out
 		}
+		if ch.Partial != "" && ch.Status != idemcheck.Skip {
+			out += "\nnot sent: " + oneLine(ch.Partial, 1<<12)
+		}
 		for _, i := range ch.Remarks {
 			if i < 0 || i >= len(r.Remarks) {
 				return s, fmt.Errorf("report %q, check %s: remark index %d is outside the report's %d remarks", suiteName(r), ch.Name, i, len(r.Remarks))

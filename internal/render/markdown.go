@@ -154,6 +154,9 @@ func markdownReport(b *strings.Builder, r idemcheck.Report) error {
 		if ch.Reason != "" {
 			status += ": " + escapeInline(oneLine(ch.Reason, 300))
 		}
+		if ch.Partial != "" && ch.Status != idemcheck.Skip {
+			status += "; not sent: " + escapeInline(oneLine(ch.Partial, 300))
+		}
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %d |\n", escapeInline(oneLine(ch.Name, 100)), status, ch.Intents, ch.Attempts, len(as))
 	}
 

@@ -119,6 +119,9 @@ func WriteText(w io.Writer, r idemcheck.Report, colour bool) {
 		if ch.Status == idemcheck.Pass && ch.Proof != "" {
 			fmt.Fprintf(w, "  %s%s%s\n", c.dim, indent(wrap(ch.Proof, 90), "           "), c.reset)
 		}
+		if ch.Partial != "" && ch.Status != idemcheck.Skip {
+			fmt.Fprintf(w, "  %s%s%s\n", c.dim, indent(wrap("not sent: "+Printable(ch.Partial), 90), "           "), c.reset)
+		}
 	}
 	writeFindings(w, r.Anomalies, c, true)
 	if len(r.Anomalies) > 0 {

@@ -315,3 +315,30 @@ func TestWriteShowsEveryRemarkApartFromTheVerdict(t *testing.T) {
 	assert.NotContains(t, out, "more intent")
 	assert.Contains(t, out, "verdict PASS: 0 anomalies (and 2 remarks apart from it)")
 }
+
+// A check that passed on part of itself says, in every format, what it
+// did not send; a skipped one says only why it was skipped.
+func TestEveryFormatSaysWhatACheckDidNotSend(t *testing.T) {
+	r := idemcheck.Report{
+		Verdict: idemcheck.Pass,
+		Target:  idemcheck.Target{URL: "http://127.0.0.1:1", Method: "POST", Path: "/orders"},
+		Checks: []idemcheck.CheckResult{
+			{Name: "failed-attempt", Status: idemcheck.Pass, Anomalies: []int{}, Intents: 2, Attempts: 4, Proof: "2 of 2 rounds happened as meant",
+				Partial: "only failures the target answers were sent"},
+			{Name: "crash-lease", Status: idemcheck.Skip, Anomalies: []int{}, Reason: "needs --cmd", Partial: "never shown"},
+		},
+	}
+	var b bytes.Buffer
+	WriteText(&b, r, false)
+	assert.Contains(t, b.String(), "not sent: only failures the target answers were sent")
+	for name, write := range map[string]func(*bytes.Buffer) error{
+		"markdown": func(b *bytes.Buffer) error { return WriteMarkdown(b, []idemcheck.Report{r}) },
+		"junit":    func(b *bytes.Buffer) error { return WriteJUnit(b, []idemcheck.Report{r}) },
+		"html":     func(b *bytes.Buffer) error { return WriteHTML(b, []*HTMLPage{NewHTMLPage(r, nil)}) },
+	} {
+		b.Reset()
+		assert.NoError(t, write(&b), name)
+		assert.Contains(t, strings.ToLower(b.String()), "not sent: only failures the target answers were sent", name)
+		assert.NotContains(t, b.String(), "never shown", name)
+	}
+}

@@ -364,7 +364,7 @@ var Words = func() map[idemcheck.Field]idemcheck.Word {
 		"Headers": {Name: "headers"}, "Endpoint.Header": {Name: "headers"}, "Tenants": {Name: "tenants"},
 		"Sign": {Name: "sign.scheme", Set: "set sign: {scheme: …, secret: '${NAME}'}"}, "SignSecret": {Name: "sign.secret"},
 		"SignHeader": {Name: "sign.header"}, "SignSkew": {Name: "sign.skew"},
-		"MismatchBody": {Name: "mismatch_body"}, "FailingBody": {Name: "failing_body"}, "InvalidBody": {Name: "invalid_body"},
+		"MismatchBody": {Name: "mismatch_body"}, "FailingBody": {Name: "failing_body"}, "Endpoint.FailingBody": {Name: "failing_body", Set: "set failing_body"}, "InvalidBody": {Name: "invalid_body"},
 		"OtherMethod": {Name: "cross_endpoint.method"}, "OtherPath": {Name: "cross_endpoint.path"}, "OtherBody": {Name: "cross_endpoint.body"},
 		"DSN": {Name: "db"}, "DB": {Name: "db", Set: "set db here or under target (such as db: ${DATABASE_URL})"},
 		"EffectSQL": {Name: "sql"}, "EffectArgs": {Name: "args"}, "EffectHTTP": {Name: "http"}, "EffectCount": {Name: "count"},
