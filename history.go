@@ -176,7 +176,35 @@ type Settle struct {
 	Awaited bool `json:"awaited,omitempty"`
 	// Changes is how many times the count changed while it was polled.
 	Changes int `json:"changes,omitempty"`
+	// Operations are the intent's accepted operations as their status
+	// monitors last told them (Policy.StatusPointer), one per accepted
+	// attempt; the count settled only once all were over.
+	Operations []Operation `json:"operations,omitempty"`
 }
+
+// Operation is what an accepted attempt's status monitor said while its
+// intent's effects settled.
+type Operation struct {
+	// Attempt is the accepted attempt; URL the monitor's path (and query)
+	// on the target, secrets hidden.
+	Attempt int    `json:"attempt"`
+	URL     string `json:"url"`
+	// State is the last state read at the policy's StatusPointer, Polls
+	// how many reads were taken, and Over is OperationDone, OperationFailed
+	// or "" (still pending when the bound ran out, or never readable).
+	State string `json:"state,omitempty"`
+	Polls int    `json:"polls"`
+	Over  string `json:"over,omitempty"`
+	// Error says why the monitor could not be read (no Location, another
+	// origin, a non-2xx answer, no state at the pointer); the last one.
+	Error string `json:"error,omitempty"`
+}
+
+// The values of Operation.Over.
+const (
+	OperationDone   = "done"
+	OperationFailed = "failed"
+)
 
 // Unsettled reports whether the observation's count was still changing
 // when its settle bound ran out.

@@ -81,6 +81,25 @@ type Policy struct {
 	// reports it as a conformance remark apart from the verdict: nothing
 	// was lost or duplicated. Two keys taken for one is a failure either way.
 	KeySyntax string `json:"key_syntax,omitempty"`
+	// StatusPointer, when set, says the API tells an accepted request's
+	// operation status (RFC 9110 section 15.3.3: a 202 "ought to ...
+	// point to a status monitor"): it is the JSON pointer of the state in
+	// the monitor's representation ("/status"). While effects settle,
+	// each accepted attempt's monitor is read (GET) until its state is
+	// one of StatusDone or StatusFailed: a count is settled only once
+	// every operation of the intent is over.
+	StatusPointer string `json:"status_pointer,omitempty"`
+	// StatusDone and StatusFailed are the states that mean the operation
+	// finished ("succeeded") or failed for good ("failed"); any other is
+	// pending. An operation that failed owes no effect.
+	StatusDone   []string `json:"status_done,omitempty"`
+	StatusFailed []string `json:"status_failed,omitempty"`
+	// StatusURLPointer is the JSON pointer, in the accepted reply's body,
+	// of the monitor's URL ("/links/status"); empty takes the reply's
+	// Location header (or Content-Location). A URL relative to the
+	// target, or absolute on the target's own origin: idemcheck reads no
+	// other.
+	StatusURLPointer string `json:"status_url_pointer,omitempty"`
 }
 
 // The values of Policy.KeySyntax.
@@ -327,6 +346,19 @@ func (p Policy) Validate() error {
 		}
 		if p.Replay(s) {
 			return policyErrorf("in_progress_statuses", "in_progress_statuses: %d is also a success status, and a reply cannot be both", s)
+		}
+	}
+	switch {
+	case p.StatusPointer == "" && (len(p.StatusDone) > 0 || len(p.StatusFailed) > 0 || p.StatusURLPointer != ""):
+		return policyErrorf("status_pointer", "status_pointer is empty: give the JSON pointer of the state in the status monitor's answer (such as /status) for status_done, status_failed or status_url_pointer to mean anything")
+	case p.StatusPointer != "" && len(p.StatusDone) == 0:
+		return policyErrorf("status_done", "status_done is empty: give the states that mean an accepted operation finished, such as [succeeded]")
+	case p.StatusPointer != "" && len(p.AcceptedStatuses) == 0:
+		return policyErrorf("accepted_statuses", "accepted_statuses is empty: status_pointer reads the status monitor of an accepted (202) reply")
+	}
+	for _, d := range p.StatusDone {
+		if slices.Contains(p.StatusFailed, d) {
+			return policyErrorf("status_failed", "status_failed: %q is also in status_done, and an operation cannot be both", d)
 		}
 	}
 	switch p.KeySyntax {

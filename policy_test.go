@@ -62,6 +62,14 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"in-progress list out of range", func(p *Policy) { p.InProgressStatuses = []int{409, 99} }, "in_progress_statuses", "99 is not an HTTP status"},
 		{"in-progress list holds a success", func(p *Policy) { p.InProgressStatuses = []int{409, 201} }, "in_progress_statuses", "201 is also a success status"},
 		{"in-progress list without the main status", func(p *Policy) { p.InProgressStatuses = []int{423} }, "in_progress_statuses", "does not hold in_progress_status 409"},
+		{"done states without a status pointer", func(p *Policy) { p.StatusDone = []string{"succeeded"} }, "status_pointer", "status_pointer is empty"},
+		{"a status pointer without done states", func(p *Policy) { p.StatusPointer = "/status" }, "status_done", "status_done is empty"},
+		{"a state both done and failed", func(p *Policy) {
+			p.StatusPointer, p.StatusDone, p.StatusFailed = "/status", []string{"over"}, []string{"over"}
+		}, "status_failed", `"over" is also in status_done`},
+		{"a status pointer without accepted statuses", func(p *Policy) {
+			p.StatusPointer, p.StatusDone, p.AcceptedStatuses = "/status", []string{"succeeded"}, nil
+		}, "accepted_statuses", "accepted_statuses is empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

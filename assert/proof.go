@@ -77,6 +77,9 @@ type checkEvidence struct {
 	settled     int
 	settleWait  time.Duration
 	settlePolls int
+	// operations counts the accepted operations followed to their end on
+	// their status monitors in those rounds, done those that finished.
+	operations, done int
 	// uncounted are the rounds with no effect count in a history whose
 	// run counted effects (Run.EffectQuery): its records were cut or
 	// edited, and what it lacks could have failed the check.
@@ -187,6 +190,14 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 				ev.settled++
 				ev.settleWait = max(ev.settleWait, st.Waited)
 				ev.settlePolls = max(ev.settlePolls, st.Polls)
+				for _, op := range st.Operations {
+					if op.Over != "" {
+						ev.operations++
+					}
+					if op.Over == idemcheck.OperationDone {
+						ev.done++
+					}
+				}
 			}
 		}
 		switch {
@@ -358,6 +369,10 @@ func (ev *checkEvidence) verdict() (status idemcheck.Status, proof, reason strin
 	if ev.settled > 0 {
 		parts = append(parts, fmt.Sprintf("effects counted once settled in %d of %d rounds (the longest wait %v, %s at most)",
 			ev.settled, ev.rounds, ev.settleWait.Round(10*time.Millisecond), count(ev.settlePolls, "poll")))
+		if ev.operations > 0 {
+			parts[len(parts)-1] += fmt.Sprintf(", once %s had said its operation was over (%d done, %d failed)",
+				count(ev.operations, "status monitor"), ev.done, ev.operations-ev.done)
+		}
 	}
 	if ev.refusals > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" by the handler (%d refused before it by a rate limit: 429, or 503 with Retry-After)", ev.refusals)

@@ -29,6 +29,9 @@ func (c *intentCheck) effectsPending(promised int64) string {
 	if o == nil || o.Effects >= promised && !o.Unsettled() {
 		return ""
 	}
+	if why := operationsPending(o); why != "" {
+		return why
+	}
 	if o.Unsettled() && o.Settle.Awaited && o.Effects == 0 && o.Settle.Changes == 0 {
 		s := o.Settle
 		return fmt.Sprintf("it was answered %d (accepted, effect pending), and no effect had appeared when the settle bound ran out "+
@@ -123,4 +126,35 @@ func (c *intentCheck) checkLate(allowed, promised int64) {
 			"a second effect appeared after the reply and after it was judged, as a background job run again after its effect committed leaves one.",
 			o.Effects, settled, after+":", r.Effects, allowed, effectQueryText(o)),
 		observed)
+}
+
+// operationsPending says why an intent whose accepted operations were
+// followed on their status monitors (Settle.Operations) cannot be judged
+// short: one was still pending, or unreadable, when the bound ran out, or
+// every one failed, so the API itself says no effect was owed. "" when
+// every operation finished, or none was followed: a count short of a
+// finished operation is a lost effect.
+func operationsPending(o *idemcheck.Observation) string {
+	if o.Settle == nil || len(o.Settle.Operations) == 0 {
+		return ""
+	}
+	ops := o.Settle.Operations
+	failed := 0
+	for _, op := range ops {
+		switch {
+		case op.Over == idemcheck.OperationFailed:
+			failed++
+		case op.Over == "" && op.URL != "" && op.Error != "":
+			return fmt.Sprintf("the status monitor of attempt %d (GET %s) could not be read when the settle bound ran out (%s): "+
+				"the operation may still be pending, and the count alone cannot tell", op.Attempt, op.URL, op.Error)
+		case op.Over == "" && op.URL != "":
+			return fmt.Sprintf("the status monitor of attempt %d (GET %s) still said %q after %s, when the settle bound ran out (%v): "+
+				"the operation is pending, so its effect is not lost yet", op.Attempt, op.URL, op.State, count(op.Polls, "read"), o.Settle.Bound)
+		}
+	}
+	if failed == len(ops) {
+		return fmt.Sprintf("every accepted operation of the intent failed (the status monitor of attempt %d said %q): "+
+			"the API owes no effect for it, so its count shows nothing about idempotency", ops[0].Attempt, ops[0].State)
+	}
+	return ""
 }

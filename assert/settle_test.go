@@ -119,3 +119,31 @@ func TestLateDuplicateEffect(t *testing.T) {
 	// The recount is not the count the intent is judged by.
 	assert.EqualValues(t, 0, b.h.ObservationsByIntent()[id].Effects)
 }
+
+// An intent whose accepted operations were followed on their status
+// monitors: one that failed owes no effect (undecided, never lost); one
+// still pending at the bound is undecided with the state it gave; one
+// that finished with no effect counted is a lost effect.
+func TestOperationsDecideWhatIsOwed(t *testing.T) {
+	ops := func(over, state string) idemcheck.Settle {
+		return idemcheck.Settle{Bound: 2 * time.Second, Quiet: 500 * time.Millisecond, Waited: time.Second, Polls: 4, Settled: over != "", Awaited: true,
+			Operations: []idemcheck.Operation{{Attempt: 1, URL: "/payments/A", State: state, Polls: 4, Over: over}}}
+	}
+	b := newHist(t, idemcheck.IETF(), burst)
+	settled(b, acceptedBurst(b, 0), ops(idemcheck.OperationFailed, "failed"), time.Second)
+	assert.Empty(t, Check(&b.h))
+	r := Report(&b.h)
+	assert.Equal(t, idemcheck.Inconclusive, r.Checks[0].Status)
+	assert.Contains(t, r.Checks[0].Reason, `every accepted operation of the intent failed (the status monitor of attempt 1 said "failed")`)
+
+	b = newHist(t, idemcheck.IETF(), burst)
+	settled(b, acceptedBurst(b, 0), ops("", "queued"), time.Second)
+	assert.Empty(t, Check(&b.h))
+	r = Report(&b.h)
+	assert.Equal(t, idemcheck.Inconclusive, r.Checks[0].Status)
+	assert.Contains(t, r.Checks[0].Reason, `(GET /payments/A) still said "queued" after 4 reads`)
+
+	b = newHist(t, idemcheck.IETF(), burst)
+	settled(b, acceptedBurst(b, 0), ops(idemcheck.OperationDone, "succeeded"), time.Second)
+	assert.Equal(t, []idemcheck.Kind{idemcheck.LostEffect}, kinds(Check(&b.h)))
+}

@@ -133,32 +133,9 @@ func (h *HTTPEffects) count(ctx context.Context, in idemcheck.Intent) (int64, st
 // CountAt reads a count from a JSON answer: at ptr, the length of an array
 // or a whole non-negative number.
 func CountAt(body []byte, ptr string) (int64, error) {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return 0, fmt.Errorf("the answer is not JSON: %v", err)
-	}
-	if ptr != "" {
-		for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-			switch c := v.(type) {
-			case map[string]any:
-				x, ok := c[tok]
-				if !ok {
-					return 0, fmt.Errorf("the answer has nothing at %s", ptr)
-				}
-				v = x
-			case []any:
-				i, err := strconv.Atoi(tok)
-				if err != nil || i < 0 || i >= len(c) {
-					return 0, fmt.Errorf("the answer has nothing at %s", ptr)
-				}
-				v = c[i]
-			default:
-				return 0, fmt.Errorf("the answer has nothing at %s", ptr)
-			}
-		}
+	v, err := valueAt(body, ptr)
+	if err != nil {
+		return 0, err
 	}
 	switch t := v.(type) {
 	case []any:
@@ -171,4 +148,38 @@ func CountAt(body []byte, ptr string) (int64, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("%s is neither an array nor a number", pointerName(ptr))
+}
+
+// valueAt is the value at ptr (RFC 6901) of a JSON answer, numbers as
+// json.Number.
+func valueAt(body []byte, ptr string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("the answer is not JSON: %v", err)
+	}
+	if ptr == "" {
+		return v, nil
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := v.(type) {
+		case map[string]any:
+			x, ok := c[tok]
+			if !ok {
+				return nil, fmt.Errorf("the answer has nothing at %s", ptr)
+			}
+			v = x
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, fmt.Errorf("the answer has nothing at %s", ptr)
+			}
+			v = c[i]
+		default:
+			return nil, fmt.Errorf("the answer has nothing at %s", ptr)
+		}
+	}
+	return v, nil
 }

@@ -434,6 +434,9 @@ type session struct {
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool
 	cutSQL string
+	// The running round's accepted operations and the client that reads
+	// their status monitors (operations.go).
+	operationsState
 }
 
 // round sends one round of sc with a fresh intent. It reports whether one
@@ -451,6 +454,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 	s.cut = false
 	s.keys = nil
 	s.accepted.Store(false)
+	s.takeOperations()
 	// acted: an earlier step of the intent may have taken effect (it was
 	// answered with success, or its reply was cut, or its database write
 	// was let through before a fault), so a later success may be a replay,
@@ -1413,10 +1417,15 @@ func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
 // soak's recorder are safe for that.
 func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 	s.fill(&a, res)
-	if a.Outcome == idemcheck.Replied && s.Policy.Accepted(a.Status) {
+	accepted := a.Outcome == idemcheck.Replied && s.Policy.Accepted(a.Status)
+	if accepted {
 		s.accepted.Store(true)
 	}
-	return s.rec.attempt(a)
+	a = s.rec.attempt(a)
+	if accepted && !s.soak && len(s.intents) > 0 {
+		s.noteOperation(a, res, s.intents[len(s.intents)-1])
+	}
+	return a
 }
 
 // fill records a send on a: its times, its outcome and, when it was

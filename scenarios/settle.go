@@ -54,6 +54,9 @@ type toCount struct {
 	// ended is when the intent's round ended: an effect may land up to
 	// Settle after it, so the recount is not taken before.
 	ended time.Time
+	// ops are the status monitors of its accepted attempts
+	// (operations.go), read while it settles.
+	ops []*operation
 }
 
 // count counts one intent's effects once, its queries scrubbed of the
@@ -98,10 +101,18 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 		return o, err
 	}
 	st := idemcheck.Settle{Bound: bound, Quiet: quiet, Polls: 1, First: o.Effects, Awaited: await}
+	ops := c.ops
+	if notBefore.IsZero() {
+		if err := s.readOperations(ctx, ops, sem); err != nil {
+			return o, err
+		}
+	} else {
+		ops = nil // a recount reads no monitor: they were read when the intent settled
+	}
 	changed := start
 	for {
 		now := time.Now()
-		if now.Sub(changed) >= quiet && (!await || o.Effects > 0) && !now.Before(notBefore) {
+		if now.Sub(changed) >= quiet && (!await || o.Effects > 0 || operationsFailed(ops)) && operationsOver(ops) && !now.Before(notBefore) {
 			st.Settled = true
 			break
 		}
@@ -119,6 +130,9 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 		if err != nil {
 			return o, err
 		}
+		if err := s.readOperations(ctx, ops, sem); err != nil {
+			return o, err
+		}
 		st.Polls++
 		if next.Effects != o.Effects {
 			st.Changes++
@@ -127,8 +141,50 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 		o = next
 	}
 	st.Waited = time.Since(start)
+	for _, op := range ops {
+		st.Operations = append(st.Operations, op.rec)
+	}
 	o.Settle = &st
 	return o, nil
+}
+
+// readOperations reads once every monitor of ops whose operation is not
+// over yet.
+func (s *session) readOperations(ctx context.Context, ops []*operation, sem chan struct{}) error {
+	for _, op := range ops {
+		if op.over() {
+			continue
+		}
+		if err := s.readOperation(ctx, op, sem); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// operationsOver reports whether every operation of ops is over: it
+// finished or failed, or has no monitor idemcheck could read.
+func operationsOver(ops []*operation) bool {
+	for _, op := range ops {
+		if !op.over() {
+			return false
+		}
+	}
+	return true
+}
+
+// operationsFailed reports whether every operation of ops failed: the
+// intent owes no effect, so a count of zero is settled.
+func operationsFailed(ops []*operation) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	for _, op := range ops {
+		if op.rec.Over != idemcheck.OperationFailed {
+			return false
+		}
+	}
+	return true
 }
 
 // countAll counts every intent of cs, settled for quiet where Settle is
@@ -170,7 +226,7 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 	if s.Effects == nil {
 		return nil
 	}
-	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted.Load(), ended: time.Now()}
+	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted.Load(), ended: time.Now(), ops: s.takeOperations()}
 	s.counted = append(s.counted, c)
 	if s.Settle > 0 {
 		s.pending = append(s.pending, c)

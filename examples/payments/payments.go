@@ -4,7 +4,8 @@
 // such services.
 //
 // POST /payments takes {"customerId", "amountCents"} under an
-// Idempotency-Key and answers 202 with the payment's id and "pending": the
+// Idempotency-Key and answers 202 with the payment's id and "pending", and
+// its status monitor, GET /payments/{id}, in Location: the
 // payment itself is made by a River job (github.com/riverqueue/river, on
 // the same PostgreSQL), whose worker takes 100-500 ms before it writes the
 // payments row, so the effect lands after the reply. Like every job queue,
@@ -147,6 +148,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Server, error) {
 	}
 	s.river = client
 	s.mux.HandleFunc("POST /payments", s.handle)
+	s.mux.HandleFunc("GET /payments/{id}", s.status)
 	s.mux.HandleFunc("GET /healthz", apikit.Healthz)
 	return s, nil
 }
@@ -227,8 +229,53 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
+	var saved struct {
+		PaymentID string `json:"paymentId"`
+	}
+	if json.Unmarshal(body, &saved) == nil && saved.PaymentID != "" {
+		// The payment's status monitor (RFC 9110 section 15.3.3).
+		w.Header().Set("Location", "/payments/"+saved.PaymentID)
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// status answers GET /payments/{id}, the status monitor of an accepted
+// payment, to the client whose key it was made under: "pending" until
+// the worker wrote it, then "succeeded"; "failed" once its job was
+// discarded or cancelled.
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	ctx, id := r.Context(), r.PathValue("id")
+	var tenant string
+	err := s.pool.QueryRow(ctx, `SELECT tenant FROM payment_keys WHERE payment_id = $1`, id).Scan(&tenant)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && tenant != r.Header.Get("Authorization") {
+		apikit.WriteProblem(w, http.StatusNotFound, "no such payment")
+		return
+	}
+	state := "pending"
+	var made bool
+	if err == nil {
+		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM payments WHERE payment_id = $1)`, id).Scan(&made)
+	}
+	if err == nil && made {
+		state = "succeeded"
+	} else if err == nil {
+		var job string
+		err = s.pool.QueryRow(ctx, `SELECT state::text FROM river_job WHERE kind = 'payment' AND args->>'paymentId' = $1 ORDER BY id DESC LIMIT 1`, id).Scan(&job)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			err = nil
+		case err == nil && (job == "discarded" || job == "cancelled"):
+			state = "failed"
+		}
+	}
+	if err != nil {
+		slog.ErrorContext(ctx, "payments: status failed", "err", err)
+		apikit.WriteProblem(w, http.StatusInternalServerError, "the payment's status could not be read")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"paymentId": id, "status": state})
 }
 
 // fingerprint is the request's: method, path and its decoded members, so

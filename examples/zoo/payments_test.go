@@ -3,6 +3,7 @@ package zoo_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,6 +44,14 @@ func TestPaymentsSettle(t *testing.T) {
 		assert.True(t, ob.Settle.Settled, "%s: %+v", ob.Intent, *ob.Settle)
 		assert.EqualValues(t, 1, ob.Effects, ob.Intent)
 		assert.Equal(t, zoo.PaymentsSettle, ob.Settle.Bound)
+		// Its status monitor was followed until the payment was made:
+		// one monitor however many copies named it.
+		if assert.Len(t, ob.Settle.Operations, 1, ob.Intent) {
+			op := ob.Settle.Operations[0]
+			assert.Equal(t, idemcheck.OperationDone, op.Over, "%s: %+v", ob.Intent, op)
+			assert.Equal(t, "succeeded", op.State)
+			assert.Regexp(t, `^/payments/pay_[0-9a-f]+$`, op.URL)
+		}
 	}
 	for _, c := range res.Report.Checks {
 		assert.Contains(t, c.Proof, "effects counted once settled", c.Name)
@@ -57,6 +66,21 @@ func TestPaymentsSettle(t *testing.T) {
 	assert.Equal(t, idemcheck.Inconclusive, res.Report.Verdict)
 	for _, c := range res.Report.Checks {
 		assert.Contains(t, c.Reason, "accepted, effect pending", c.Name)
+	}
+
+	// A monitor that never says the operation is over: the intent is not
+	// settled at the bound, and its round is inconclusive, naming the
+	// state the monitor still gave, never a pass or a loss.
+	res, err = b.Certify(context.Background(), ref, zoo.Config{Checks: []string{idemcheck.CheckSequentialReplay}, Options: o, DSN: pgtest.DSN(t),
+		Adjust: func(c *certify.Config) {
+			c.Options.Settle = 2 * time.Second
+			c.Policy.StatusDone = []string{"settled-by-the-ledger"}
+		}})
+	require.NoError(t, err)
+	assert.Empty(t, res.Report.Anomalies)
+	assert.Equal(t, idemcheck.Inconclusive, res.Report.Verdict)
+	for _, c := range res.Report.Checks {
+		assert.Contains(t, c.Reason, `still said "succeeded"`, c.Name)
 	}
 
 	// An unkeyed worker, retried after its payment committed.

@@ -357,6 +357,9 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 		// The IETF preset takes 202 for "accepted, effect pending".
 		cfg.Policy = idemcheck.IETF()
 		cfg.Policy.ReplayHeader = "Idempotent-Replayed"
+		// Its 202 names the payment's status monitor (Location): while
+		// effects settle, each is read until it says the payment is over.
+		cfg.Policy.StatusPointer, cfg.Policy.StatusDone, cfg.Policy.StatusFailed = "/status", []string{"succeeded"}, []string{"failed"}
 		cfg.Endpoint.Path = idemcheck.MustTemplate("/payments")
 		cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customerId":"{{intent}}","amountCents":1500}`)
 		cfg.EffectSQL = "SELECT count(*) FROM payments WHERE customer_id = $1"

@@ -902,6 +902,7 @@ var policyFields = map[string]string{
 	"missing_key_status": "MissingKeyStatus", "replay_errors": "ReplayErrors", "replay_header": "ReplayHeader", "lease": "Lease",
 	"ignore_fields": "IgnoreFields", "resource_id": "ResourceID", "key_pointer": "KeyPointer", "ack_only": "AckOnly",
 	"save_rejected": "SaveRejected", "invalid_key_status": "InvalidKeyStatus", "key_syntax": "KeySyntax",
+	"status_pointer": "StatusPointer", "status_done": "StatusDone", "status_failed": "StatusFailed", "status_url_pointer": "StatusURLPointer",
 }
 
 // PolicyField is the Field of a policy's field by its policy-file name
@@ -935,6 +936,11 @@ func CheckPolicy(p idemcheck.Policy) error {
 				f = "Policy.ResourceID"
 			}
 			return usage(f, "%s: %v", f, err)
+		}
+	}
+	for f, ptr := range map[idemcheck.Field]string{"Policy.StatusPointer": p.StatusPointer, "Policy.StatusURLPointer": p.StatusURLPointer} {
+		if ptr != "" && assert.ValidatePointer(ptr) != nil {
+			return usage(f, "%s %q must be a JSON pointer such as /status", f, ptr)
 		}
 	}
 	if p.KeyPointer != "" && assert.ValidatePointer(p.KeyPointer) != nil {

@@ -79,6 +79,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",
 		"key_syntax":       "--key-syntax",
 		"created_statuses": "", "accepted_statuses": "", "replay_statuses": "", "replay_errors": "", "ack_only": "", "save_rejected": "", "invalid_key_status": "",
+		"status_pointer": "", "status_done": "", "status_failed": "", "status_url_pointer": "",
 	} {
 		set := flag + ", or " + key + ": in the policy"
 		if flag == "" {
