@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
@@ -331,12 +332,14 @@ func post(hc *http.Client, base, key, customer string) (int, string, error) {
 	return resp.StatusCode, string(b), err
 }
 
-// dockerClient is a client of the engine for the test's own look at it.
-// targets.DockerAvailable has run first: it configures testcontainers-go
-// (host networking, no reaper) before anything reads its configuration.
+// dockerClient is a client of the engine for the test's own look at it,
+// once targets has found that an engine answers. testcontainers-go looks
+// for it in the same places (DOCKER_HOST, the system's socket, a rootless
+// engine's); its banner is kept out of the test's output.
 func dockerClient(t *testing.T) *testcontainers.DockerClient {
 	t.Helper()
 	require.NoError(t, targets.DockerAvailable(context.Background()))
+	tclog.SetDefault(tclog.NewNoopLogger())
 	docker, err := testcontainers.NewDockerClientWithOpts(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = docker.Close() })

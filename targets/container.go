@@ -7,18 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
-	tclog "github.com/testcontainers/testcontainers-go/log"
-	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 // Defaults of ContainerConfig.
@@ -30,24 +24,6 @@ const (
 	// ContainerConfig.ReadyTimeout is zero. It is longer than a process's
 	// because a container's start includes the engine's own work.
 	DefaultContainerReadyTimeout = 60 * time.Second
-)
-
-// ErrNoDocker reports that no Docker engine answers, so container targets
-// and PostgreSQL containers cannot run. Test for it with errors.Is.
-var ErrNoDocker = errors.New("no Docker engine")
-
-// ErrNoImage reports that the image asked for is not on the Docker host.
-// idemcheck never pulls: its traffic stays on loopback, so an image must be
-// built or pulled beforehand. Test for it with errors.Is.
-var ErrNoImage = errors.New("image not on the Docker host")
-
-// Labels on every container idemcheck starts. Together they let a later
-// run recognise the containers of a run that was killed before it could
-// remove them (its pid is gone) and remove those, and only those.
-const (
-	labelManaged = "com.github.idemcheck.managed"
-	labelPID     = "com.github.idemcheck.pid"
-	labelHost    = "com.github.idemcheck.host"
 )
 
 // Timings of a container's life. They are variables only so tests can
@@ -64,8 +40,6 @@ var (
 	// containerCleanupTimeout bounds Close, which runs on a context of its
 	// own so that an interrupted run still removes its containers.
 	containerCleanupTimeout = 30 * time.Second
-	// dockerPingTimeout bounds the question "does an engine answer?".
-	dockerPingTimeout = 10 * time.Second
 )
 
 // ContainerConfig says how to start a container target: an image that
@@ -99,10 +73,9 @@ type ContainerConfig struct {
 // crash (Kill), Restart, Pause and Resume. Close removes it; call Close on
 // every path, also after a failed check.
 type Container struct {
-	cfg    ContainerConfig
-	port   int
-	ctr    *testcontainers.DockerContainer
-	docker *testcontainers.DockerClient
+	cfg  ContainerConfig
+	port int
+	ctr  *engineContainer
 
 	// mu guards the watch: deliberate says the harness stopped the current
 	// start (Kill, Restart, Close); reported is the FinishedAt of the last
@@ -159,7 +132,7 @@ func StartContainer(ctx context.Context, cfg ContainerConfig) (*Container, error
 	}
 }
 
-func startContainer(ctx context.Context, docker *testcontainers.DockerClient, cfg ContainerConfig, port int) (*Container, error) {
+func startContainer(ctx context.Context, docker *client.Client, cfg ContainerConfig, port int) (*Container, error) {
 	env := map[string]string{}
 	for k, v := range cfg.Env {
 		env[k] = v
@@ -169,15 +142,12 @@ func startContainer(ctx context.Context, docker *testcontainers.DockerClient, cf
 	if cfg.DatabaseURL != "" {
 		env["DATABASE_URL"] = cfg.DatabaseURL
 	}
-	c := &Container{cfg: cfg, port: port, docker: docker}
-	opts := append(containerOptions(),
-		testcontainers.WithEnv(env),
-		testcontainers.WithWaitStrategyAndDeadline(cfg.ReadyTimeout, &httpReady{url: c.URL().String() + strings.TrimPrefix(cfg.Ready, "/"), timeout: cfg.ReadyTimeout}),
-	)
-	if cfg.Name != "" {
-		opts = append(opts, testcontainers.WithName(cfg.Name))
-	}
-	ctr, err := testcontainers.Run(ctx, cfg.Image, opts...)
+	c := &Container{cfg: cfg, port: port}
+	ctr, err := runContainer(ctx, docker, containerSpec{
+		image: cfg.Image, name: cfg.Name, env: env,
+		ready:        httpReady(c.URL().String()+strings.TrimPrefix(cfg.Ready, "/"), cfg.ReadyTimeout),
+		readyTimeout: cfg.ReadyTimeout,
+	})
 	if err != nil {
 		return nil, failedStart(ctr, fmt.Sprintf("container %s on 127.0.0.1:%d", cfg.Image, port), err)
 	}
@@ -188,15 +158,15 @@ func startContainer(ctx context.Context, docker *testcontainers.DockerClient, cf
 // failedStart removes a container that did not get ready and builds the
 // error: one line, with the container's last output, which says why far
 // better than a timeout does.
-func failedStart(ctr *testcontainers.DockerContainer, what string, err error) error {
+func failedStart(ctr *engineContainer, what string, err error) error {
 	reason := oneLine(err.Error())
 	if ctr == nil {
 		return fmt.Errorf("%s did not start: %s", what, reason)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), containerCleanupTimeout)
 	defer cancel()
-	tail := lastLogLines(ctx, ctr, 4)
-	_ = ctr.Terminate(ctx, testcontainers.StopTimeout(0))
+	tail := ctr.lastLogLines(ctx, 4)
+	_ = ctr.remove(ctx, 0)
 	err = fmt.Errorf("%s did not get ready: %s; its last output: %s", what, reason, tail)
 	if strings.Contains(strings.ToLower(tail), "address already in use") {
 		return &portTakenError{msg: err.Error()}
@@ -211,14 +181,14 @@ func (c *Container) URL() *url.URL {
 }
 
 // ID returns the container's id on the Docker host.
-func (c *Container) ID() string { return c.ctr.GetContainerID() }
+func (c *Container) ID() string { return c.ctr.id }
 
 // Kill crashes the target: SIGKILL to every process in the container, as
 // a power cut would. It returns once the container has stopped, so the port
 // refuses connections from then on. Restart brings it back.
 func (c *Container) Kill(ctx context.Context) error {
 	c.setDeliberate(true)
-	if _, err := c.docker.ContainerKill(ctx, c.ID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+	if _, err := c.ctr.docker.ContainerKill(ctx, c.ID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return fmt.Errorf("kill container %s: %w", c.cfg.Image, err)
 	}
 	return c.waitStopped(ctx)
@@ -232,7 +202,7 @@ func (c *Container) waitStopped(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, containerCleanupTimeout)
 	defer cancel()
 	for {
-		state, err := c.ctr.State(ctx)
+		state, err := c.ctr.state(ctx)
 		if err != nil {
 			return fmt.Errorf("container %s: %w", c.cfg.Image, err)
 		}
@@ -252,25 +222,24 @@ func (c *Container) waitStopped(ctx context.Context) error {
 // stops it gracefully first (SIGTERM or the image's stop signal, then a
 // kill after 5 s); a paused target is resumed first.
 func (c *Container) Restart(ctx context.Context) error {
-	state, err := c.ctr.State(ctx)
+	state, err := c.ctr.state(ctx)
 	if err != nil {
 		return fmt.Errorf("restart container %s: %w", c.cfg.Image, err)
 	}
 	if state.Paused {
-		if _, err := c.docker.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{}); err != nil {
+		if _, err := c.ctr.docker.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{}); err != nil {
 			return fmt.Errorf("restart container %s: unpause: %w", c.cfg.Image, err)
 		}
 	}
 	c.setDeliberate(true)
 	if state.Running {
-		grace := containerStopGrace
-		if err := c.ctr.Stop(ctx, &grace); err != nil {
+		if err := c.ctr.stop(ctx, containerStopGrace); err != nil {
 			return fmt.Errorf("restart container %s: %w", c.cfg.Image, err)
 		}
 	}
-	// Start runs the readiness wait again.
-	if err := c.ctr.Start(ctx); err != nil {
-		tail := lastLogLines(ctx, c.ctr, 4)
+	// start runs the readiness wait again.
+	if err := c.ctr.start(ctx); err != nil {
+		tail := c.ctr.lastLogLines(ctx, 4)
 		return fmt.Errorf("restart container %s on 127.0.0.1:%d: %s; its last output: %s", c.cfg.Image, c.port, oneLine(err.Error()), tail)
 	}
 	// From here on an end the harness did not cause is an Exit again.
@@ -291,7 +260,7 @@ func (c *Container) setDeliberate(on bool) {
 // ExitTailLines lines of its output. The container stays down until
 // Restart or Revive.
 func (c *Container) Exits(ctx context.Context) ([]Exit, error) {
-	state, err := c.ctr.State(ctx)
+	state, err := c.ctr.state(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", c.cfg.Image, err)
 	}
@@ -312,7 +281,7 @@ func (c *Container) Exits(ctx context.Context) ([]Exit, error) {
 	if state.Error != "" {
 		status += ": " + oneLine(state.Error)
 	}
-	text, _ := containerLogs(ctx, c.ctr)
+	text, _ := c.ctr.logs(ctx)
 	when, err := time.Parse(time.RFC3339Nano, state.FinishedAt)
 	if err != nil {
 		when = time.Now()
@@ -326,7 +295,7 @@ func (c *Container) Exits(ctx context.Context) ([]Exit, error) {
 func (c *Container) Settle(ctx context.Context) {
 	deadline := time.Now().Add(processSettleTimeout)
 	for {
-		state, err := c.ctr.State(ctx)
+		state, err := c.ctr.state(ctx)
 		if err != nil || !state.Running || state.Paused {
 			return
 		}
@@ -347,7 +316,7 @@ func (c *Container) Settle(ctx context.Context) {
 // Revive restarts the container, as Restart does, if it is not running,
 // and reports whether it did. A running or paused container is left alone.
 func (c *Container) Revive(ctx context.Context) (bool, error) {
-	state, err := c.ctr.State(ctx)
+	state, err := c.ctr.state(ctx)
 	if err != nil {
 		return false, fmt.Errorf("container %s: %w", c.cfg.Image, err)
 	}
@@ -361,7 +330,7 @@ func (c *Container) Revive(ctx context.Context) (bool, error) {
 // kernel still accepts connections on its port, but nothing answers, as
 // with a server stuck in a long garbage collection. Resume thaws it.
 func (c *Container) Pause(ctx context.Context) error {
-	if _, err := c.docker.ContainerPause(ctx, c.ID(), client.ContainerPauseOptions{}); err != nil {
+	if _, err := c.ctr.docker.ContainerPause(ctx, c.ID(), client.ContainerPauseOptions{}); err != nil {
 		return fmt.Errorf("pause container %s: %w", c.cfg.Image, err)
 	}
 	return nil
@@ -370,14 +339,14 @@ func (c *Container) Pause(ctx context.Context) error {
 // Resume thaws a paused container; the requests that queued meanwhile are
 // answered then. Resuming a container that is not paused does nothing.
 func (c *Container) Resume(ctx context.Context) error {
-	state, err := c.ctr.State(ctx)
+	state, err := c.ctr.state(ctx)
 	if err != nil {
 		return fmt.Errorf("resume container %s: %w", c.cfg.Image, err)
 	}
 	if !state.Paused {
 		return nil
 	}
-	if _, err := c.docker.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{}); err != nil {
+	if _, err := c.ctr.docker.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{}); err != nil {
 		return fmt.Errorf("resume container %s: %w", c.cfg.Image, err)
 	}
 	return nil
@@ -386,7 +355,7 @@ func (c *Container) Resume(ctx context.Context) error {
 // Logs returns what the container wrote to stdout and stderr, across
 // restarts, interleaved as the engine recorded it.
 func (c *Container) Logs(ctx context.Context) (string, error) {
-	return containerLogs(ctx, c.ctr)
+	return c.ctr.logs(ctx)
 }
 
 // Close removes the container and its anonymous volumes, stopping it
@@ -402,225 +371,58 @@ func (c *Container) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerCleanupTimeout)
 		defer cancel()
-		if state, err := c.ctr.State(ctx); err == nil && state.Paused {
-			_, _ = c.docker.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{})
+		if state, err := c.ctr.state(ctx); err == nil && state.Paused {
+			_, _ = c.ctr.docker.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{})
 		}
-		if err := c.ctr.Terminate(ctx, testcontainers.StopTimeout(containerStopGrace)); err != nil {
+		if err := c.ctr.remove(ctx, containerStopGrace); err != nil {
 			c.closeErr = fmt.Errorf("remove container %s (%s): %v: remove it with docker rm -fv %s", c.cfg.Image, c.ID(), oneLine(err.Error()), c.ID())
 		}
-		_ = c.docker.Close()
+		_ = c.ctr.docker.Close()
 	})
 	return c.closeErr
 }
 
-// DockerAvailable returns nil when a Docker engine answers, found the way
-// testcontainers-go finds one (DOCKER_HOST, the Docker context, the default
-// socket). Otherwise the error wraps ErrNoDocker and says why.
-func DockerAvailable(ctx context.Context) error {
-	docker, err := connectDocker(ctx)
-	if err != nil {
-		return err
-	}
-	return docker.Close()
-}
-
-// connectDocker returns a client of an engine that answered a ping.
-func connectDocker(ctx context.Context) (*testcontainers.DockerClient, error) {
-	setupTestcontainers()
-	ctx, cancel := context.WithTimeout(ctx, dockerPingTimeout)
-	defer cancel()
-	docker, err := testcontainers.NewDockerClientWithOpts(ctx)
-	if err != nil {
-		// testcontainers-go reports only its last way of looking.
-		return nil, fmt.Errorf("%w answers at DOCKER_HOST, the Docker context or the default socket (%s)", ErrNoDocker, oneLine(err.Error()))
-	}
-	if _, err := docker.Ping(ctx, client.PingOptions{}); err != nil {
-		_ = docker.Close()
-		return nil, fmt.Errorf("%w answers at %s: %s", ErrNoDocker, docker.DaemonHost(), oneLine(err.Error()))
-	}
-	return docker, nil
-}
-
-// dockerFor connects to the engine, checks that image is there and removes
-// the containers of killed runs: what every container start needs first.
-func dockerFor(ctx context.Context, image string) (*testcontainers.DockerClient, error) {
-	docker, err := connectDocker(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := docker.ImageInspect(ctx, image); err != nil {
-		_ = docker.Close()
-		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s: build it (make images builds idemcheck/orders:local and %s) or pull it first; idemcheck never pulls", ErrNoImage, image, DefaultPostgresImage)
+// httpReady is the readiness wait of a container target: GET target until
+// it answers 2xx, within timeout (the context's bound, named in the error).
+// It dials 127.0.0.1 itself, where the target listens on host networking,
+// and gives up as soon as the container stops, since a target that exited
+// will never answer.
+func httpReady(target string, timeout time.Duration) func(context.Context, *engineContainer) error {
+	return func(ctx context.Context, ctr *engineContainer) error {
+		hc := &http.Client{
+			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+			Timeout:   containerProbeTimeout,
 		}
-		return nil, fmt.Errorf("cannot inspect image %s: %s", image, oneLine(err.Error()))
-	}
-	removeStaleContainers(ctx, docker)
-	return docker, nil
-}
-
-// hostRuntime is the name under which setupTestcontainers registers the
-// Docker runtime with "host" as its default network.
-const hostRuntime = "idemcheck-host-network"
-
-var setupOnce sync.Once
-
-// setupTestcontainers configures testcontainers-go once per process,
-// before its configuration is first read (it is read once and cached):
-//
-//   - the Ryuk reaper is disabled unless TESTCONTAINERS_RYUK_DISABLED says
-//     otherwise: its image would have to be pulled, and idemcheck removes
-//     its containers itself (Close, and the label sweep at every start);
-//   - unless TESTCONTAINERS_PROVIDER names a runtime, the Docker runtime is
-//     registered with "host" as its default network. testcontainers-go
-//     otherwise attaches every container to the engine's "bridge" network
-//     and, on an engine started with --bridge=none (as CI starts it, so that
-//     traffic stays on loopback), creates a bridge network of its own and
-//     fails to start the container in it;
-//   - its own logging, a multi-line banner and a line per container step,
-//     is silenced: callers get one-line errors that carry the container's
-//     output instead.
-//
-// The variables are set only while the configuration is read, so child
-// processes never inherit them.
-func setupTestcontainers() {
-	setupOnce.Do(func() {
-		var restore []func()
-		setenv := func(key, value string) {
-			if _, ok := os.LookupEnv(key); ok {
-				return
+		defer hc.CloseIdleConnections()
+		last := "no answer yet"
+		for {
+			// An inspect cut short by the deadline ends in the deadline's
+			// error below.
+			if err := ctr.stopped(ctx, "GET "+target+" answered 2xx"); err != nil && ctx.Err() == nil {
+				return err
 			}
-			_ = os.Setenv(key, value)
-			restore = append(restore, func() { _ = os.Unsetenv(key) })
-		}
-		setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-		if os.Getenv("TESTCONTAINERS_PROVIDER") == "" && !strings.Contains(os.Getenv("DOCKER_HOST"), "podman") {
-			err := testcontainers.RegisterProvider(hostRuntime, func() testcontainers.RuntimeProvider { return hostNetworkRuntime{} })
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := hc.Do(req)
 			if err == nil {
-				setenv("TESTCONTAINERS_PROVIDER", hostRuntime)
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+				resp.Body.Close()
+				if resp.StatusCode/100 == 2 {
+					return nil
+				}
+				last = resp.Status
+			} else {
+				last = err.Error()
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("GET %s did not answer 2xx within %s (last: %s)", target, timeout, last)
+			case <-time.After(containerReadyPoll):
 			}
 		}
-		testcontainers.ReadConfig()
-		for _, f := range restore {
-			f()
-		}
-		tclog.SetDefault(tclog.NewNoopLogger())
-	})
-}
-
-// hostNetworkRuntime is the standard Docker runtime (empty endpoints keep
-// testcontainers-go's discovery) whose default network is "host".
-type hostNetworkRuntime struct{}
-
-// Initialize implements testcontainers.RuntimeProvider.
-func (hostNetworkRuntime) Initialize(context.Context) (testcontainers.RuntimeConfig, error) {
-	return testcontainers.RuntimeConfig{DefaultBridgeNetwork: "host"}, nil
-}
-
-// containerOptions are the options every container idemcheck starts gets:
-// host networking, the labels of the stale-container sweep, and quiet
-// logging.
-func containerOptions() []testcontainers.ContainerCustomizer {
-	host, _ := os.Hostname()
-	return []testcontainers.ContainerCustomizer{
-		testcontainers.WithLogger(tclog.NewNoopLogger()),
-		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-			hc.NetworkMode = "host"
-		}),
-		testcontainers.WithLabels(map[string]string{
-			labelManaged: "true",
-			labelPID:     strconv.Itoa(os.Getpid()),
-			labelHost:    host,
-		}),
 	}
-}
-
-// removeStaleContainers removes the containers (and their volumes) that
-// idemcheck runs on this machine started and did not remove because they
-// were killed: their pid is gone. Containers of live runs, including
-// concurrent tests, are left alone. Failures are ignored: this is
-// housekeeping, not part of the run.
-func removeStaleContainers(ctx context.Context, docker *testcontainers.DockerClient) {
-	host, _ := os.Hostname()
-	list, err := docker.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", labelManaged+"=true", labelHost+"="+host),
-	})
-	if err != nil {
-		return
-	}
-	for _, c := range list.Items {
-		pid, err := strconv.Atoi(c.Labels[labelPID])
-		if err != nil || pid <= 0 || pid == os.Getpid() || processAlive(pid) {
-			continue
-		}
-		_, _ = docker.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	}
-}
-
-// httpReady is the readiness wait of a container target: GET url until it
-// answers 2xx. It dials 127.0.0.1 itself instead of the host
-// testcontainers-go reports, which on host networking can name another
-// interface of the machine.
-type httpReady struct {
-	url     string
-	timeout time.Duration
-}
-
-// WaitUntilReady implements wait.Strategy. It gives up as soon as the
-// container stops, since a target that exited will never answer.
-func (h *httpReady) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	hc := &http.Client{
-		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
-		Timeout:   containerProbeTimeout,
-	}
-	defer hc.CloseIdleConnections()
-	last := "no answer yet"
-	for {
-		state, err := target.State(ctx)
-		if err != nil {
-			return err
-		}
-		if !state.Running {
-			return fmt.Errorf("the container stopped (exit code %d) before GET %s answered 2xx", state.ExitCode, h.url)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode/100 == 2 {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("GET %s did not answer 2xx within %s (last: %s)", h.url, h.timeout, last)
-		case <-time.After(containerReadyPoll):
-		}
-	}
-}
-
-// containerLogs reads all of a container's output.
-func containerLogs(ctx context.Context, ctr *testcontainers.DockerContainer) (string, error) {
-	rc, err := ctr.Logs(ctx)
-	if err != nil {
-		return "", fmt.Errorf("logs of container %s: %w", ctr.GetContainerID(), err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return string(b), fmt.Errorf("logs of container %s: %w", ctr.GetContainerID(), err)
-	}
-	return string(b), nil
 }
 
 // lastLines returns the last n non-blank lines of text, one per line.
@@ -635,11 +437,4 @@ func lastLines(text string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// lastLogLines returns the container's last n non-empty output lines
-// joined with " | ", or "(no output)".
-func lastLogLines(ctx context.Context, ctr *testcontainers.DockerContainer, n int) string {
-	text, _ := containerLogs(ctx, ctr)
-	return joinLastLines(text, n, nil)
 }

@@ -12,12 +12,8 @@ import (
 	"sync"
 	"time"
 
-	// The "pgx" database/sql driver, for the readiness wait (wait.ForSQL).
-	_ "github.com/jackc/pgx/v5/stdlib"
-	"github.com/moby/moby/api/types/network"
-	"github.com/testcontainers/testcontainers-go"
-	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
-	"github.com/testcontainers/testcontainers-go/wait"
+	"github.com/jackc/pgx/v5"
+	"github.com/moby/moby/client"
 )
 
 // DefaultPostgresImage is the PostgreSQL image used when none is named:
@@ -44,13 +40,14 @@ const (
 // containerDatabases maps each Database that StartPostgresContainer
 // returned to its container, which Database.Close removes through
 // closeContainer.
-var containerDatabases sync.Map // *Database -> *tcpostgres.PostgresContainer
+var containerDatabases sync.Map // *Database -> *engineContainer
 
-// StartPostgresContainer starts image (DefaultPostgresImage when empty)
-// through the testcontainers-go PostgreSQL module, on host networking at a
-// free loopback port, waits until it takes connections, and opens its
-// database. Close the Database to remove the container; containers of runs
-// that were killed are removed at the next start.
+// StartPostgresContainer starts image (DefaultPostgresImage when empty) as
+// the official postgres image is run (POSTGRES_USER, POSTGRES_PASSWORD,
+// POSTGRES_DB), on host networking at a free loopback port, waits until it
+// takes connections, and opens its database. Close the Database to remove
+// the container; containers of runs that were killed are removed at the
+// next start.
 //
 // The error wraps ErrNoDocker when no engine answers and ErrNoImage when
 // the image is not on the Docker host, so a caller can fall back.
@@ -62,24 +59,25 @@ func StartPostgresContainer(ctx context.Context, image string) (*Database, error
 	if err != nil {
 		return nil, err
 	}
-	// The containers keep their own clients; this one only checked.
-	defer docker.Close()
 	for attempt := 0; ; attempt++ {
 		port, err := pickPort()
 		if err != nil {
+			_ = docker.Close()
 			return nil, fmt.Errorf("cannot find a free port on 127.0.0.1: %v", err)
 		}
-		db, err := startPostgresContainer(ctx, image, port)
+		// On success the container keeps the client, until closeContainer.
+		db, err := startPostgresContainer(ctx, docker, image, port)
 		if err == nil {
 			return db, nil
 		}
 		if !errors.Is(err, errPortTaken) || attempt == portRetries {
+			_ = docker.Close()
 			return nil, err
 		}
 	}
 }
 
-func startPostgresContainer(ctx context.Context, image string, port int) (*Database, error) {
+func startPostgresContainer(ctx context.Context, docker *client.Client, image string, port int) (*Database, error) {
 	password, err := randomPassword()
 	if err != nil {
 		return nil, err
@@ -88,68 +86,71 @@ func startPostgresContainer(ctx context.Context, image string, port int) (*Datab
 	// With host networking there are no port mappings: the server itself
 	// must listen on the free port, and only on loopback. -c options work
 	// with the official image as with the local one; PGPORT also steers the
-	// official image's temporary init server.
-	opts := append(containerOptions(),
-		tcpostgres.WithUsername(containerDBUser),
-		tcpostgres.WithPassword(password),
-		tcpostgres.WithDatabase(containerDBName),
-		testcontainers.WithEnv(map[string]string{"PGPORT": p}),
-		testcontainers.WithCmdArgs("-c", "listen_addresses=127.0.0.1", "-c", "port="+p),
-		testcontainers.WithWaitStrategyAndDeadline(postgresReadyTimeout,
-			wait.ForSQL(p+"/tcp", "pgx", func(_ string, port network.Port) string {
-				return containerDSN(password, port.Port())
-			}).WithStartupTimeout(postgresReadyTimeout).WithPollInterval(containerReadyPoll)),
-	)
-	pg, err := tcpostgres.Run(ctx, image, opts...)
+	// official image's temporary init server. fsync=off: the database is
+	// thrown away with the container, so surviving a crash of the machine
+	// buys nothing.
+	ctr, err := runContainer(ctx, docker, containerSpec{
+		image: image,
+		env: map[string]string{
+			"POSTGRES_USER": containerDBUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": containerDBName,
+			"PGPORT": p,
+		},
+		cmd:          []string{"postgres", "-c", "fsync=off", "-c", "listen_addresses=127.0.0.1", "-c", "port=" + p},
+		ready:        sqlReady(containerDSN(password, port, "&connect_timeout=5")),
+		readyTimeout: postgresReadyTimeout,
+	})
 	if err != nil {
-		var ctr *testcontainers.DockerContainer
-		if pg != nil {
-			ctr, _ = pg.Container.(*testcontainers.DockerContainer)
-		}
 		return nil, failedStart(ctr, fmt.Sprintf("PostgreSQL container %s on 127.0.0.1:%d", image, port), err)
 	}
-	remove := func() {
+	db, err := OpenDatabase(ctx, containerDSN(password, port, ""))
+	if err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), containerCleanupTimeout)
 		defer cancel()
-		_ = pg.Terminate(ctx, testcontainers.StopTimeout(0))
-	}
-	dsn, err := pg.ConnectionString(ctx, "sslmode=disable")
-	if err == nil {
-		dsn, err = onLoopback(dsn, port)
-	}
-	if err != nil {
-		remove()
-		return nil, fmt.Errorf("PostgreSQL container %s: %v", image, err)
-	}
-	db, err := OpenDatabase(ctx, dsn)
-	if err != nil {
-		remove()
+		_ = ctr.remove(ctx, 0)
 		return nil, err
 	}
 	db.Source = SourceContainer
-	containerDatabases.Store(db, pg)
+	containerDatabases.Store(db, ctr)
 	return db, nil
 }
 
-// onLoopback points the module's connection string at 127.0.0.1:port. On
-// host networking the module reports the container's port 5432 (there is
-// no mapping to look up) and a host that can name another interface,
-// while the server listens on 127.0.0.1 at the port picked for it.
-func onLoopback(dsn string, port int) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", fmt.Errorf("unexpected connection string: %v", err)
+// sqlReady is the readiness wait of a PostgreSQL container: connect to dsn
+// and run SELECT 1 until that works. It gives up as soon as the container
+// stops, as the server will never take a connection then.
+func sqlReady(dsn string) func(context.Context, *engineContainer) error {
+	return func(ctx context.Context, ctr *engineContainer) error {
+		last := "no answer yet"
+		for {
+			if err := ctr.stopped(ctx, "it took connections"); err != nil && ctx.Err() == nil {
+				return err
+			}
+			conn, err := pgx.Connect(ctx, dsn)
+			if err == nil {
+				_, err = conn.Exec(ctx, "SELECT 1")
+				_ = conn.Close(ctx)
+				if err == nil {
+					return nil
+				}
+			}
+			// pgx's errors name the user and the database, never the
+			// password.
+			last = err.Error()
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("PostgreSQL took no connection within %s (last: %s)", postgresReadyTimeout, oneLine(last))
+			case <-time.After(containerReadyPoll):
+			}
+		}
 	}
-	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return u.String(), nil
 }
 
-// containerDSN is the DSN the readiness wait connects with.
-func containerDSN(password, port string) string {
+// containerDSN is the DSN of a PostgreSQL container's database, on
+// 127.0.0.1 where its server listens; extra is appended to its query.
+func containerDSN(password string, port int, extra string) string {
 	u := url.URL{
 		Scheme: "postgres", User: url.UserPassword(containerDBUser, password),
-		Host: net.JoinHostPort("127.0.0.1", port), Path: containerDBName,
-		RawQuery: "sslmode=disable&connect_timeout=5",
+		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: containerDBName,
+		RawQuery: "sslmode=disable" + extra,
 	}
 	return u.String()
 }
@@ -172,9 +173,10 @@ func (d *Database) closeContainer() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), containerCleanupTimeout)
 	defer cancel()
-	pg := v.(*tcpostgres.PostgresContainer)
-	if err := pg.Terminate(ctx, testcontainers.StopTimeout(containerStopGrace)); err != nil {
-		return fmt.Errorf("remove PostgreSQL container %s: %v: remove it with docker rm -fv %s", pg.GetContainerID(), oneLine(err.Error()), pg.GetContainerID())
+	ctr := v.(*engineContainer)
+	defer ctr.docker.Close()
+	if err := ctr.remove(ctx, containerStopGrace); err != nil {
+		return fmt.Errorf("remove PostgreSQL container %s: %v: remove it with docker rm -fv %s", ctr.id, oneLine(err.Error()), ctr.id)
 	}
 	return nil
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // ordersImage is the example API's image, built by make images.
@@ -56,7 +55,7 @@ func requireContainers(t *testing.T, images ...string) {
 }
 
 // testDocker is a Docker client for the test's own checks, closed with it.
-func testDocker(t *testing.T) *testcontainers.DockerClient {
+func testDocker(t *testing.T) *client.Client {
 	t.Helper()
 	docker, err := connectDocker(context.Background())
 	require.NoError(t, err)
@@ -67,7 +66,7 @@ func testDocker(t *testing.T) *testcontainers.DockerClient {
 // requireRemoved asserts that the engine holds no container with id, by
 // inspecting it and by listing every container, stopped ones included; by
 // names what should have removed it.
-func requireRemoved(t *testing.T, docker *testcontainers.DockerClient, id, by string) {
+func requireRemoved(t *testing.T, docker *client.Client, id, by string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := docker.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
@@ -206,7 +205,7 @@ func containerOf(t *testing.T, db *Database) string {
 	t.Helper()
 	v, ok := containerDatabases.Load(db)
 	require.True(t, ok, "database has no container")
-	return v.(interface{ GetContainerID() string }).GetContainerID()
+	return v.(*engineContainer).id
 }
 
 // A target that exits during start-up fails the start at once, with its

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/testctx"
@@ -37,11 +38,13 @@ func requireDocker(t *testing.T, images ...string) *testcontainers.DockerClient 
 		skip = t.Fatalf
 	}
 	ctx := testctx.UntilDeadline(t)
-	// Asked first: it also configures testcontainers-go (host networking,
-	// no reaper) before anything reads its configuration.
 	if err := targets.DockerAvailable(ctx); err != nil {
 		skip("container certification needs Docker: %v", err)
 	}
+	// testcontainers-go looks for the engine in the same places as targets
+	// (DOCKER_HOST, the system's socket, a rootless engine's); its banner is
+	// kept out of the test's output.
+	tclog.SetDefault(tclog.NewNoopLogger())
 	docker, err := testcontainers.NewDockerClientWithOpts(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = docker.Close() })
