@@ -81,6 +81,14 @@ type Policy struct {
 	// reports it as a conformance remark apart from the verdict: nothing
 	// was lost or duplicated. Two keys taken for one is a failure either way.
 	KeySyntax string `json:"key_syntax,omitempty"`
+	// ArrivalHeader, when set, is a header of the target's replies that
+	// says when it received the whole request, by its own clock: Unix
+	// time in seconds, milliseconds, microseconds or nanoseconds (told
+	// apart by size) or RFC 3339 with fractions ("X-Received-At"). A
+	// burst's proof then says how tightly its attempts arrived, not only
+	// how tightly they left: a tight release is not a tight arrival across
+	// a network or a busy intake.
+	ArrivalHeader string `json:"arrival_header,omitempty"`
 	// StatusPointer, when set, says the API tells an accepted request's
 	// operation status (RFC 9110 section 15.3.3: a 202 "ought to ...
 	// point to a status monitor"): it is the JSON pointer of the state in
@@ -319,6 +327,8 @@ func (p Policy) Validate() error {
 		return policyErrorf("key_header", "key_header %q is not an HTTP header name (%s)", p.KeyHeader, HeaderNameRule)
 	case p.ReplayHeader != "" && !ValidHeaderName(p.ReplayHeader):
 		return policyErrorf("replay_header", "replay_header %q is not an HTTP header name (%s)", p.ReplayHeader, HeaderNameRule)
+	case p.ArrivalHeader != "" && !ValidHeaderName(p.ArrivalHeader):
+		return policyErrorf("arrival_header", "arrival_header %q is not an HTTP header name (%s)", p.ArrivalHeader, HeaderNameRule)
 	case len(p.CreatedStatuses) == 0:
 		return policyErrorf("created_statuses", "created_statuses is empty")
 	}

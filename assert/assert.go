@@ -145,7 +145,7 @@ func ReportIn(h *idemcheck.History, words Words) idemcheck.Report {
 		// A check that sends bursts states how tightly they were released;
 		// when some round never got a burst tight enough to mean anything,
 		// its pass would rest on nothing.
-		if burst, loose := burstProof(CheckBursts(h, pc.Name), words); burst != "" && pc.Skip == "" {
+		if burst, loose := burstProof(CheckBursts(h, pc.Name), words, arrivalProof(h, pc.Name)); burst != "" && pc.Skip == "" {
 			switch {
 			case loose && cr.Status == idemcheck.Pass:
 				cr.Status, cr.Proof, cr.Reason = idemcheck.Inconclusive, "", "its bursts were too loose: "+burst

@@ -27,9 +27,11 @@ import (
 // over the bursts that counted, one per round (the first one released
 // within the limit); the loose ones that were repeated are named, and
 // their attempts still count for anomalies. "" for no bursts.
-func BurstProof(bursts []idemcheck.Burst) (proof string, loose bool) { return burstProof(bursts, nil) }
+func BurstProof(bursts []idemcheck.Burst) (proof string, loose bool) {
+	return burstProof(bursts, nil, "")
+}
 
-func burstProof(bursts []idemcheck.Burst, words Words) (proof string, loose bool) {
+func burstProof(bursts []idemcheck.Burst, words Words, arrival string) (proof string, loose bool) {
 	if len(bursts) == 0 {
 		return "", false
 	}
@@ -97,12 +99,16 @@ func burstProof(bursts []idemcheck.Burst, words Words) (proof string, loose bool
 		if len(sched) > 0 {
 			s = fmt.Sprintf("%d timed %s: ", len(tight), plural(len(tight), "round", "rounds"))
 		}
-		s += fmt.Sprintf("%d %s, client release spread median %s, max %s (as released; when they reached the target is not measured): "+
+		reached := "when they reached the target is not measured"
+		if arrival != "" {
+			reached = arrival
+		}
+		s += fmt.Sprintf("%d %s, client release spread median %s, max %s (as released; %s): "+
 			"in every round at least two attempts left idemcheck within %s of each other, and all of them within %s. "+
 			"A target takes a burst in one request after another, so the attempts reached it further apart than they left, by its own intake time, "+
 			"which idemcheck does not see: a check-then-insert window is entered by two attempts at once when it is wider than %s and than that intake time; "+
 			"a narrower one may be missed",
-			len(tight), burstsOf(tight), fmtSpread(med), fmtSpread(hi), fmtSpread(pair), fmtSpread(hi), fmtSpread(pair))
+			len(tight), burstsOf(tight), fmtSpread(med), fmtSpread(hi), reached, fmtSpread(pair), fmtSpread(hi), fmtSpread(pair))
 		s += linkClause(tight)
 		switch {
 		case offered > 0:

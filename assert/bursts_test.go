@@ -21,7 +21,7 @@ func tightBursts(spreads ...time.Duration) []idemcheck.Burst {
 }
 
 func TestBurstProofStatesTheClientSpread(t *testing.T) {
-	proof, loose := burstProof(tightBursts(us(45), us(30), us(120), us(50), us(40)), Words{"Timed": {Name: "--timed-bursts"}})
+	proof, loose := burstProof(tightBursts(us(45), us(30), us(120), us(50), us(40)), Words{"Timed": {Name: "--timed-bursts"}}, "")
 	assert.False(t, loose)
 	assert.Equal(t, "5 bursts of 32 over http1, client release spread median 45 us, max 120 us "+
 		"(as released; when they reached the target is not measured): "+
@@ -203,11 +203,11 @@ func TestBurstProofStatesThePrefixWaitAndTheLink(t *testing.T) {
 		b[i].RTT = 20*time.Millisecond + time.Duration(i)*time.Millisecond
 		b[i].Jitter = 2 * time.Millisecond
 	}
-	proof, loose := burstProof(b, nil)
+	proof, loose := burstProof(b, nil, "")
 	assert.False(t, loose)
 	assert.Contains(t, proof, "(3 HTTP/1.1 bursts were released once their prefixes had reached the target as far as idemcheck could tell "+
 		"(acknowledged by the peer's kernel in 2, and about one round trip passed: a median wait of 20.0 ms); "+
 		"the link's round trip before them was 21.0 ms at the quickest, 2.0 ms more at the median (the target's own time included))")
-	proof, _ = burstProof(tightBursts(us(45)), nil)
+	proof, _ = burstProof(tightBursts(us(45)), nil, "")
 	assert.NotContains(t, proof, "round trip", "nothing measured, nothing said")
 }

@@ -205,23 +205,23 @@ func given(fs *flag.FlagSet) map[string]bool {
 
 // certifyFlags are certify's flags as given.
 type certifyFlags struct {
-	rawURL, method, path, body, db, effectSQL, checks, name      string
-	skipChecks, keySyntax                                        string
-	effectHTTP, effectCount                                      string
-	keyHeader, replayHeader, resourceID, keyPointer              string
-	policyName, otherPath, command, failingBody                  string
-	invalidBody, image, dbImage, ready                           string
-	sign, signSecret, signHeader                                 string
-	signSkew                                                     time.Duration
-	dbEngine                                                     string
-	instances                                                    int
-	lease                                                        time.Duration
-	headers, effectArgs, ignore, redact, env, tenants, providers listFlag
-	redactFields, redactQuery                                    listFlag
-	rf                                                           runFlags
-	statuses                                                     statusFlags
-	opts                                                         scenarios.Options
-	set                                                          map[string]bool
+	rawURL, method, path, body, db, effectSQL, checks, name        string
+	skipChecks, keySyntax                                          string
+	effectHTTP, effectCount                                        string
+	keyHeader, replayHeader, resourceID, keyPointer, arrivalHeader string
+	policyName, otherPath, command, failingBody                    string
+	invalidBody, image, dbImage, ready                             string
+	sign, signSecret, signHeader                                   string
+	signSkew                                                       time.Duration
+	dbEngine                                                       string
+	instances                                                      int
+	lease                                                          time.Duration
+	headers, effectArgs, ignore, redact, env, tenants, providers   listFlag
+	redactFields, redactQuery                                      listFlag
+	rf                                                             runFlags
+	statuses                                                       statusFlags
+	opts                                                           scenarios.Options
+	set                                                            map[string]bool
 
 	// red is the command's redactor (redactorOf), taught the flags'
 	// secrets as they are read.
@@ -263,6 +263,7 @@ func (f *certifyFlags) register() *flag.FlagSet {
 	fs.StringVar(&f.name, "name", "", "label for the target in reports")
 	fs.StringVar(&f.keyHeader, "key-header", def.KeyHeader, "the idempotency key header")
 	fs.StringVar(&f.replayHeader, "replay-header", "", "header the target sets on replays, such as Idempotent-Replayed (checked when given)")
+	fs.StringVar(&f.arrivalHeader, "arrival-header", "", "reply header in which the target says when it received the whole request, by its own clock (Unix s, ms, us or ns, or RFC 3339), such as X-Received-At: bursts then report how tightly they arrived, not only how tightly they left")
 	fs.StringVar(&f.resourceID, "resource-id", "", "JSON `pointer` of the created resource's id in success bodies (default: detected)")
 	fs.Var(&f.ignore, "ignore-field", "JSON pointer left out when comparing replays (repeatable)")
 	fs.Var(&f.redact, "redact-header", "header whose value never reaches a report or history (repeatable; Authorization, Cookie, X-Api-Key and names with token, secret, password or api-key always are)")
@@ -326,6 +327,9 @@ func (f *certifyFlags) spec() (config.Spec, error) {
 	}
 	if set["replay-header"] {
 		pol.ReplayHeader = f.replayHeader
+	}
+	if set["arrival-header"] {
+		pol.ArrivalHeader = f.arrivalHeader
 	}
 	if set["resource-id"] {
 		pol.ResourceID = f.resourceID

@@ -73,6 +73,7 @@ var flagTable = []struct{ flag, group string }{
 	{"key-syntax", "checks"},
 	{"lease", "checks"},
 	{"replay-header", "checks"},
+	{"arrival-header", "checks"},
 	{"resource-id", "checks"},
 	{"ignore-field", "checks"},
 	{"mismatch-status", "checks"},

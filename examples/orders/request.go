@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/idemcheck/idemcheck/examples/apikit"
@@ -101,6 +102,11 @@ func rejectRequest(_ *Server, w http.ResponseWriter, _ *http.Request, _ string, 
 	writeProblem(w, http.StatusBadRequest, problem)
 }
 
+// ReceivedHeader is the reply header that says when the API had read the
+// whole request, by its own clock (RFC 3339 with nanoseconds): idemcheck's
+// --arrival-header reads it.
+const ReceivedHeader = "X-Received-At"
+
 // parseRequest validates the request, or answers 400 and returns false.
 // Nothing is stored for an invalid request, so fixing it and retrying with
 // the same key works.
@@ -131,6 +137,9 @@ func (s *Server) parseRequest(w http.ResponseWriter, r *http.Request, ep endpoin
 		s.st.reject(s, w, r, key, raw, "cannot read the request body: "+err.Error())
 		return request{}, false
 	}
+	// When the whole request was in: a client that releases a burst of
+	// copies together can tell from it how tightly they arrived.
+	w.Header().Set(ReceivedHeader, time.Now().UTC().Format(time.RFC3339Nano))
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // keep numbers exactly as written, for the fingerprint
 	var fields map[string]any

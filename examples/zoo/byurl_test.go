@@ -32,6 +32,13 @@ func TestByURL(t *testing.T) {
 	for c, why := range row.Skipped {
 		t.Logf("skipped %s: %s", c, why)
 	}
+	// The orders API says when it received each request: the timed
+	// bursts' proof states how tightly they arrived, by its clock.
+	for _, c := range res.Report.Checks {
+		if c.Name == idemcheck.CheckConcurrentBurst {
+			assert.Contains(t, c.Proof, "arrived at the target (its X-Received-At, by its own clock) within median")
+		}
+	}
 
 	bug, ok := zoo.Lookup("orders", string(orders.CheckThenInsert))
 	require.True(t, ok)

@@ -340,6 +340,7 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 	case "orders":
 		cfg.Policy = idemcheck.IETF()
 		cfg.Policy.ReplayHeader = "Idempotent-Replayed"
+		cfg.Policy.ArrivalHeader = orders.ReceivedHeader
 		cfg.Policy.Lease = Lease
 		cfg.Endpoint.Path = idemcheck.MustTemplate("/orders")
 		cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`)

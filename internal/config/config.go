@@ -903,6 +903,7 @@ var policyFields = map[string]string{
 	"ignore_fields": "IgnoreFields", "resource_id": "ResourceID", "key_pointer": "KeyPointer", "ack_only": "AckOnly",
 	"save_rejected": "SaveRejected", "invalid_key_status": "InvalidKeyStatus", "key_syntax": "KeySyntax",
 	"status_pointer": "StatusPointer", "status_done": "StatusDone", "status_failed": "StatusFailed", "status_url_pointer": "StatusURLPointer",
+	"arrival_header": "ArrivalHeader",
 }
 
 // PolicyField is the Field of a policy's field by its policy-file name

@@ -73,7 +73,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 	// A policy field is said as the flag that overrides it, else as the
 	// field of the --policy file; it is set with either.
 	for key, flag := range map[string]string{
-		"key_header": "--key-header", "replay_header": "--replay-header", "resource_id": "--resource-id",
+		"key_header": "--key-header", "replay_header": "--replay-header", "resource_id": "--resource-id", "arrival_header": "--arrival-header",
 		"ignore_fields": "--ignore-field", "key_pointer": "--key-pointer", "lease": "--lease",
 		"mismatch_status": "--mismatch-status", "missing_key_status": "--missing-key-status",
 		"in_progress_status": "--in-progress-status", "in_progress_statuses": "--in-progress-status",

@@ -323,7 +323,7 @@ func (p *parser) list(n *yaml.Node, field string, name idemcheck.Field, pl place
 // policyFields are the keys of a policy block: a preset and its overrides.
 var policyFields = []string{"preset", "key_header", "created_statuses", "accepted_statuses", "replay_statuses", "in_progress_status", "in_progress_statuses", "mismatch_status",
 	"missing_key_status", "replay_errors", "replay_header", "lease", "ignore_fields", "resource_id", "key_pointer", "ack_only",
-	"save_rejected", "invalid_key_status", "key_syntax", "status_pointer", "status_done", "status_failed", "status_url_pointer"}
+	"save_rejected", "invalid_key_status", "key_syntax", "status_pointer", "status_done", "status_failed", "status_url_pointer", "arrival_header"}
 
 // policyRead is a policy block as read: the policy, whether it replaced
 // the one it was read over (a preset, or a policy file) rather than
@@ -476,6 +476,8 @@ func (p *parser) policyBlock(n *yaml.Node, field string, base idemcheck.Policy, 
 			pol.StatusFailed, err = p.strings(v, fk)
 		case "status_url_pointer":
 			pol.StatusURLPointer, err = p.str(v, fk)
+		case "arrival_header":
+			pol.ArrivalHeader, err = p.str(v, fk)
 		}
 		if err != nil {
 			return base, false, err
