@@ -116,11 +116,9 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 			return nil, nil, err
 		}
 		pc := c.Planned(c.skip(p, e, t, words))
-		if pc.Skip == "" && c.Partial != nil {
-			pc.Partial = c.Partial(p, e, t).In(words)
-		}
 		if pc.Skip == "" {
 			built := c.Build(o, e, t)
+			pc.Partial = partial(c, built, p, e, t).In(words)
 			for i := range built {
 				built[i].Check = c.Name
 			}
@@ -132,6 +130,37 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 		plan = append(plan, pc)
 	}
 	return scs, plan, nil
+}
+
+// partial is what a check built as scs cannot send to this target: bursts
+// timed at the client, where the harness cannot hold their writes at the
+// database link (a check that releases copies together), and whatever
+// else the check's own Partial says.
+func partial(c Check, scs []Scenario, p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+	var parts []idemcheck.Phrase
+	together := slices.ContainsFunc(scs, func(sc Scenario) bool {
+		return slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Together && st.Attempts > 1 })
+	})
+	if why := needsDBLink(p, e, t); together && !why.IsZero() {
+		more := ""
+		if c.Name == idemcheck.CheckConcurrentBurst {
+			more = ", and no burst wrote in turn (last writer wins)"
+		}
+		parts = append(parts, unless("the copies released together were timed at the client, not held at the database: a race window "+
+			"narrower than their arrival spread can be missed%s; holding the writes %s", more, why))
+	}
+	if c.Partial != nil {
+		if own := c.Partial(p, e, t); !own.IsZero() {
+			parts = append(parts, own)
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return idemcheck.Phrase{}
+	case 1:
+		return parts[0]
+	}
+	return unless("%s; %s", parts[0], parts[1])
 }
 
 // NotAsked returns the checks plan does not name, in the order a
@@ -237,13 +266,6 @@ var registry = []Check{
 				scs = append(scs, ConcurrentBurstInTurn(o.BurstSize, o.BurstRounds))
 			}
 			return scs
-		},
-		Partial: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
-			if why := needsDBLink(p, e, t); !why.IsZero() {
-				return unless("the bursts were timed at the client, not held at the database: a race window narrower than their "+
-					"arrival spread can be missed, and no burst wrote in turn (last writer wins); holding the writes %s", why)
-			}
-			return idemcheck.Phrase{}
 		},
 	},
 	{

@@ -205,6 +205,7 @@ func TestPlanSaysWhatACheckCouldNotSend(t *testing.T) {
 	}
 	byURL := partial(nil, e)
 	assert.Contains(t, byURL[idemcheck.CheckConcurrentBurst], "timed at the client")
+	assert.Contains(t, byURL[idemcheck.CheckConcurrentBurst], "no burst wrote in turn")
 	assert.Contains(t, byURL[idemcheck.CheckConcurrentBurst], noPowers.String(), "names what would let it")
 	assert.Contains(t, byURL[idemcheck.CheckFailedAttempt], "cut database link")
 	assert.Empty(t, byURL[idemcheck.CheckSequentialReplay], "a check that sends all of itself says nothing")
@@ -219,8 +220,18 @@ func TestPlanSaysWhatACheckCouldNotSend(t *testing.T) {
 	noFailing := partial(stubPowers{}, Endpoint{Body: e.Body})
 	assert.Contains(t, noFailing[idemcheck.CheckFailedAttempt], "FailingBody", "the half a failing body would add")
 
+	// Any check that releases copies together says its bursts were timed:
+	// a webhook's concurrent deliveries too, beside its own half.
+	webhook := idemcheck.Webhook()
+	_, plan, err := Plan([]string{idemcheck.CheckWebhookRedeliver}, Defaults, webhook,
+		Endpoint{Body: idemcheck.MustTemplate(`{"eventId":"{{key}}"}`)}, nil, nil)
+	require.NoError(t, err)
+	assert.Contains(t, plan[0].Partial, "timed at the client")
+	assert.NotContains(t, plan[0].Partial, "in turn")
+	assert.Contains(t, plan[0].Partial, "no delivery failed inside the consumer")
+
 	// Said in a program's words.
-	_, plan, err := Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), e, nil,
+	_, plan, err = Plan([]string{idemcheck.CheckFailedAttempt}, Defaults, idemcheck.IETF(), e, nil,
 		map[idemcheck.Field]idemcheck.Word{"Powers": {Name: "--cmd", Set: "--cmd or --image"}})
 	require.NoError(t, err)
 	assert.Contains(t, plan[0].Partial, "let idemcheck start it (--cmd or --image)")

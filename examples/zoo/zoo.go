@@ -159,11 +159,11 @@ func Entries() []Entry {
 			continue // its bug needs a signed consumer
 		}
 		c, a := webhooks.Expectation(v)
-		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a})
+		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a, Needs: webhooks.Needs(v)})
 	}
 	for _, v := range signedVariants {
 		c, a := webhooks.Expectation(v)
-		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a, Signed: true})
+		out = append(out, Entry{App: "webhooks", Variant: string(v), Check: c, Anomaly: a, Needs: webhooks.Needs(v), Signed: true})
 	}
 	// The signed reference under every other preset idemcheck signs
 	// with, each verified as its provider documents it.
