@@ -39,10 +39,15 @@ import (
 	"github.com/idemcheck/idemcheck/examples/apikit"
 )
 
-// Variants are the implementations: the reference and its one bug.
+// Variants are the implementations: the reference and its bugs, one
+// each.
 const (
 	Reference       = "reference"
 	CheckThenInsert = "check-then-insert"
+	// NoFingerprint keeps the request's fingerprint but never compares
+	// it: a key reused with another body is answered with the first
+	// request's saved reply, as if it were a retry.
+	NoFingerprint = "no-fingerprint"
 )
 
 // Server is the orders API on one database.
@@ -74,8 +79,8 @@ func New(ctx context.Context, dsn, variant string) (*Server, error) {
 	if variant == "" {
 		variant = Reference
 	}
-	if variant != Reference && variant != CheckThenInsert {
-		return nil, fmt.Errorf("unknown variant %q: use %s or %s", variant, Reference, CheckThenInsert)
+	if variant != Reference && variant != CheckThenInsert && variant != NoFingerprint {
+		return nil, fmt.Errorf("unknown variant %q: use %s, %s or %s", variant, Reference, CheckThenInsert, NoFingerprint)
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -236,7 +241,7 @@ func (s *Server) answerFromKey(ctx context.Context, w http.ResponseWriter, req r
 		return false, nil
 	case err != nil:
 		return false, err
-	case fp != req.fingerprint:
+	case fp != req.fingerprint && s.variant != NoFingerprint:
 		apikit.WriteProblem(w, http.StatusUnprocessableEntity, "this Idempotency-Key was used with another request")
 	case status == 0:
 		w.Header().Set("Retry-After", "1")

@@ -175,7 +175,8 @@ func Entries() []Entry {
 	// The orders API on MariaDB, on a throwaway MariaDB of its own: the
 	// checks that fault the database link are skipped there.
 	out = append(out, Entry{App: "ordersmysql", Variant: ordersmysql.Reference},
-		Entry{App: "ordersmysql", Variant: ordersmysql.CheckThenInsert, Check: idemcheck.CheckConcurrentBurst, Anomaly: string(idemcheck.DuplicateEffect)})
+		Entry{App: "ordersmysql", Variant: ordersmysql.CheckThenInsert, Check: idemcheck.CheckConcurrentBurst, Anomaly: string(idemcheck.DuplicateEffect)},
+		Entry{App: "ordersmysql", Variant: ordersmysql.NoFingerprint, Check: idemcheck.CheckPayloadMismatch, Anomaly: string(idemcheck.PayloadMismatchAccepted)})
 	// The queue-backed payments API, answering 202 while a River worker
 	// makes the payment later: certified with PaymentsSettle.
 	for _, v := range payments.Variants() {

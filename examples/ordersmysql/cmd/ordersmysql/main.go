@@ -1,5 +1,6 @@
 // Command ordersmysql serves the orders reference on MySQL or MariaDB
-// (package ordersmysql), or its check-then-insert variant:
+// (package ordersmysql), or one of its variants (check-then-insert,
+// no-fingerprint):
 //
 //	PORT=8080 MYSQL_DSN='user:pw@tcp(127.0.0.1:3306)/shop' ordersmysql [-variant check-then-insert]
 //
@@ -31,7 +32,7 @@ func main() {
 }
 
 func run() error {
-	variant := flag.String("variant", ordersmysql.Reference, "reference or check-then-insert")
+	variant := flag.String("variant", ordersmysql.Reference, "reference, check-then-insert or no-fingerprint")
 	flag.Parse()
 	dsn := os.Getenv("MYSQL_DSN")
 	if dsn == "" {
