@@ -112,130 +112,175 @@ func gatherEvidence(h *idemcheck.History, name string, byIntent map[string][]ide
 		if len(all) == 0 {
 			continue
 		}
-		ev.rounds++
-		limitedWhy, limitedBurst := refusedRound(all)
-		ev.limitedBursts = ev.limitedBursts || limitedBurst
-		atts := withoutRefusals(all)
-		ev.refusals += len(all) - len(atts)
-		ev.attempts += len(all) - len(atts)
-		faulted, retryAnswered, anyAnswered := false, false, false
-		for _, a := range atts {
-			ev.attempts++
-			if a.Outcome == idemcheck.Replied {
-				ev.answered++
-				anyAnswered = true
-				if a.Fault == "" {
-					retryAnswered = true
-				}
-			}
-			if a.Outcome == idemcheck.NotSent {
-				ev.refused++
-			}
-			if a.Fault != "" {
-				faulted = true
-			}
-		}
-		landed, missedWhy, notDead := false, "", ""
-		var released time.Time
-		for _, e := range events[in.ID] {
-			switch e.Kind {
-			case idemcheck.HoldReleased:
-				released = e.Time
-			case idemcheck.TargetNotDead:
-				notDead = e.Detail
-			case idemcheck.FaultLanded:
-				landed = true
-				if e.Landing != "" {
-					ev.landings[e.Landing]++
-				}
-			case idemcheck.TargetKilled:
-				landed = true
-				ev.kills++
-			case idemcheck.FaultMissed:
-				if missedWhy == "" {
-					missedWhy = e.Detail
-				}
-			}
-		}
-		if faulted {
-			ev.faulted++
-			lt := ev.links[linkKey(atts)]
-			if lt == nil {
-				lt = &linkTally{}
-				ev.links[linkKey(atts)] = lt
-			}
-			lt.rounds++
-			if landed {
-				ev.landed++
-				lt.landed++
-			} else if lt.missed == "" {
-				lt.missed = missedWhy
-			}
-		}
-		ic := &intentCheck{policy: h.Run.Policy, intent: in, attempts: atts, facts: planned[name], words: words, released: released}
+		ic := &intentCheck{policy: h.Run.Policy, intent: in, facts: planned[name], words: words}
 		if o, ok := obs[in.ID]; ok {
 			ic.obs = &o
 		} else if h.Run.EffectQuery != "" {
 			ev.uncounted++
 		}
-		if why := ic.stuckWithoutLease(); why != "" && ev.undecided == "" {
-			ev.undecided = why
-		}
-		scenario := ic.missedScenario()
-		pending := ""
-		if ic.obs != nil {
-			_, promised := ic.promisedEffects()
-			pending = ic.effectsPending(promised)
-			if st := ic.obs.Settle; st != nil && st.Settled {
-				ev.settled++
-				ev.settleWait = max(ev.settleWait, st.Waited)
-				ev.settlePolls = max(ev.settlePolls, st.Polls)
-				for _, op := range st.Operations {
-					if op.Over != "" {
-						ev.operations++
-					}
-					if op.Over == idemcheck.OperationDone {
-						ev.done++
-					}
+		ev.round(ic, all, events[in.ID])
+	}
+	return ev
+}
+
+// roundFacts is what one round's attempts and events showed.
+type roundFacts struct {
+	// limitedWhy says why a rate limit kept the round from the handler.
+	limitedWhy string
+	// faulted: an attempt went through a fault; retryAnswered: one
+	// without a fault was answered; anyAnswered: one was.
+	faulted, retryAnswered, anyAnswered bool
+	// landed: a fault landed or a kill happened; missedWhy is the first
+	// missed fault's reason; notDead the detail of a kill the target
+	// outlived.
+	landed             bool
+	missedWhy, notDead string
+	// released is when a held write was released.
+	released time.Time
+}
+
+// round tallies one round: ic's intent (its observation set) with all its
+// attempts and events.
+func (ev *checkEvidence) round(ic *intentCheck, all []idemcheck.Attempt, events []idemcheck.Event) {
+	ev.rounds++
+	var r roundFacts
+	var limitedBurst bool
+	r.limitedWhy, limitedBurst = refusedRound(all)
+	ev.limitedBursts = ev.limitedBursts || limitedBurst
+	atts := withoutRefusals(all)
+	ev.refusals += len(all) - len(atts)
+	ev.attempts += len(all) - len(atts)
+	ev.tallyAttempts(atts, &r)
+	ev.tallyEvents(events, &r)
+	if r.faulted {
+		ev.tallyLink(atts, r)
+	}
+	ic.attempts, ic.released = atts, r.released
+	if why := ic.stuckWithoutLease(); why != "" && ev.undecided == "" {
+		ev.undecided = why
+	}
+	scenario := ic.missedScenario()
+	pending := ""
+	if ic.obs != nil {
+		_, promised := ic.promisedEffects()
+		pending = ic.effectsPending(promised)
+		if st := ic.obs.Settle; st != nil && st.Settled {
+			ev.settled++
+			ev.settleWait = max(ev.settleWait, st.Waited)
+			ev.settlePolls = max(ev.settlePolls, st.Polls)
+			for _, op := range st.Operations {
+				if op.Over != "" {
+					ev.operations++
+				}
+				if op.Over == idemcheck.OperationDone {
+					ev.done++
 				}
 			}
 		}
-		switch {
-		case notDead != "":
-			ev.missed[notDead]++
-		case limitedWhy != "":
-			// A rate limit kept the scenario from the handler: whatever
-			// else happened, it did not happen there.
-			ev.limited++
-			ev.missed[limitedWhy]++
-		case faulted && !landed:
-			if missedWhy == "" {
-				missedWhy = fmt.Sprintf("its fault (%s) never landed", faultOf(atts))
+	}
+	ev.judge(ic, atts, r, pending, scenario)
+}
+
+// tallyAttempts counts a round's attempts, refusals left out.
+func (ev *checkEvidence) tallyAttempts(atts []idemcheck.Attempt, r *roundFacts) {
+	for _, a := range atts {
+		ev.attempts++
+		if a.Outcome == idemcheck.Replied {
+			ev.answered++
+			r.anyAnswered = true
+			if a.Fault == "" {
+				r.retryAnswered = true
 			}
-			ev.missed[missedWhy]++
-		case !anyAnswered:
-			ev.missed["none of its attempts was answered"]++
-		case faulted && !retryAnswered:
-			ev.missed["the fault landed, but no retry after it was answered"]++
-		case pending != "":
-			ev.pending++
-			if ev.pendingWhy == "" {
-				ev.pendingWhy = fmt.Sprintf("round of intent %s: %s", in.ID, pending)
-			}
-			ev.missed[pending]++
-		case scenario != "":
-			// A check's own condition for its scenario (a refused invalid
-			// body, long keys the target took) did not hold.
-			ev.missed[scenario]++
-		case ic.unidentified():
-			ev.missed[idemcheck.Phrasef("its success replies carry no resource id and no effect was counted, so nothing told one execution "+
-				"from two: count effects (%s, or %s), or give the id's place in the reply (%s)",
-				idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"), idemcheck.Field("Policy.ResourceID")).In(words)]++
-		default:
-			ev.counted++
+		}
+		if a.Outcome == idemcheck.NotSent {
+			ev.refused++
+		}
+		if a.Fault != "" {
+			r.faulted = true
 		}
 	}
-	return ev
+}
+
+// tallyEvents reads a round's events: its landings, kills, misses and
+// release.
+func (ev *checkEvidence) tallyEvents(events []idemcheck.Event, r *roundFacts) {
+	for _, e := range events {
+		switch e.Kind {
+		case idemcheck.HoldReleased:
+			r.released = e.Time
+		case idemcheck.TargetNotDead:
+			r.notDead = e.Detail
+		case idemcheck.FaultLanded:
+			r.landed = true
+			if e.Landing != "" {
+				ev.landings[e.Landing]++
+			}
+		case idemcheck.TargetKilled:
+			r.landed = true
+			ev.kills++
+		case idemcheck.FaultMissed:
+			if r.missedWhy == "" {
+				r.missedWhy = e.Detail
+			}
+		}
+	}
+}
+
+// tallyLink counts a faulted round on the links its faults were on.
+func (ev *checkEvidence) tallyLink(atts []idemcheck.Attempt, r roundFacts) {
+	ev.faulted++
+	lt := ev.links[linkKey(atts)]
+	if lt == nil {
+		lt = &linkTally{}
+		ev.links[linkKey(atts)] = lt
+	}
+	lt.rounds++
+	if r.landed {
+		ev.landed++
+		lt.landed++
+	} else if lt.missed == "" {
+		lt.missed = r.missedWhy
+	}
+}
+
+// judge counts the round as one that tested the check, or as missed with
+// the first reason that applies.
+func (ev *checkEvidence) judge(ic *intentCheck, atts []idemcheck.Attempt, r roundFacts, pending, scenario string) {
+	switch {
+	case r.notDead != "":
+		ev.missed[r.notDead]++
+	case r.limitedWhy != "":
+		// A rate limit kept the scenario from the handler: whatever
+		// else happened, it did not happen there.
+		ev.limited++
+		ev.missed[r.limitedWhy]++
+	case r.faulted && !r.landed:
+		missedWhy := r.missedWhy
+		if missedWhy == "" {
+			missedWhy = fmt.Sprintf("its fault (%s) never landed", faultOf(atts))
+		}
+		ev.missed[missedWhy]++
+	case !r.anyAnswered:
+		ev.missed["none of its attempts was answered"]++
+	case r.faulted && !r.retryAnswered:
+		ev.missed["the fault landed, but no retry after it was answered"]++
+	case pending != "":
+		ev.pending++
+		if ev.pendingWhy == "" {
+			ev.pendingWhy = fmt.Sprintf("round of intent %s: %s", ic.intent.ID, pending)
+		}
+		ev.missed[pending]++
+	case scenario != "":
+		// A check's own condition for its scenario (a refused invalid
+		// body, long keys the target took) did not hold.
+		ev.missed[scenario]++
+	case ic.unidentified():
+		ev.missed[idemcheck.Phrasef("its success replies carry no resource id and no effect was counted, so nothing told one execution "+
+			"from two: count effects (%s, or %s), or give the id's place in the reply (%s)",
+			idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"), idemcheck.Field("Policy.ResourceID")).In(ev.words)]++
+	default:
+		ev.counted++
+	}
 }
 
 // linkTally is what the faulted rounds on one set of links showed.

@@ -390,90 +390,30 @@ func (b *barrier) run() {
 	var valid *probeResult // the latest probe, if it started after the last activity
 	for {
 		now := time.Now()
-		b.mu.Lock()
-		held, open, starting := b.liveHolds(), int(b.toxic.live.Load()), b.toxic.starting.Load()
-		last, first, firstHold := b.last, b.first, b.firstHold
-		b.mu.Unlock()
-		if valid != nil && !valid.start.After(last) {
+		s := b.look()
+		if valid != nil && !valid.start.After(s.last) {
 			valid = nil
 		}
-		waiting, working := -1, -1
-		switch {
-		case b.opts.Sessions == nil:
-			waiting = 0
-		case valid != nil && valid.err == nil:
-			waiting, working = valid.s.Waiting, valid.s.Working
-		}
+		s.read(b.opts.Sessions == nil, valid)
 		next := time.Hour
-		reason := ""
-		if held > 0 {
-			settle := barrierSettle
-			if !first.IsZero() {
-				settle = min(max(settle, 2*firstHold.Sub(first)), maxSettle)
-			}
-			quiet := min(max(BarrierQuiet, 10*settle), maxQuiet, b.maxWait)
-			if b.opts.Quiet > 0 {
-				quiet = min(b.opts.Quiet, b.maxWait)
-			}
-			// Idle: no session works, as read by a probe that started
-			// the idle settle after the last activity, so that a statement
-			// forwarded just before has had time to reach its session.
-			// A connection that has not sent a statement yet may be a
-			// session still starting, which pg_stat_activity may not show.
-			idleSettle := min(max(minIdleSettle, 5*settle), max(quiet/2, minIdleSettle))
-			if b.opts.IdleSettle > 0 {
-				idleSettle = b.opts.IdleSettle
-			}
-			idle := working == 0 && starting == 0 && !valid.start.Before(last.Add(idleSettle))
-			// Blocked: every attempt, or every connection the target has
-			// open, is held or waits on a lock, as read by a probe that
-			// started after the last activity. Then only a connection
-			// being opened could still come: the settle time is for it.
-			blocked := waiting >= 0 && (held+waiting >= b.opts.Attempts || held+waiting >= open)
-			// Under heavy load a probe can take longer than the quiet time:
-			// the quiet rule waits for one that started after the last
-			// activity, so a blocked burst is told apart from a quiet one,
-			// but not past twice the quiet time.
-			probed := b.opts.Sessions == nil || valid != nil || now.Sub(last) >= 2*quiet
-			switch {
-			case held >= b.opts.Attempts:
-				reason = ReleaseAllWrites
-			case waiting >= 0 && held+waiting >= b.opts.Attempts:
-				reason = ReleaseBlocked
-			case blocked && now.Sub(last) >= settle:
-				reason = ReleaseBlocked
-			case idle:
-				reason = ReleaseIdle
-			case probed && now.Sub(last) >= quiet:
-				reason = ReleaseQuiet
-			case now.Sub(firstHold) >= b.maxWait:
-				reason = ReleaseBound
-			}
+		if s.held > 0 {
+			w := b.waits(s)
+			reason, wake := b.decide(now, s, w, valid)
 			if reason != "" {
 				if b.opts.InTurn {
 					if probing {
 						<-probes
 					}
-					b.releaseInTurn(reason, waiting, open, quiet, idleSettle)
+					b.releaseInTurn(reason, s.waiting, s.open, w.quiet, w.idleSettle)
 					return
 				}
-				b.release(reason, waiting, open)
+				b.release(reason, s.waiting, s.open)
 				if probing {
 					<-probes
 				}
 				return
 			}
-			// Wake at the next moment a rule may hold (a probe's result
-			// wakes the loop by itself).
-			next = firstHold.Add(b.maxWait).Sub(now)
-			for _, at := range []time.Time{last.Add(quiet), last.Add(2 * quiet)} {
-				if at.After(now) {
-					next = min(next, at.Sub(now))
-				}
-			}
-			if blocked && last.Add(settle).After(now) {
-				next = min(next, last.Add(settle).Sub(now))
-			}
+			next = wake
 			// A probe is stale once something happened after it started, and
 			// a session that has just sent the statement that will wait on a
 			// lock may not wait yet when a probe reads: so probes go on,
@@ -490,7 +430,7 @@ func (b *barrier) run() {
 		timer.Reset(max(next, 50*time.Microsecond))
 		select {
 		case <-b.stop:
-			b.release(ReleaseBurstEnded, waiting, int(b.toxic.live.Load()))
+			b.release(ReleaseBurstEnded, s.waiting, int(b.toxic.live.Load()))
 			if probing {
 				<-probes
 			}
@@ -502,6 +442,108 @@ func (b *barrier) run() {
 			valid = &p
 		}
 	}
+}
+
+// barrierState is what one turn of the barrier's loop sees: the holds and
+// connections now, the times of the last activity, and what the latest
+// valid probe read of the sessions (-1 when unknown).
+type barrierState struct {
+	held, open             int
+	starting               int64
+	last, first, firstHold time.Time
+	waiting, working       int
+}
+
+// look reads the barrier's state under its lock.
+func (b *barrier) look() barrierState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return barrierState{
+		held: b.liveHolds(), open: int(b.toxic.live.Load()), starting: b.toxic.starting.Load(),
+		last: b.last, first: b.first, firstHold: b.firstHold,
+	}
+}
+
+// read fills in the sessions waiting and working: none when the barrier
+// reads no sessions, else those of a valid probe that succeeded, else
+// unknown.
+func (s *barrierState) read(noSessions bool, valid *probeResult) {
+	s.waiting, s.working = -1, -1
+	switch {
+	case noSessions:
+		s.waiting = 0
+	case valid != nil && valid.err == nil:
+		s.waiting, s.working = valid.s.Waiting, valid.s.Working
+	}
+}
+
+// barrierWaits are how long the rules wait after the last activity.
+type barrierWaits struct {
+	settle, quiet, idleSettle time.Duration
+}
+
+// waits scales the barrier's waits to the burst: a burst whose first write
+// came late after its first statement gets a longer settle, and the quiet
+// and idle times grow with it, within their bounds.
+func (b *barrier) waits(s barrierState) barrierWaits {
+	settle := barrierSettle
+	if !s.first.IsZero() {
+		settle = min(max(settle, 2*s.firstHold.Sub(s.first)), maxSettle)
+	}
+	quiet := min(max(BarrierQuiet, 10*settle), maxQuiet, b.maxWait)
+	if b.opts.Quiet > 0 {
+		quiet = min(b.opts.Quiet, b.maxWait)
+	}
+	idleSettle := min(max(minIdleSettle, 5*settle), max(quiet/2, minIdleSettle))
+	if b.opts.IdleSettle > 0 {
+		idleSettle = b.opts.IdleSettle
+	}
+	return barrierWaits{settle: settle, quiet: quiet, idleSettle: idleSettle}
+}
+
+// decide returns why the held writes go now, or "" and how long until a
+// rule may next hold (a probe's result wakes the loop by itself).
+func (b *barrier) decide(now time.Time, s barrierState, w barrierWaits, valid *probeResult) (reason string, next time.Duration) {
+	// Idle: no session works, as read by a probe that started
+	// the idle settle after the last activity, so that a statement
+	// forwarded just before has had time to reach its session.
+	// A connection that has not sent a statement yet may be a
+	// session still starting, which pg_stat_activity may not show.
+	idle := s.working == 0 && s.starting == 0 && !valid.start.Before(s.last.Add(w.idleSettle))
+	// Blocked: every attempt, or every connection the target has
+	// open, is held or waits on a lock, as read by a probe that
+	// started after the last activity. Then only a connection
+	// being opened could still come: the settle time is for it.
+	blocked := s.waiting >= 0 && (s.held+s.waiting >= b.opts.Attempts || s.held+s.waiting >= s.open)
+	// Under heavy load a probe can take longer than the quiet time:
+	// the quiet rule waits for one that started after the last
+	// activity, so a blocked burst is told apart from a quiet one,
+	// but not past twice the quiet time.
+	probed := b.opts.Sessions == nil || valid != nil || now.Sub(s.last) >= 2*w.quiet
+	switch {
+	case s.held >= b.opts.Attempts:
+		return ReleaseAllWrites, 0
+	case s.waiting >= 0 && s.held+s.waiting >= b.opts.Attempts:
+		return ReleaseBlocked, 0
+	case blocked && now.Sub(s.last) >= w.settle:
+		return ReleaseBlocked, 0
+	case idle:
+		return ReleaseIdle, 0
+	case probed && now.Sub(s.last) >= w.quiet:
+		return ReleaseQuiet, 0
+	case now.Sub(s.firstHold) >= b.maxWait:
+		return ReleaseBound, 0
+	}
+	next = s.firstHold.Add(b.maxWait).Sub(now)
+	for _, at := range []time.Time{s.last.Add(w.quiet), s.last.Add(2 * w.quiet)} {
+		if at.After(now) {
+			next = min(next, at.Sub(now))
+		}
+	}
+	if blocked && s.last.Add(w.settle).After(now) {
+		next = min(next, s.last.Add(w.settle).Sub(now))
+	}
+	return "", next
 }
 
 func (b *barrier) probe(out chan<- probeResult, start time.Time) {

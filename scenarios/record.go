@@ -5,6 +5,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/history"
+	"github.com/idemcheck/idemcheck/internal/wire"
 )
 
 // recorder is where a run's records go as they are made, in a
@@ -153,4 +154,83 @@ func (r *streamRecorder) flush() error {
 	defer r.mu.Unlock()
 	r.keep(r.enc.Flush())
 	return r.err
+}
+
+// record records one of a certification's sends (put) and keeps what the
+// run looks back at: the count sent, the step's attempts, the last one.
+// It returns the attempt as recorded, numbered.
+func (s *session) record(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
+	s.sent++
+	a = s.put(a, res)
+	s.step = append(s.step, a)
+	s.last = a
+	return a
+}
+
+// describe records on a the request it sends, as a history keeps it, in
+// both modes: the headers redacted, the path and body with every secret
+// hidden (those the request itself carries learnt first), and fp, its
+// fingerprint.
+func (s *session) describe(a *idemcheck.Attempt, req wire.Request, fp string) {
+	// Computed headers are described as computed now, the signatures
+	// among them hidden; each sent attempt then records its own (fill).
+	req = req.Finished()
+	a.Method, a.Header, a.Path, a.Body = req.Method, s.redact(req.Header), s.scrubRequest(req), s.scrub(string(req.Body))
+	a.Fingerprint = fp
+}
+
+// put fills a from res (fill) and hands it to the recorder, which numbers
+// it: the one way a send becomes a recorded attempt, in a certification
+// and in a soak. A soak's many goroutines call it at once: fill and a
+// soak's recorder are safe for that.
+func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
+	s.fill(&a, res)
+	accepted := a.Outcome == idemcheck.Replied && s.Policy.Accepted(a.Status)
+	if accepted {
+		s.accepted.Store(true)
+	}
+	a = s.rec.attempt(a)
+	if accepted && !s.soak && len(s.intents) > 0 {
+		s.noteOperation(a, res, s.intents[len(s.intents)-1])
+	}
+	return a
+}
+
+// fill records a send on a: its times, its outcome and, when it was
+// answered, the reply (headers redacted, secrets hidden). It is the one
+// way a result becomes an attempt, in a certification and in a soak
+// (whose vegeta sends come as wire.Results too: vegetaResult).
+func (s *session) fill(a *idemcheck.Attempt, res wire.Result) {
+	a.Start, a.FirstByte, a.End = res.Start, res.FirstByte, res.End
+	if res.SentHeader != nil {
+		// This attempt's own computed headers (its timestamp, its
+		// signature hidden), not those described for its step.
+		a.Header = s.redact(res.SentHeader)
+	}
+	switch {
+	case res.Err == nil:
+		a.Outcome = idemcheck.Replied
+	case !res.Written || res.ErrKind == wire.KindRefused:
+		a.Outcome = idemcheck.NotSent
+	default:
+		a.Outcome = idemcheck.Unknown
+	}
+	if res.Err != nil {
+		a.Error = s.scrub(res.Err.Error())
+	}
+	if a.Outcome == idemcheck.Replied {
+		a.Status = res.Status
+		s.secret().LearnBody(res.Body)
+		a.RespHeader = s.redact(res.Header)
+		a.RespBody = s.scrub(string(res.Body))
+	}
+}
+
+// scrubRequest learns the secrets a request carries in its body and query
+// and returns its path with every known secret hidden; its body is then
+// scrubbed with them too.
+func (s *session) scrubRequest(req wire.Request) string {
+	s.secret().LearnBody(req.Body)
+	s.secret().LearnQuery(req.Path)
+	return s.scrub(req.Path)
 }

@@ -206,80 +206,41 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st S
 	timeout := time.NewTimer(holdTimeout)
 	defer timeout.Stop()
 
-	var (
-		commit    *faults.HoldEvent  // the write let through
-		answer    *faults.AnswerHold // the database's answer to it, held
-		answered  <-chan struct{}    // closed once the answer is held
-		reply     *faults.ReplyEvent
-		landing   string
-		sql       string
-		detailFmt string
-	)
+	h, ended, err := s.awaitCommit(ctx, first, rh, firstDone, timeout.C)
 	defer func() {
-		if answer != nil {
-			answer.Drop()
+		if h.answer != nil {
+			h.answer.Drop()
 		}
 	}()
-wait:
-	for {
-		select {
-		case ev := <-s.Powers.Held():
-			commit = &ev
-			s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
-				fmt.Sprintf("the statement was held on the database link (match %d) and then let through, its answer held on the way back: the kill waits for the database to answer it", ev.Match))
-			if answer, err = ev.ReleaseHoldingAnswer(); err != nil {
-				// The connection ended while held (the target died on
-				// its own), or its answer cannot be held: the reply
-				// hold or the attempt's end says what happens next.
-				answer = nil
-				if errors.Is(err, faults.ErrAnswerNotFollowed) {
-					_ = ev.Release()
-				}
-				continue
-			}
-			answered = answer.Held()
-		case <-answered:
-			landing, sql = LandedAfterCommit, commit.SQL
-			detailFmt = "killed after the database had committed its statement %q and before the target received the answer (held on the database link): the target had done nothing after it"
-			break wait
-		case r := <-rh.Held():
-			reply, landing = &r, idemcheck.LandedReply
-			detailFmt = "killed while its reply was held at the first byte on the client link (the handler had finished its work and was answering; the client received nothing)"
-			if commit != nil {
-				detailFmt += ", after its statement %q went through"
-			}
-			break wait
-		case res := <-firstDone:
-			// The attempt ended with no reply to hold: the target closed
-			// the connection, or died on its own. Nothing to kill.
-			disarmDB()
-			disarmReply()
-			s.record(first, res)
-			s.event(idemcheck.FaultMissed, first, first.Fault, "", "",
-				"the first attempt ended before its reply or the answer to its effect write could be held: the target was not killed")
-			return s.retryWhileInProgress(ctx, addr, req, retry, false)
-		case <-timeout.C:
-			return fmt.Errorf("%s: the target neither answered nor had its effect write answered by the database within %v", first.Check, holdTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err != nil {
+		return err
 	}
-	detail := detailFmt
-	if commit != nil {
-		detail = fmt.Sprintf(detailFmt, short(commit.SQL))
+	if ended != nil {
+		// The attempt ended with no reply to hold: the target closed
+		// the connection, or died on its own. Nothing to kill.
+		disarmDB()
+		disarmReply()
+		s.record(first, *ended)
+		s.event(idemcheck.FaultMissed, first, first.Fault, "", "",
+			"the first attempt ended before its reply or the answer to its effect write could be held: the target was not killed")
+		return s.retryWhileInProgress(ctx, addr, req, retry, false)
+	}
+	detail := h.detailFmt
+	if h.commit != nil {
+		detail = fmt.Sprintf(h.detailFmt, short(h.commit.SQL))
 	}
 	killErr := s.Powers.Kill()
 	if killErr != nil && !errors.Is(killErr, targets.ErrNotDead) {
-		if reply != nil {
-			_ = reply.Cut()
+		if h.reply != nil {
+			_ = h.reply.Cut()
 		}
 		return fmt.Errorf("%s: kill the target: %w", first.Check, killErr)
 	}
-	if answer != nil {
-		answer.Drop()
+	if h.answer != nil {
+		h.answer.Drop()
 	}
-	if reply != nil {
-		_ = reply.Cut()
+	if h.reply != nil {
+		_ = h.reply.Cut()
 	}
 	disarmDB()
 	disarmReply()
@@ -294,12 +255,70 @@ wait:
 		s.record(first, <-firstDone)
 		return s.retryWhileInProgress(ctx, addr, req, retry, false)
 	}
-	s.event(idemcheck.TargetKilled, first, first.Fault, landing, sql, detail)
+	s.event(idemcheck.TargetKilled, first, first.Fault, h.landing, h.sql, detail)
 	s.record(first, <-firstDone)
 	if err := s.restart(ctx, first); err != nil {
 		return err
 	}
 	return s.retryWhileInProgress(ctx, addr, req, retry, false)
+}
+
+// commitHeld is what a crash-after-commit's first attempt had held when
+// the kill came: the write let through and its answer held, or its reply
+// held, and how the kill is told.
+type commitHeld struct {
+	commit    *faults.HoldEvent  // the write let through
+	answer    *faults.AnswerHold // the database's answer to it, held
+	reply     *faults.ReplyEvent
+	landing   string
+	sql       string
+	detailFmt string
+}
+
+// awaitCommit waits for the first of the two holds of killAfterCommit to
+// land, letting the held write through with its answer held on the way
+// back. It returns the attempt's result instead when the attempt ended
+// first. The caller drops the answer it returns, whatever else it returns.
+func (s *session) awaitCommit(ctx context.Context, first idemcheck.Attempt, rh *faults.ReplyHold, firstDone <-chan wire.Result, timeout <-chan time.Time) (h commitHeld, ended *wire.Result, err error) {
+	var answered <-chan struct{} // closed once the answer is held
+	for {
+		select {
+		case ev := <-s.Powers.Held():
+			h.commit = &ev
+			s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
+				fmt.Sprintf("the statement was held on the database link (match %d) and then let through, its answer held on the way back: the kill waits for the database to answer it", ev.Match))
+			answer, rerr := ev.ReleaseHoldingAnswer()
+			if rerr != nil {
+				// The connection ended while held (the target died on
+				// its own), or its answer cannot be held: the reply
+				// hold or the attempt's end says what happens next.
+				h.answer = nil
+				if errors.Is(rerr, faults.ErrAnswerNotFollowed) {
+					_ = ev.Release()
+				}
+				continue
+			}
+			h.answer = answer
+			answered = answer.Held()
+		case <-answered:
+			h.landing, h.sql = LandedAfterCommit, h.commit.SQL
+			h.detailFmt = "killed after the database had committed its statement %q and before the target received the answer (held on the database link): the target had done nothing after it"
+			return h, nil, nil
+		case r := <-rh.Held():
+			h.reply, h.landing = &r, idemcheck.LandedReply
+			h.detailFmt = "killed while its reply was held at the first byte on the client link (the handler had finished its work and was answering; the client received nothing)"
+			if h.commit != nil {
+				h.detailFmt += ", after its statement %q went through"
+			}
+			return h, nil, nil
+		case res := <-firstDone:
+			return h, &res, nil
+		case <-timeout:
+			return h, nil, fmt.Errorf("%s: the target neither answered nor had its effect write answered by the database within %v", first.Check, holdTimeout)
+		case <-ctx.Done():
+			return h, nil, ctx.Err()
+		}
+	}
 }
 
 // InFlightWait bounds how long an in-flight retry is given, while the

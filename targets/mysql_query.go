@@ -51,101 +51,161 @@ type mysqlQuery struct {
 // mysqlRefusedCalls or of a schema's own function (db.f()). Strings,
 // quoted names and comments are skipped as the server skips them.
 func readMySQLQuery(q string) (mysqlQuery, string) {
-	var out mysqlQuery
-	var words []string // upper-cased bare words, in order
-	first := ""
-	i := 0
-	n := len(q)
-	for i < n {
+	r := mysqlReader{q: q}
+	if why := r.read(); why != "" {
+		return r.out, why
+	}
+	if why := mysqlStatementRefused(r.first); why != "" {
+		return r.out, why
+	}
+	return r.out, mysqlWordsRefused(r.words)
+}
+
+// mysqlReader reads an effect query a token at a time, skipping strings,
+// quoted names and comments as the server skips them.
+type mysqlReader struct {
+	q     string
+	i     int
+	out   mysqlQuery
+	words []string // upper-cased bare words, in order
+	first string   // the first of them
+}
+
+// read reads the whole query and returns why it is refused on a token
+// ("" when no token refuses it).
+func (r *mysqlReader) read() string {
+	q, n := r.q, len(r.q)
+	for r.i < n {
+		i := r.i
 		c := q[i]
+		why := ""
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
-			i++
+		case isMySQLSpace(c):
+			r.i++
 		case c == '#' || (c == '-' && strings.HasPrefix(q[i:], "--") && (i+2 == n || q[i+2] <= ' ')):
-			for i < n && q[i] != '\n' {
-				i++
+			for r.i < n && q[r.i] != '\n' {
+				r.i++
 			}
 		case c == '/' && strings.HasPrefix(q[i:], "/*"):
-			if strings.HasPrefix(q[i:], "/*!") || strings.HasPrefix(q[i:], "/*M!") || strings.HasPrefix(q[i:], "/*+") {
-				return out, "holds an executable comment or an optimizer hint (/*! … */, /*+ … */), which the server runs: leave it out"
-			}
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				return out, "has a comment that does not end (/* without */)"
-			}
-			i += end + 4
+			why = r.comment()
 		case c == '\'' || c == '"':
 			j, ok := skipQuoted(q, i, c, true)
 			if !ok {
-				return out, "has a string that does not end"
+				return "has a string that does not end"
 			}
-			i = j
+			r.i = j
 		case c == '`':
-			j, ok := skipQuoted(q, i, '`', false)
-			if !ok {
-				return out, "has a quoted name that does not end"
-			}
-			if isCall(q, j) {
-				if i > 0 && q[i-1] == '.' {
-					return out, fmt.Sprintf("calls %s(), a function of a schema, which may write: an effect query calls only built-in functions", q[i:j])
-				}
-				out.calls = append(out.calls, strings.ReplaceAll(q[i+1:j-1], "``", "`"))
-			}
-			i = j
+			why = r.quotedName()
 		case c == '?':
-			out.placeholders++
-			i++
+			r.out.placeholders++
+			r.i++
 		case c == '$' && i+1 < n && q[i+1] >= '0' && q[i+1] <= '9':
-			return out, "uses $1-style placeholders, which are PostgreSQL's: MySQL and MariaDB take ?, one for each effect argument in order (WHERE customer_id = ?)"
+			return "uses $1-style placeholders, which are PostgreSQL's: MySQL and MariaDB take ?, one for each effect argument in order (WHERE customer_id = ?)"
 		case c == ';':
-			rest := strings.TrimSpace(q[i+1:])
-			if rest != "" {
-				return out, "holds several statements: give one SELECT"
+			if strings.TrimSpace(q[i+1:]) != "" {
+				return "holds several statements: give one SELECT"
 			}
-			return out, "ends with ';': give the SELECT alone, without the ';'"
+			return "ends with ';': give the SELECT alone, without the ';'"
 		case c == ':' && i+1 < n && q[i+1] == '=':
-			return out, "assigns a variable (:=): an effect query only reads"
+			return "assigns a variable (:=): an effect query only reads"
 		case c == '@':
 			// A user variable is read, not set (:= is refused above);
 			// @@name reads a system variable.
-			i++
-			for i < n && (q[i] == '@' || isWordByte(q[i]) || q[i] == '.') {
-				i++
+			r.i++
+			for r.i < n && (q[r.i] == '@' || isWordByte(q[r.i]) || q[r.i] == '.') {
+				r.i++
 			}
 		case isWordByte(c):
-			j := i
-			for j < n && isWordByte(q[j]) {
-				j++
-			}
-			word := q[i:j]
-			upper := strings.ToUpper(word)
-			if first == "" {
-				first = upper
-			}
-			words = append(words, upper)
-			if isCall(q, j) {
-				if i > 0 && q[i-1] == '.' {
-					return out, fmt.Sprintf("calls %s(), a function of a schema, which may write: an effect query calls only built-in functions", word)
-				}
-				if why, ok := mysqlRefusedCalls[upper]; ok {
-					return out, fmt.Sprintf("calls %s(), which %s: an effect query only reads the rows it counts", upper, why)
-				}
-				out.calls = append(out.calls, word)
-			}
-			i = j
+			why = r.word()
 		default:
-			i++
+			r.i++
+		}
+		if why != "" {
+			return why
 		}
 	}
+	return ""
+}
+
+func isMySQLSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// comment skips the /* comment at r.i, refusing one the server runs.
+func (r *mysqlReader) comment() string {
+	rest := r.q[r.i:]
+	if strings.HasPrefix(rest, "/*!") || strings.HasPrefix(rest, "/*M!") || strings.HasPrefix(rest, "/*+") {
+		return "holds an executable comment or an optimizer hint (/*! … */, /*+ … */), which the server runs: leave it out"
+	}
+	end := strings.Index(rest[2:], "*/")
+	if end < 0 {
+		return "has a comment that does not end (/* without */)"
+	}
+	r.i += end + 4
+	return ""
+}
+
+// quotedName reads the `quoted name` at r.i, a call when '(' follows.
+func (r *mysqlReader) quotedName() string {
+	q, i := r.q, r.i
+	j, ok := skipQuoted(q, i, '`', false)
+	if !ok {
+		return "has a quoted name that does not end"
+	}
+	if isCall(q, j) {
+		if i > 0 && q[i-1] == '.' {
+			return fmt.Sprintf("calls %s(), a function of a schema, which may write: an effect query calls only built-in functions", q[i:j])
+		}
+		r.out.calls = append(r.out.calls, strings.ReplaceAll(q[i+1:j-1], "``", "`"))
+	}
+	r.i = j
+	return ""
+}
+
+// word reads the bare word at r.i, a call when '(' follows.
+func (r *mysqlReader) word() string {
+	q, i := r.q, r.i
+	j := i
+	for j < len(q) && isWordByte(q[j]) {
+		j++
+	}
+	word := q[i:j]
+	upper := strings.ToUpper(word)
+	if r.first == "" {
+		r.first = upper
+	}
+	r.words = append(r.words, upper)
+	if isCall(q, j) {
+		if i > 0 && q[i-1] == '.' {
+			return fmt.Sprintf("calls %s(), a function of a schema, which may write: an effect query calls only built-in functions", word)
+		}
+		if why, ok := mysqlRefusedCalls[upper]; ok {
+			return fmt.Sprintf("calls %s(), which %s: an effect query only reads the rows it counts", upper, why)
+		}
+		r.out.calls = append(r.out.calls, word)
+	}
+	r.i = j
+	return ""
+}
+
+// mysqlStatementRefused says why a query whose first word is first is not
+// one SELECT ("" when it is).
+func mysqlStatementRefused(first string) string {
 	switch first {
 	case "SELECT", "WITH":
+		return ""
 	case "":
-		return out, "is empty"
+		return "is empty"
 	case "CALL":
-		return out, "calls a stored procedure (CALL), which may write: count with SELECT count(*) …"
-	default:
-		return out, fmt.Sprintf("is a %s statement: an effect query is one SELECT (SELECT count(*) FROM orders WHERE customer_id = ?)", first)
+		return "calls a stored procedure (CALL), which may write: count with SELECT count(*) …"
 	}
+	return fmt.Sprintf("is a %s statement: an effect query is one SELECT (SELECT count(*) FROM orders WHERE customer_id = ?)", first)
+}
+
+// mysqlWordsRefused says why a SELECT whose bare words are words does more
+// than read ("" when it only reads): INTO, a locking read, a sequence's
+// next value, SET, LOCK TABLES.
+func mysqlWordsRefused(words []string) string {
 	for k, w := range words {
 		next := func(d int) string {
 			if k+d >= 0 && k+d < len(words) {
@@ -155,20 +215,20 @@ func readMySQLQuery(q string) (mysqlQuery, string) {
 		}
 		switch {
 		case w == "INTO":
-			return out, "writes its result somewhere (SELECT … INTO OUTFILE, DUMPFILE or a variable): an effect query returns its count"
+			return "writes its result somewhere (SELECT … INTO OUTFILE, DUMPFILE or a variable): an effect query returns its count"
 		case w == "FOR" && (next(1) == "UPDATE" || next(1) == "SHARE"):
-			return out, fmt.Sprintf("takes row locks (FOR %s), which would hold up the service under test: leave them out", next(1))
+			return fmt.Sprintf("takes row locks (FOR %s), which would hold up the service under test: leave them out", next(1))
 		case w == "LOCK" && next(1) == "IN" && next(2) == "SHARE":
-			return out, "takes row locks (LOCK IN SHARE MODE), which would hold up the service under test: leave them out"
+			return "takes row locks (LOCK IN SHARE MODE), which would hold up the service under test: leave them out"
 		case w == "NEXT" && next(1) == "VALUE" && next(2) == "FOR":
-			return out, "advances a sequence (NEXT VALUE FOR): an effect query only reads"
+			return "advances a sequence (NEXT VALUE FOR): an effect query only reads"
 		case w == "SET" && next(-1) != "CHARACTER" && next(-1) != "CHARSET":
-			return out, "sets something (SET): an effect query only reads"
+			return "sets something (SET): an effect query only reads"
 		case w == "LOCK" && (next(1) == "TABLES" || next(1) == "TABLE"):
-			return out, "locks tables: an effect query only reads"
+			return "locks tables: an effect query only reads"
 		}
 	}
-	return out, ""
+	return ""
 }
 
 // skipQuoted returns the index just past the quoted text starting at

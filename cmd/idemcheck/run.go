@@ -46,26 +46,9 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 0, idemcheck.Usagef("--checks names no check: name the checks to run, such as concurrent-burst,lost-reply (leave it out to run the suite's)")
 	}
 	skip := splitList(skipChecks)
-	var s *suite.Suite
-	var err error
-	// A generated body must be accepted before its checks run.
-	probeFirst := false
-	switch {
-	case file != "" && of.spec != "":
-		return 0, idemcheck.Usagef("run: give -f SUITE.yaml or --openapi SPEC, not both")
-	case of.spec != "":
-		if s, err = openapiSuite(ctx, of, rawURL, headers, rf.allowRemote, stderr); err != nil {
-			return 0, err
-		}
-		file, probeFirst = of.spec, true
-	case file == "":
-		return 0, idemcheck.Usagef("run: -f SUITE.yaml is required, or --openapi SPEC --url URL (see examples/suites/)")
-	case rawURL != "" || len(headers) > 0:
-		return 0, idemcheck.Usagef("run: --url and --header go with --openapi; a suite file names its target itself")
-	default:
-		if s, err = suite.Load(file); err != nil {
-			return 0, idemcheck.Usagef("%v", err)
-		}
+	s, file, err := loadSuite(ctx, file, of, rawURL, headers, rf.allowRemote, stderr)
+	if err != nil {
+		return 0, err
 	}
 	redactorOf(ctx).AddSecret(s.Secrets...)
 	if err := rf.validate(); err != nil {
@@ -76,9 +59,71 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		// The generated suite's URL and headers are the flags'.
 		set["url"], set["header"] = true, len(headers) > 0
 	}
-	// Every endpoint is built, its URL and database checked against the
-	// loopback rule, before anything is started or sent. The suite's
-	// options apply unless a flag says otherwise.
+	built, err := buildSuite(ctx, s, only, skip, rf, set)
+	if err != nil {
+		return 0, err
+	}
+	var started *startedTarget
+	if l := built[0].Launch; l != nil {
+		// A suite whose target is a command or an image: idemcheck starts
+		// it once, on the database of the first endpoint that names one
+		// (or a throwaway one), and every endpoint is certified against it
+		// with the fault powers.
+		for _, e := range s.Endpoints {
+			if e.DB != "" {
+				l.DSN = e.DB
+				break
+			}
+		}
+		if started, err = startTarget(ctx, l, stderr); err != nil {
+			return 0, fmt.Errorf("%s: target: %w", file, err)
+		}
+		defer started.close()
+	}
+	run := suiteRun{s: s, file: file, openapi: of.spec != "", built: built, started: started,
+		dbs: map[string]*targets.Database{}, rf: rf, stdout: stdout, stderr: stderr}
+	defer run.closeDBs()
+	results, verdict, err := run.certify(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := writeOutputs(results, rf.outputs, true, nil); err != nil {
+		return 0, err
+	}
+	reports := make([]idemcheck.Report, len(results))
+	for i, r := range results {
+		reports[i] = r.Report
+	}
+	render.WriteSuiteVerdict(stdout, file, reports, verdict, render.Colour(rf.noColour, stdout, os.Getenv))
+	return exitFor(rf.outputs, verdict), nil
+}
+
+// loadSuite reads the suite file, or makes the suite from an OpenAPI
+// description (--openapi), and returns it with the file it came from.
+func loadSuite(ctx context.Context, file string, of openapiFlags, rawURL string, headers listFlag, allowRemote bool, stderr io.Writer) (*suite.Suite, string, error) {
+	switch {
+	case file != "" && of.spec != "":
+		return nil, "", idemcheck.Usagef("run: give -f SUITE.yaml or --openapi SPEC, not both")
+	case of.spec != "":
+		s, err := openapiSuite(ctx, of, rawURL, headers, allowRemote, stderr)
+		return s, of.spec, err
+	case file == "":
+		return nil, "", idemcheck.Usagef("run: -f SUITE.yaml is required, or --openapi SPEC --url URL (see examples/suites/)")
+	case rawURL != "" || len(headers) > 0:
+		return nil, "", idemcheck.Usagef("run: --url and --header go with --openapi; a suite file names its target itself")
+	}
+	s, err := suite.Load(file)
+	if err != nil {
+		return nil, "", idemcheck.Usagef("%v", err)
+	}
+	return s, file, nil
+}
+
+// buildSuite builds every endpoint of s, its URL and database checked
+// against the loopback rule, before anything is started or sent. The
+// suite's options apply unless a flag (set) says otherwise; only and skip
+// are --checks and --skip-checks.
+func buildSuite(ctx context.Context, s *suite.Suite, only, skip []string, rf runFlags, set map[string]bool) ([]*config.Built, error) {
 	built := make([]*config.Built, len(s.Endpoints))
 	for i, e := range s.Endpoints {
 		spec := e.Spec
@@ -101,85 +146,86 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		spec.MaxBody, spec.Protocol, spec.Timed, spec.TLS, spec.Preflight = rf.maxBody, rf.protocol, rf.timedBursts, rf.tlsFlags.config, true
 		spec.AllowRemote = spec.AllowRemote || rf.allowRemote
 		spec.Secrets, spec.Redactor = s.Secrets, redactorOf(ctx)
+		var err error
 		if built[i], err = config.Build(spec); err != nil {
-			return 0, suiteError(s, i, err, set)
+			return nil, suiteError(s, i, err, set)
 		}
 	}
-	var started *startedTarget
-	if l := built[0].Launch; l != nil {
-		// A suite whose target is a command or an image: idemcheck starts
-		// it once, on the database of the first endpoint that names one
-		// (or a throwaway one), and every endpoint is certified against it
-		// with the fault powers.
-		for _, e := range s.Endpoints {
-			if e.DB != "" {
-				l.DSN = e.DB
-				break
-			}
-		}
-		if started, err = startTarget(ctx, l, stderr); err != nil {
-			return 0, fmt.Errorf("%s: target: %w", file, err)
-		}
-		defer started.close()
+	return built, nil
+}
+
+// suiteRun is a suite's certification once every endpoint was built: the
+// target idemcheck started for them, if any, and the effect databases
+// they opened, one per DSN.
+type suiteRun struct {
+	s       *suite.Suite
+	file    string
+	openapi bool // the suite was made from an OpenAPI description
+	built   []*config.Built
+	started *startedTarget
+	dbs     map[string]*targets.Database
+	rf      runFlags
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+func (r *suiteRun) closeDBs() {
+	for _, d := range r.dbs {
+		d.Close()
 	}
-	dbs := map[string]*targets.Database{}
-	defer func() {
-		for _, d := range dbs {
-			d.Close()
-		}
-	}()
+}
+
+// certify certifies every endpoint, one after another, and returns their
+// results and the worst verdict. An OpenAPI suite's endpoint whose
+// generated body the target rejects is that endpoint's finding; the run
+// goes on with the others.
+func (r *suiteRun) certify(ctx context.Context) ([]*certify.Result, idemcheck.Status, error) {
 	var results []*certify.Result
 	verdict := idemcheck.Pass
-	for i, e := range s.Endpoints {
-		b := built[i]
-		if started != nil {
-			started.attach(b)
+	for i, e := range r.s.Endpoints {
+		b := r.built[i]
+		if r.started != nil {
+			r.started.attach(b)
 		} else if b.Config.EffectSQL != "" {
-			d, ok := dbs[b.Config.DSN]
+			d, ok := r.dbs[b.Config.DSN]
 			if !ok {
+				var err error
 				if d, err = config.OpenDB(ctx, b.Config.DSN, b.Config.AllowRemote); err != nil {
-					return 0, fmt.Errorf("%s: endpoint %q: %w", file, e.Name, err)
+					return nil, "", fmt.Errorf("%s: endpoint %q: %w", r.file, e.Name, err)
 				}
-				dbs[b.Config.DSN] = d
+				r.dbs[b.Config.DSN] = d
 			}
 			config.UseDatabase(&b.Config, d)
 		}
 		cfg := b.Config
 		if i > 0 {
-			fmt.Fprintln(stdout)
+			fmt.Fprintln(r.stdout)
 		}
-		if probeFirst {
+		// A generated body must be accepted before its checks run.
+		if r.openapi {
 			if perr := probe(ctx, cfg); perr != nil {
 				var ie *idemcheck.Error
 				if errors.As(perr, &ie) {
-					return 0, suiteErr(s, file, i, of.spec == "", perr)
+					return nil, "", suiteErr(r.s, r.file, i, !r.openapi, perr)
 				}
 				// The target's answer is this endpoint's finding; the run
 				// goes on with the others.
 				res := rejectedResult(cfg, perr)
-				render.WriteText(stdout, res.Report, render.Colour(rf.noColour, stdout, os.Getenv))
+				render.WriteText(r.stdout, res.Report, render.Colour(r.rf.noColour, r.stdout, os.Getenv))
 				verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
 				results = append(results, res)
 				continue
 			}
 		}
-		res, err := certifyOne(ctx, cfg, rf.outputs, stdout, stderr)
-		started.noteRun(ctx, res, err)
+		res, err := certifyOne(ctx, cfg, r.rf.outputs, r.stdout, r.stderr)
+		r.started.noteRun(ctx, res, err)
 		if err != nil {
-			return 0, suiteErr(s, file, i, of.spec == "", err)
+			return nil, "", suiteErr(r.s, r.file, i, !r.openapi, err)
 		}
 		verdict = idemcheck.WorstVerdict(verdict, res.Report.Verdict)
 		results = append(results, res)
 	}
-	if err := writeOutputs(results, rf.outputs, true, nil); err != nil {
-		return 0, err
-	}
-	reports := make([]idemcheck.Report, len(results))
-	for i, r := range results {
-		reports[i] = r.Report
-	}
-	render.WriteSuiteVerdict(stdout, file, reports, verdict, render.Colour(rf.noColour, stdout, os.Getenv))
-	return exitFor(rf.outputs, verdict), nil
+	return results, verdict, nil
 }
 
 // runFlagFields are the fields of a suite's run that run's own flags may

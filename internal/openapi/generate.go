@@ -195,51 +195,37 @@ func endpoint(doc *openapi3.T, b *budget, specPath string, item *openapi3.PathIt
 	if strings.Contains(specPath, "{{") || strings.ContainsFunc(specPath, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return ep, "the path holds spaces, control characters or {{, which a request line cannot carry"
 	}
-	params := mergeParams(item.Parameters, op.Parameters)
+	if why := ep.placeParams(b, specPath, item, op); why != "" {
+		return ep, why
+	}
+	if why := ep.placeBody(doc, b, specPath, method, op); why != "" {
+		return ep, why
+	}
+	hints(&ep, op)
+	if sec := security(doc, op); sec != "" {
+		ep.Notes = append(ep.Notes, fmt.Sprintf("the description asks for credentials (%s): set them under target.headers, such as Authorization: Bearer ${API_TOKEN}", sec))
+	}
+	return ep, ""
+}
+
+// placeParams fills the endpoint's path (its parameters filled in, its
+// required query parameters added), headers and key header from the
+// operation's parameters, or returns why it cannot.
+func (ep *Endpoint) placeParams(b *budget, specPath string, item *openapi3.PathItem, op *openapi3.Operation) string {
 	path := specPath
 	var query url.Values
 	keyFromExt := keyHeaderExtension(op.Extensions)
-	for _, prm := range params {
+	for _, prm := range mergeParams(item.Parameters, op.Parameters) {
 		if isKeyHeader(prm, keyFromExt) {
 			ep.KeyHeader, ep.KeyFrom, ep.KeyRequired, ep.KeyDeclared = prm.Name, "the operation's header parameter "+prm.Name, prm.Required, true
 			continue
 		}
-		switch prm.In {
-		case openapi3.ParameterInPath:
-			v, from := paramValue(b, prm)
-			if from == "generated" {
-				ep.Notes = append(ep.Notes, fmt.Sprintf("path parameter {%s} was generated (%s): replace it with one the target knows", prm.Name, v))
-			}
-			path = strings.ReplaceAll(path, "{"+prm.Name+"}", url.PathEscape(v))
-		case openapi3.ParameterInQuery:
-			if !prm.Required {
-				continue
-			}
-			v, from := paramValue(b, prm)
-			if from == "generated" {
-				return ep, fmt.Sprintf("required query parameter %q has no example", prm.Name)
-			}
-			if query == nil {
-				query = url.Values{}
-			}
-			query.Set(prm.Name, v)
-		case openapi3.ParameterInHeader:
-			if !prm.Required || strings.EqualFold(prm.Name, "Content-Type") || strings.EqualFold(prm.Name, "Authorization") {
-				continue
-			}
-			v, from := paramValue(b, prm)
-			if from == "generated" {
-				return ep, fmt.Sprintf("required header parameter %q has no example", prm.Name)
-			}
-			ep.Headers = append(ep.Headers, [2]string{prm.Name, v})
-		case openapi3.ParameterInCookie:
-			if prm.Required {
-				return ep, fmt.Sprintf("required cookie parameter %q: idemcheck sends no cookies of its own", prm.Name)
-			}
+		if why := ep.placeParam(b, prm, &path, &query); why != "" {
+			return why
 		}
 	}
 	if strings.Contains(path, "{") {
-		return ep, "a path parameter is used in the path but not declared"
+		return "a path parameter is used in the path but not declared"
 	}
 	if keyFromExt != "" && !ep.KeyDeclared {
 		ep.KeyHeader, ep.KeyFrom, ep.KeyDeclared = keyFromExt, "the operation's idempotency extension", true
@@ -251,13 +237,60 @@ func endpoint(doc *openapi3.T, b *budget, specPath string, item *openapi3.PathIt
 		path += "?" + query.Encode()
 	}
 	ep.Path = path
+	return ""
+}
 
+// placeParam places one parameter other than the key header: in the path,
+// in the query or the headers when it is required, or returns why it
+// cannot.
+func (ep *Endpoint) placeParam(b *budget, prm *openapi3.Parameter, path *string, query *url.Values) string {
+	switch prm.In {
+	case openapi3.ParameterInPath:
+		v, from := paramValue(b, prm)
+		if from == "generated" {
+			ep.Notes = append(ep.Notes, fmt.Sprintf("path parameter {%s} was generated (%s): replace it with one the target knows", prm.Name, v))
+		}
+		*path = strings.ReplaceAll(*path, "{"+prm.Name+"}", url.PathEscape(v))
+	case openapi3.ParameterInQuery:
+		if !prm.Required {
+			return ""
+		}
+		v, from := paramValue(b, prm)
+		if from == "generated" {
+			return fmt.Sprintf("required query parameter %q has no example", prm.Name)
+		}
+		if *query == nil {
+			*query = url.Values{}
+		}
+		query.Set(prm.Name, v)
+	case openapi3.ParameterInHeader:
+		if !prm.Required || strings.EqualFold(prm.Name, "Content-Type") || strings.EqualFold(prm.Name, "Authorization") {
+			return ""
+		}
+		v, from := paramValue(b, prm)
+		if from == "generated" {
+			return fmt.Sprintf("required header parameter %q has no example", prm.Name)
+		}
+		ep.Headers = append(ep.Headers, [2]string{prm.Name, v})
+	case openapi3.ParameterInCookie:
+		if prm.Required {
+			return fmt.Sprintf("required cookie parameter %q: idemcheck sends no cookies of its own", prm.Name)
+		}
+	}
+	return ""
+}
+
+// placeBody fills the endpoint's body, from the description's example or
+// a minimal valid instance of its schema, with the place of the intent in
+// it, and the effect read that filters on that place, or returns why it
+// cannot.
+func (ep *Endpoint) placeBody(doc *openapi3.T, b *budget, specPath, method string, op *openapi3.Operation) string {
 	if op.RequestBody == nil || op.RequestBody.Value == nil || len(op.RequestBody.Value.Content) == 0 {
-		return ep, "no request body schema: idemcheck tells intents apart by a field of the body"
+		return "no request body schema: idemcheck tells intents apart by a field of the body"
 	}
 	ctype, media, why := pickMedia(op.RequestBody.Value.Content)
 	if media == nil {
-		return ep, why
+		return why
 	}
 	ep.ContentType = ctype
 
@@ -272,23 +305,23 @@ func endpoint(doc *openapi3.T, b *budget, specPath string, item *openapi3.PathIt
 	}
 	if at == "" {
 		if media.Schema == nil {
-			return ep, "no request body schema, and its example has no string member to carry {{intent}}"
+			return "no request body schema, and its example has no string member to carry {{intent}}"
 		}
 		g := newGen(b)
 		v, err := g.value(media.Schema, "", 0)
 		if err != nil {
-			return ep, "cannot build a body from the schema: " + err.Error()
+			return "cannot build a body from the schema: " + err.Error()
 		}
 		body, at = g.place(v, filters)
 		if at == "" {
-			return ep, "the body has no free string member (no enum, format or pattern) to carry {{intent}}, so intents cannot be told apart"
+			return "the body has no free string member (no enum, format or pattern) to carry {{intent}}, so intents cannot be told apart"
 		}
 		ep.BodyFrom = "a minimal valid instance of the schema"
 	}
 	ep.IntentAt = at
 	text, err := encodeBody(ctype, body)
 	if err != nil {
-		return ep, err.Error()
+		return err.Error()
 	}
 	ep.Body = text
 	if effect != nil && len(at) > 1 && !strings.Contains(at[1:], "/") {
@@ -297,12 +330,7 @@ func endpoint(doc *openapi3.T, b *budget, specPath string, item *openapi3.PathIt
 			ep.Effect = effect
 		}
 	}
-
-	hints(&ep, op)
-	if sec := security(doc, op); sec != "" {
-		ep.Notes = append(ep.Notes, fmt.Sprintf("the description asks for credentials (%s): set them under target.headers, such as Authorization: Bearer ${API_TOKEN}", sec))
-	}
-	return ep, ""
+	return ""
 }
 
 func mergeParams(item, op openapi3.Parameters) []*openapi3.Parameter {
@@ -472,282 +500,6 @@ func mediaExample(m *openapi3.MediaType) (any, bool) {
 		}
 	}
 	return nil, false
-}
-
-// placeInExample puts {{intent}} in a string member of an example object:
-// a member a list operation filters by first, then a free string member the
-// example already sets, then one the schema declares and the example
-// leaves out. It returns the example and the member's pointer, or "" when
-// no member fits.
-func placeInExample(b *budget, ex any, schema *openapi3.SchemaRef, filters map[string]string) (any, string) {
-	obj, ok := ex.(map[string]any)
-	if !ok {
-		return ex, ""
-	}
-	var props map[string]*openapi3.SchemaRef
-	if schema != nil && schema.Value != nil {
-		g := newGen(b)
-		if f, err := g.flatten(schema.Value); err == nil {
-			props = f.props
-			// The members of every alternative: the example is one of them.
-			for _, alt := range f.oneOf {
-				if alt == nil || alt.Value == nil {
-					continue
-				}
-				if af, err := g.flatten(alt.Value); err == nil {
-					for k, v := range af.props {
-						if _, ok := props[k]; !ok {
-							props[k] = v
-						}
-					}
-				}
-			}
-			if len(props) == 0 {
-				props = nil
-			}
-		}
-	}
-	fits := func(name string) bool {
-		if pr, ok := props[name]; ok && pr != nil && pr.Value != nil {
-			return freeString(pr.Value)
-		}
-		_, isString := obj[name].(string)
-		return isString && props == nil
-	}
-	var names []string
-	for k := range obj {
-		names = append(names, k)
-	}
-	for k := range props {
-		if _, ok := obj[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	best := rank(names, fits, filters, func(n string) bool { _, ok := obj[n]; return ok })
-	if best == "" {
-		return ex, ""
-	}
-	obj[best] = IntentHole
-	return obj, "/" + escapePointer(best)
-}
-
-// place puts {{intent}} in a generated instance: a top-level member a list
-// operation filters by, else the best free string member set, else the
-// best free optional member nearest the top.
-func (g *gen) place(v any, filters map[string]string) (any, string) {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return v, ""
-	}
-	// Top-level members first, set or optional.
-	var top []string
-	free, set := map[string]bool{}, map[string]bool{}
-	for _, s := range g.slots {
-		if strings.Count(s.ptr, "/") == 1 {
-			top = append(top, s.name)
-			free[s.name], set[s.name] = true, true
-		}
-	}
-	for _, s := range g.optional {
-		if s.ptr == "" {
-			top = append(top, s.name)
-			free[s.name] = true
-		}
-	}
-	// A member the body sets anyway comes before one it would add.
-	if best := rank(top, func(n string) bool { return free[n] }, filters, func(n string) bool { return set[n] }); best != "" {
-		obj[best] = IntentHole
-		return obj, "/" + escapePointer(best)
-	}
-	// A nested member already set.
-	for _, s := range g.slots {
-		if setPointer(obj, s.ptr, IntentHole) {
-			return obj, s.ptr
-		}
-	}
-	// A nested optional member of an object that was built.
-	opts := slices.Clone(g.optional)
-	sort.SliceStable(opts, func(i, j int) bool { return opts[i].depth < opts[j].depth })
-	for _, s := range opts {
-		if setPointer(obj, s.ptr+"/"+escapePointer(s.name), IntentHole) {
-			return obj, s.ptr + "/" + escapePointer(s.name)
-		}
-	}
-	return obj, ""
-}
-
-// rank picks, among names that fit, one a list operation filters by, then
-// the one whose name best says it identifies the request.
-func rank(names []string, fits func(string) bool, filters map[string]string, present func(string) bool) string {
-	sort.Strings(names)
-	best, bestScore := "", -1
-	for _, n := range names {
-		if !fits(n) {
-			continue
-		}
-		s := nameScore(n)
-		if _, ok := filters[n]; ok {
-			s += 100
-		}
-		if present(n) {
-			s += 10
-		}
-		if s > bestScore {
-			best, bestScore = n, s
-		}
-	}
-	return best
-}
-
-func nameScore(n string) int {
-	l := strings.ToLower(n)
-	switch {
-	case strings.Contains(l, "reference") || strings.Contains(l, "ref"):
-		return 6
-	case strings.HasSuffix(l, "id"):
-		return 5
-	case strings.Contains(l, "description") || strings.Contains(l, "note") || strings.Contains(l, "memo"):
-		return 4
-	case strings.Contains(l, "name") || strings.Contains(l, "title") || strings.Contains(l, "label"):
-		return 3
-	}
-	return 1
-}
-
-// setPointer sets the member at ptr (whose parent exists) to v.
-func setPointer(root map[string]any, ptr string, v any) bool {
-	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	cur := any(root)
-	for i, p := range parts {
-		p = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
-		last := i == len(parts)-1
-		switch c := cur.(type) {
-		case map[string]any:
-			if last {
-				c[p] = v
-				return true
-			}
-			cur = c[p]
-		case []any:
-			n, err := strconv.Atoi(p)
-			if err != nil || n < 0 || n >= len(c) {
-				return false
-			}
-			if last {
-				c[n] = v
-				return true
-			}
-			cur = c[n]
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// findEffect looks for a list operation on the same collection: GET on
-// the path (a POST /orders is counted by GET /orders), answering an array
-// or an object with an array member. filters maps each body member name a
-// query parameter of it matches to that parameter.
-func findEffect(doc *openapi3.T, b *budget, specPath, method string) (*Effect, map[string]string) {
-	if method != "POST" {
-		return nil, nil
-	}
-	item := doc.Paths.Value(specPath)
-	if item == nil || item.Get == nil || strings.Contains(specPath, "{") {
-		return nil, nil
-	}
-	get := item.Get
-	count, ok := countPointer(b, get)
-	if !ok {
-		return nil, nil
-	}
-	filters := map[string]string{}
-	for _, p := range mergeParams(item.Parameters, get.Parameters) {
-		if p.In != openapi3.ParameterInQuery || p.Schema == nil || p.Schema.Value == nil || !freeString(p.Schema.Value) {
-			continue
-		}
-		filters[p.Name] = p.Name
-		// customer_id filters customerId, and the other way round.
-		filters[camel(p.Name)] = p.Name
-		filters[snake(p.Name)] = p.Name
-	}
-	if len(filters) == 0 {
-		return nil, nil
-	}
-	return &Effect{Path: specPath, Count: count, From: "GET " + specPath}, filters
-}
-
-// countPointer finds, in a list operation's 200 answer, the array whose
-// length counts: the answer itself, or its first array member
-// (data, items, results before the others).
-func countPointer(b *budget, get *openapi3.Operation) (string, bool) {
-	if get.Responses == nil {
-		return "", false
-	}
-	r := get.Responses.Status(200)
-	if r == nil || r.Value == nil {
-		return "", false
-	}
-	var schema *openapi3.SchemaRef
-	for ct, m := range r.Value.Content {
-		if strings.Contains(ct, "json") && m != nil && m.Schema != nil {
-			schema = m.Schema
-			break
-		}
-	}
-	if schema == nil || schema.Value == nil {
-		return "", false
-	}
-	f, err := newGen(b).flatten(schema.Value)
-	if err != nil {
-		return "", false
-	}
-	if slices.Contains(f.types, "array") {
-		return "", true
-	}
-	names := slices.Clone(f.order)
-	sort.SliceStable(names, func(i, j int) bool { return listScore(names[i]) > listScore(names[j]) })
-	for _, n := range names {
-		pr := f.props[n]
-		if pr != nil && pr.Value != nil && pr.Value.Type != nil && slices.Contains(pr.Value.Type.Slice(), "array") {
-			return "/" + escapePointer(n), true
-		}
-	}
-	return "", false
-}
-
-func listScore(n string) int {
-	switch strings.ToLower(n) {
-	case "data", "items", "results":
-		return 1
-	}
-	return 0
-}
-
-func camel(s string) string {
-	parts := strings.Split(s, "_")
-	for i := 1; i < len(parts); i++ {
-		if parts[i] != "" {
-			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
-		}
-	}
-	return strings.Join(parts, "")
-}
-
-func snake(s string) string {
-	var b strings.Builder
-	for i, c := range s {
-		if c >= 'A' && c <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			b.WriteRune(c + 'a' - 'A')
-			continue
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // hints reads policy hints from the declared responses.

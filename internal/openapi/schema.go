@@ -193,18 +193,7 @@ func (g *gen) value(r *openapi3.SchemaRef, ptr string, depth int) (any, error) {
 		}
 	}
 	if len(f.oneOf) > 0 && len(f.props) == 0 {
-		// The first alternative that can be built.
-		var firstErr error
-		for _, alt := range f.oneOf {
-			v, err := g.value(alt, ptr, depth+1)
-			if err == nil {
-				return v, nil
-			}
-			if firstErr == nil {
-				firstErr = err
-			}
-		}
-		return nil, firstErr
+		return g.firstAlternative(f.oneOf, ptr, depth)
 	}
 	typ := pickType(f.types)
 	switch typ {
@@ -212,55 +201,7 @@ func (g *gen) value(r *openapi3.SchemaRef, ptr string, depth int) (any, error) {
 		if typ == "" && len(f.props) == 0 && len(f.oneOf) == 0 {
 			return "example", nil
 		}
-		obj := map[string]any{}
-		for _, name := range f.order {
-			pr := f.props[name]
-			if pr == nil || pr.Value == nil || pr.Value.ReadOnly {
-				continue
-			}
-			cptr := ptr + "/" + escapePointer(name)
-			if !slices.Contains(f.required, name) {
-				if freeString(pr.Value) {
-					g.optional = append(g.optional, optSlot{ptr: ptr, name: name, depth: depth, schema: pr.Value})
-				}
-				continue
-			}
-			v, err := g.value(pr, cptr, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if freeString(pr.Value) {
-				g.slots = append(g.slots, slot{ptr: cptr, name: name})
-			}
-			obj[name] = v
-		}
-		// A required name without a declared schema: any string.
-		for _, name := range f.required {
-			if _, ok := obj[name]; !ok {
-				if pr, declared := f.props[name]; !declared || pr == nil {
-					obj[name] = "example"
-				}
-			}
-		}
-		if len(f.oneOf) > 0 {
-			// Properties beside a oneOf: the first alternative's members
-			// join them.
-			for _, alt := range f.oneOf {
-				v, err := g.value(alt, ptr, depth+1)
-				if err != nil {
-					continue
-				}
-				if m, ok := v.(map[string]any); ok {
-					for k, x := range m {
-						if _, ok := obj[k]; !ok {
-							obj[k] = x
-						}
-					}
-				}
-				break
-			}
-		}
-		return obj, nil
+		return g.object(f, ptr, depth)
 	case "array":
 		n := int(min(f.s.MinItems, 3))
 		out := make([]any, 0, n)
@@ -283,6 +224,75 @@ func (g *gen) value(r *openapi3.SchemaRef, ptr string, depth int) (any, error) {
 	default:
 		return stringValue(f.s), nil
 	}
+}
+
+// firstAlternative is the value of the first alternative of a oneOf that
+// can be built, else the first alternative's error.
+func (g *gen) firstAlternative(alts openapi3.SchemaRefs, ptr string, depth int) (any, error) {
+	var firstErr error
+	for _, alt := range alts {
+		v, err := g.value(alt, ptr, depth+1)
+		if err == nil {
+			return v, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
+}
+
+// object is a minimal instance of the object f at ptr: its required
+// members, read-only ones left out; its optional free strings are noted
+// as slots a key or filter may fill.
+func (g *gen) object(f *flat, ptr string, depth int) (any, error) {
+	obj := map[string]any{}
+	for _, name := range f.order {
+		pr := f.props[name]
+		if pr == nil || pr.Value == nil || pr.Value.ReadOnly {
+			continue
+		}
+		cptr := ptr + "/" + escapePointer(name)
+		if !slices.Contains(f.required, name) {
+			if freeString(pr.Value) {
+				g.optional = append(g.optional, optSlot{ptr: ptr, name: name, depth: depth, schema: pr.Value})
+			}
+			continue
+		}
+		v, err := g.value(pr, cptr, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if freeString(pr.Value) {
+			g.slots = append(g.slots, slot{ptr: cptr, name: name})
+		}
+		obj[name] = v
+	}
+	// A required name without a declared schema: any string.
+	for _, name := range f.required {
+		if _, ok := obj[name]; !ok {
+			if pr, declared := f.props[name]; !declared || pr == nil {
+				obj[name] = "example"
+			}
+		}
+	}
+	// Properties beside a oneOf: the first alternative's members join
+	// them.
+	for _, alt := range f.oneOf {
+		v, err := g.value(alt, ptr, depth+1)
+		if err != nil {
+			continue
+		}
+		if m, ok := v.(map[string]any); ok {
+			for k, x := range m {
+				if _, ok := obj[k]; !ok {
+					obj[k] = x
+				}
+			}
+		}
+		break
+	}
+	return obj, nil
 }
 
 // fixed is a value the schema gives: const, an example, a default, the

@@ -393,6 +393,40 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 	for _, id := range an.Attempts {
 		witness[id] = true
 	}
+	as, omitted := timelineAttempts(h, an, witness)
+	if len(as) == 0 {
+		return nil
+	}
+	tl := &timeline{Omitted: omitted}
+	t0, t1 := as[0].Start, as[0].End
+	for _, a := range as {
+		if !a.Start.IsZero() && a.Start.Before(t0) {
+			t0 = a.Start
+		}
+		if a.End.After(t1) {
+			t1 = a.End
+		}
+	}
+	events, t0, t1 := timelineEvents(h, an, t0, t1)
+	sc := newTLScale(t0, t1)
+	tl.Span = fmtDur(sc.span)
+	for i, a := range as {
+		tl.Bars = append(tl.Bars, sc.bar(tlTop+i*tlRow, a, witness[a.ID]))
+	}
+	tl.H = tlTop + len(as)*tlRow + 20
+	tl.W = tlLeft + tlPlot + tlRight
+	tl.mark(sc, events)
+	for i := 0; i <= 4; i++ {
+		tl.Ticks = append(tl.Ticks, tick{X: px(tlLeft + float64(i)/4*tlPlot), Label: "+" + fmtDur(sc.span*time.Duration(i)/4),
+			Y2: strconv.Itoa(tl.H - 18), TY: strconv.Itoa(tl.H - 4)})
+	}
+	return tl
+}
+
+// timelineAttempts picks the attempts a timeline draws, in the order they
+// were recorded: the witnesses, then the others of the anomaly's intent,
+// at most HTMLMaxBars in all. It returns how many it left out.
+func timelineAttempts(h *idemcheck.History, an idemcheck.Anomaly, witness map[int]bool) (as []idemcheck.Attempt, omitted int) {
 	var picked, rest []idemcheck.Attempt
 	for _, a := range h.Attempts {
 		switch {
@@ -403,29 +437,25 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 		}
 	}
 	if len(picked) == 0 && len(rest) == 0 {
-		return nil
+		return nil, 0
 	}
-	tl := &timeline{}
 	if room := HTMLMaxBars - len(picked); room < len(rest) {
-		tl.Omitted = len(rest) - max(room, 0)
+		omitted = len(rest) - max(room, 0)
 		rest = rest[:max(room, 0)]
 	}
 	if len(picked) > HTMLMaxBars {
-		tl.Omitted += len(picked) - HTMLMaxBars
+		omitted += len(picked) - HTMLMaxBars
 		picked = picked[:HTMLMaxBars]
 	}
-	as := append(picked, rest...)
+	as = append(picked, rest...)
 	slices.SortFunc(as, func(a, b idemcheck.Attempt) int { return cmp.Compare(a.ID, b.ID) })
+	return as, omitted
+}
 
-	t0, t1 := as[0].Start, as[0].End
-	for _, a := range as {
-		if !a.Start.IsZero() && a.Start.Before(t0) {
-			t0 = a.Start
-		}
-		if a.End.After(t1) {
-			t1 = a.End
-		}
-	}
+// timelineEvents picks the events a timeline marks: those of the
+// anomaly's intent, and those of no intent in its check between t0 and
+// t1. It returns them with t0 and t1 widened to hold them.
+func timelineEvents(h *idemcheck.History, an idemcheck.Anomaly, t0, t1 time.Time) ([]idemcheck.Event, time.Time, time.Time) {
 	var events []idemcheck.Event
 	for _, e := range h.Events {
 		if e.Intent == an.Intent && an.Intent != "" || e.Intent == "" && e.Check == an.Check && !e.Time.Before(t0) && !e.Time.After(t1) {
@@ -441,80 +471,105 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 			}
 		}
 	}
-	// Times are compared by the wall clock alone, as a history read
-	// from a file has them, so a page drawn again from its history is
-	// the same page.
-	t0 = t0.Round(0)
-	rel := func(t time.Time) time.Duration { return t.Round(0).Sub(t0) }
-	span := rel(t1)
-	if span <= 0 {
-		span = time.Microsecond
+	return events, t0, t1
+}
+
+// tlScale places times on a timeline's plot.
+type tlScale struct {
+	t0   time.Time
+	span time.Duration
+}
+
+// newTLScale scales the plot from t0 to t1. Times are compared by the wall
+// clock alone, as a history read from a file has them, so a page drawn
+// again from its history is the same page.
+func newTLScale(t0, t1 time.Time) tlScale {
+	sc := tlScale{t0: t0.Round(0)}
+	sc.span = sc.rel(t1)
+	if sc.span <= 0 {
+		sc.span = time.Microsecond
 	}
-	tl.Span = fmtDur(span)
-	x := func(t time.Time) float64 {
-		if t.IsZero() {
-			return tlLeft
-		}
-		return tlLeft + float64(rel(t))/float64(span)*tlPlot
+	return sc
+}
+
+// rel is t after the plot's start.
+func (sc tlScale) rel(t time.Time) time.Duration { return t.Round(0).Sub(sc.t0) }
+
+// x is where t falls on the plot; a zero time at its left edge.
+func (sc tlScale) x(t time.Time) float64 {
+	if t.IsZero() {
+		return tlLeft
 	}
-	for i, a := range as {
-		y := tlTop + i*tlRow
-		end := x(a.End)
-		b := tlBar{Y: strconv.Itoa(y), Y2: strconv.Itoa(y + 11), TextY: strconv.Itoa(y + 10), X: px(x(a.Start)), W: px(max(end-x(a.Start), 1.5)),
-			NoteX: px(end + 8), Label: fmt.Sprintf("#%d", a.ID), Witness: witness[a.ID]}
-		if !a.FirstByte.IsZero() {
-			b.FirstByte, b.FirstX = true, px(x(a.FirstByte))
-		}
-		var note []string
-		switch a.Outcome {
-		case idemcheck.Replied:
-			b.Class = statusClass(a.Status)
-			note = append(note, strconv.Itoa(a.Status))
-		case idemcheck.NotSent:
-			b.Class = "s-none"
-			note = append(note, "not sent")
-		default:
-			b.Class, b.Cut = "s-none", true
-			b.CutPath = fmt.Sprintf("M%s %d L%s %d M%s %d L%s %d", px(end-4), y-1, px(end+4), y+12, px(end+4), y-1, px(end-4), y+12)
-			note = append(note, "no reply")
-		}
-		if a.Fault != "" {
-			note = append(note, a.Fault)
-		}
-		if a.Redelivery > 0 {
-			note = append(note, fmt.Sprintf("redelivery %d", a.Redelivery))
-		}
-		if a.Variant != idemcheck.Original {
-			note = append(note, string(a.Variant))
-		}
-		b.Note = oneLine(strings.Join(note, " · "), 40)
-		title := fmt.Sprintf("attempt %d, step %d", a.ID, a.Step)
-		if a.Burst > 0 {
-			title += fmt.Sprintf(", burst %d", a.Burst)
-		}
-		title += fmt.Sprintf(": sent at %s", fmtDur(rel(a.Start)))
-		if !a.FirstByte.IsZero() {
-			title += fmt.Sprintf(", first byte at %s", fmtDur(rel(a.FirstByte)))
-		}
-		title += fmt.Sprintf(", ended at %s: %s", fmtDur(rel(a.End)), strings.Join(note, ", "))
-		if a.Error != "" {
-			title += ": " + oneLine(a.Error, htmlTitleBody)
-		} else if a.RespBody != "" {
-			title += ": " + oneLine(a.RespBody, htmlTitleBody)
-		}
-		if b.Witness {
-			title += " (witness)"
-		}
-		b.Title = oneLine(title, HTMLBodyMax)
-		tl.Bars = append(tl.Bars, b)
+	return tlLeft + float64(sc.rel(t))/float64(sc.span)*tlPlot
+}
+
+// bar draws attempt a at height y: its span, its first byte, its outcome
+// and a note and title saying what it was.
+func (sc tlScale) bar(y int, a idemcheck.Attempt, witness bool) tlBar {
+	end := sc.x(a.End)
+	b := tlBar{Y: strconv.Itoa(y), Y2: strconv.Itoa(y + 11), TextY: strconv.Itoa(y + 10), X: px(sc.x(a.Start)), W: px(max(end-sc.x(a.Start), 1.5)),
+		NoteX: px(end + 8), Label: fmt.Sprintf("#%d", a.ID), Witness: witness}
+	if !a.FirstByte.IsZero() {
+		b.FirstByte, b.FirstX = true, px(sc.x(a.FirstByte))
 	}
-	tl.H = tlTop + len(as)*tlRow + 20
-	tl.W = tlLeft + tlPlot + tlRight
+	var note []string
+	switch a.Outcome {
+	case idemcheck.Replied:
+		b.Class = statusClass(a.Status)
+		note = append(note, strconv.Itoa(a.Status))
+	case idemcheck.NotSent:
+		b.Class = "s-none"
+		note = append(note, "not sent")
+	default:
+		b.Class, b.Cut = "s-none", true
+		b.CutPath = fmt.Sprintf("M%s %d L%s %d M%s %d L%s %d", px(end-4), y-1, px(end+4), y+12, px(end+4), y-1, px(end-4), y+12)
+		note = append(note, "no reply")
+	}
+	if a.Fault != "" {
+		note = append(note, a.Fault)
+	}
+	if a.Redelivery > 0 {
+		note = append(note, fmt.Sprintf("redelivery %d", a.Redelivery))
+	}
+	if a.Variant != idemcheck.Original {
+		note = append(note, string(a.Variant))
+	}
+	b.Note = oneLine(strings.Join(note, " · "), 40)
+	b.Title = oneLine(sc.barTitle(a, note, witness), HTMLBodyMax)
+	return b
+}
+
+// barTitle is the tooltip of attempt a's bar: its times, note and what it
+// was answered.
+func (sc tlScale) barTitle(a idemcheck.Attempt, note []string, witness bool) string {
+	title := fmt.Sprintf("attempt %d, step %d", a.ID, a.Step)
+	if a.Burst > 0 {
+		title += fmt.Sprintf(", burst %d", a.Burst)
+	}
+	title += fmt.Sprintf(": sent at %s", fmtDur(sc.rel(a.Start)))
+	if !a.FirstByte.IsZero() {
+		title += fmt.Sprintf(", first byte at %s", fmtDur(sc.rel(a.FirstByte)))
+	}
+	title += fmt.Sprintf(", ended at %s: %s", fmtDur(sc.rel(a.End)), strings.Join(note, ", "))
+	if a.Error != "" {
+		title += ": " + oneLine(a.Error, htmlTitleBody)
+	} else if a.RespBody != "" {
+		title += ": " + oneLine(a.RespBody, htmlTitleBody)
+	}
+	if witness {
+		title += " (witness)"
+	}
+	return title
+}
+
+// mark draws the events as marks, their labels staggered where they are
+// close together.
+func (tl *timeline) mark(sc tlScale, events []idemcheck.Event) {
 	lastX := -100.0
 	row := 0
 	held := 0
 	for _, e := range events {
-		ex := x(e.Time)
+		ex := sc.x(e.Time)
 		label := markOf(e)
 		class := "m-" + label
 		if e.Kind == idemcheck.WriteHeld {
@@ -534,7 +589,7 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 			}
 			lastX = ex
 		}
-		title := fmt.Sprintf("%s at %s", e.Kind, fmtDur(rel(e.Time)))
+		title := fmt.Sprintf("%s at %s", e.Kind, fmtDur(sc.rel(e.Time)))
 		for _, s := range []string{e.Fault, e.Landing, e.SQL, e.Detail, e.ExitStatus} {
 			if s != "" {
 				title += "; " + s
@@ -543,11 +598,6 @@ func newTimeline(h *idemcheck.History, an idemcheck.Anomaly) *timeline {
 		tl.Marks = append(tl.Marks, tlMark{X: px(ex), Y2: strconv.Itoa(tl.H - 18), Label: label, Title: oneLine(title, HTMLBodyMax),
 			Class: class, LabelY: strconv.Itoa(10 + row*10)})
 	}
-	for i := 0; i <= 4; i++ {
-		tl.Ticks = append(tl.Ticks, tick{X: px(tlLeft + float64(i)/4*tlPlot), Label: "+" + fmtDur(span*time.Duration(i)/4),
-			Y2: strconv.Itoa(tl.H - 18), TY: strconv.Itoa(tl.H - 4)})
-	}
-	return tl
 }
 
 // markOf names the mark an event makes on a timeline; "" for none.

@@ -136,106 +136,30 @@ func measure(cfg config) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.max+time.Minute)
 	defer cancel()
 
-	type sized struct {
-		n       int
-		drivers []bench.Driver
-	}
-	var all []sized
-	for _, n := range cfg.sizes {
-		var ds []bench.Driver
-		for _, name := range cfg.drivers {
-			switch name {
-			case "h1":
-				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolHTTP1, 0))
-			case "h2":
-				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolH2, 0))
-			case "h1-2":
-				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolHTTP1, 2))
-			case "h2-2":
-				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolH2, 2))
-			case "vegeta":
-				ds = append(ds, bench.NewVegeta(addr, n))
-			case "barrier":
-				barrier, err := bench.NewBarrier(ctx, addr, n)
-				if err != nil {
-					return "", err
-				}
-				ds = append(ds, barrier)
-			}
-		}
-		defer func() {
-			for _, d := range ds {
+	all, err := newDrivers(ctx, addr, cfg)
+	defer func() {
+		for i := len(all) - 1; i >= 0; i-- {
+			for _, d := range all[i].drivers {
 				d.Close()
 			}
-		}()
-		all = append(all, sized{n, ds})
+		}
+	}()
+	if err != nil {
+		return "", err
 	}
-	fetch := &http.Client{Timeout: 10 * time.Second}
-	seq := 0
-	one := func(d bench.Driver, n int) (sample, error) {
-		seq++
-		key := fmt.Sprintf("burst-%d", seq)
-		release, err := d.Burst(ctx, key)
-		if err != nil {
-			return sample{}, err
-		}
-		offs, err := bench.FetchArrivals(ctx, fetch, addr, key)
-		if err != nil {
-			return sample{}, err
-		}
-		if len(offs) != n {
-			return sample{}, fmt.Errorf("the target saw %d of %d requests", len(offs), n)
-		}
-		time.Sleep(cfg.pause)
-		return sample{offsets: offs, release: release}, nil
-	}
-
+	bu := &burster{ctx: ctx, addr: addr, pause: cfg.pause, fetch: &http.Client{Timeout: 10 * time.Second}}
 	for _, s := range all {
 		for _, d := range s.drivers {
 			for range cfg.warmup {
-				if _, err := one(d, s.n); err != nil {
+				if _, err := bu.one(d, s.n); err != nil {
 					return "", fmt.Errorf("warm-up of %s, N=%d: %w", d.Name(), s.n, err)
 				}
 			}
 		}
 	}
-
-	runs := make([]map[cell]*tally, cfg.runs)
-	deadline := began.Add(cfg.max)
-	truncated := false
-	for r := range runs {
-		runs[r] = map[cell]*tally{}
-		for i := 0; i < cfg.bursts && !truncated; i++ {
-			for _, s := range all {
-				// Rotate the order, so that no driver always follows the same one.
-				for k := range s.drivers {
-					d := s.drivers[(i+k)%len(s.drivers)]
-					c := cell{d.Name(), s.n}
-					t := runs[r][c]
-					if t == nil {
-						t = &tally{}
-						runs[r][c] = t
-					}
-					smp, err := one(d, s.n)
-					if err != nil {
-						if ctx.Err() != nil {
-							return "", ctx.Err()
-						}
-						t.failed++
-						t.lastErr = err
-						continue
-					}
-					t.samples = append(t.samples, smp)
-					if len(t.samples) <= cfg.dump {
-						fmt.Fprintf(os.Stderr, "%s N=%d: release %v, arrivals (us) %v\n", d.Name(), s.n, smp.release, microseconds(smp.offsets))
-					}
-				}
-			}
-			if time.Now().After(deadline) {
-				truncated = true
-			}
-		}
-		fmt.Fprintf(os.Stderr, "burstbench: run %d of %d done after %v\n", r+1, cfg.runs, time.Since(began).Round(time.Second))
+	runs, truncated, err := bu.runs(cfg, all, began)
+	if err != nil {
+		return "", err
 	}
 
 	var order []cell
@@ -255,6 +179,114 @@ func measure(cfg config) (string, error) {
 	return render(cfg, runs, order, renderFacts{
 		load0: load0, load1: bench.LoadAverage(), took: time.Since(began), truncated: truncated, coldDials: cold,
 	}), nil
+}
+
+// sized are the drivers of one burst size.
+type sized struct {
+	n       int
+	drivers []bench.Driver
+}
+
+// newDrivers makes the drivers cfg names for each burst size. On an error
+// it returns those of the sizes it completed, for the caller to close.
+func newDrivers(ctx context.Context, addr string, cfg config) ([]sized, error) {
+	var all []sized
+	for _, n := range cfg.sizes {
+		var ds []bench.Driver
+		for _, name := range cfg.drivers {
+			switch name {
+			case "h1":
+				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolHTTP1, 0))
+			case "h2":
+				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolH2, 0))
+			case "h1-2":
+				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolHTTP1, 2))
+			case "h2-2":
+				ds = append(ds, bench.NewWire(addr, n, wire.ProtocolH2, 2))
+			case "vegeta":
+				ds = append(ds, bench.NewVegeta(addr, n))
+			case "barrier":
+				barrier, err := bench.NewBarrier(ctx, addr, n)
+				if err != nil {
+					return all, err
+				}
+				ds = append(ds, barrier)
+			}
+		}
+		all = append(all, sized{n, ds})
+	}
+	return all, nil
+}
+
+// burster sends bursts to the race target and reads back their arrivals.
+type burster struct {
+	ctx   context.Context
+	addr  string
+	pause time.Duration
+	fetch *http.Client
+	seq   int
+}
+
+// one sends one burst of n with d, under a fresh key, and returns it as
+// the target saw it.
+func (bu *burster) one(d bench.Driver, n int) (sample, error) {
+	bu.seq++
+	key := fmt.Sprintf("burst-%d", bu.seq)
+	release, err := d.Burst(bu.ctx, key)
+	if err != nil {
+		return sample{}, err
+	}
+	offs, err := bench.FetchArrivals(bu.ctx, bu.fetch, bu.addr, key)
+	if err != nil {
+		return sample{}, err
+	}
+	if len(offs) != n {
+		return sample{}, fmt.Errorf("the target saw %d of %d requests", len(offs), n)
+	}
+	time.Sleep(bu.pause)
+	return sample{offsets: offs, release: release}, nil
+}
+
+// runs sends cfg.runs runs of cfg.bursts bursts with every driver at every
+// size, until cfg.max after began (then it reports truncated).
+func (bu *burster) runs(cfg config, all []sized, began time.Time) (runs []map[cell]*tally, truncated bool, err error) {
+	runs = make([]map[cell]*tally, cfg.runs)
+	deadline := began.Add(cfg.max)
+	for r := range runs {
+		runs[r] = map[cell]*tally{}
+		for i := 0; i < cfg.bursts && !truncated; i++ {
+			for _, s := range all {
+				// Rotate the order, so that no driver always follows the same one.
+				for k := range s.drivers {
+					d := s.drivers[(i+k)%len(s.drivers)]
+					c := cell{d.Name(), s.n}
+					t := runs[r][c]
+					if t == nil {
+						t = &tally{}
+						runs[r][c] = t
+					}
+					smp, err := bu.one(d, s.n)
+					if err != nil {
+						if bu.ctx.Err() != nil {
+							return nil, false, bu.ctx.Err()
+						}
+						t.failed++
+						t.lastErr = err
+						continue
+					}
+					t.samples = append(t.samples, smp)
+					if len(t.samples) <= cfg.dump {
+						fmt.Fprintf(os.Stderr, "%s N=%d: release %v, arrivals (us) %v\n", d.Name(), s.n, smp.release, microseconds(smp.offsets))
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				truncated = true
+			}
+		}
+		fmt.Fprintf(os.Stderr, "burstbench: run %d of %d done after %v\n", r+1, cfg.runs, time.Since(began).Round(time.Second))
+	}
+	return runs, truncated, nil
 }
 
 type renderFacts struct {
@@ -332,56 +364,7 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 	}
 	b.WriteString(bench.TableHead(append(cols, "client release spread (us)")...))
 
-	per := map[cell][]figures{}
-	var failures []string
-	for _, c := range order {
-		failed := 0
-		var lastErr error
-		for _, run := range runs {
-			if f, ok := reduce(run[c]); ok {
-				per[c] = append(per[c], f)
-			}
-			if t := run[c]; t != nil {
-				failed += t.failed
-				if t.lastErr != nil {
-					lastErr = t.lastErr
-				}
-			}
-		}
-		if failed > 0 {
-			failures = append(failures, fmt.Sprintf("%s, N=%d: %d bursts failed (last: %v)", c.driver, c.n, failed, lastErr))
-		}
-		fs := per[c]
-		pick := func(get func(figures) float64) bench.Stat {
-			var s bench.Stat
-			for _, f := range fs {
-				s = append(s, get(f))
-			}
-			return s
-		}
-		bursts := pick(func(f figures) float64 { return float64(f.bursts) })
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |", c.driver, c.n, bursts.Format("%.0f"),
-			pick(func(f figures) float64 { return f.gapUS }).Format("%.1f"),
-			pick(func(f figures) float64 { return f.spreadUS }).Format("%.0f"))
-		for i := range windows {
-			fmt.Fprintf(&b, " %s |", pick(func(f figures) float64 { return f.share[i] }).Format("%.2f"))
-		}
-		if strings.HasPrefix(c.driver, "idemcheck") {
-			fmt.Fprintf(&b, " %s |\n", pick(func(f figures) float64 { return f.releaseUS }).Format("%.1f"))
-		} else {
-			b.WriteString(" not measured |\n")
-		}
-	}
-	b.WriteString("\nFirst-two gap: the median time between the first and the second arrival of a burst's key; " +
-		"full burst spread: the median time between the first and the last. A burst produces a duplicate at window W when " +
-		"its second request arrived less than W after the first (the first's insert not yet visible). " +
-		"Client release spread: the engine's own measure, as recorded in a history's bursts.\n")
-	if len(failures) > 0 {
-		b.WriteString("\nFailed bursts (left out of the figures):\n")
-		for _, f := range failures {
-			fmt.Fprintf(&b, "- %s\n", f)
-		}
-	}
+	per := renderBursts(&b, runs, order)
 	if len(facts.coldDials) > 0 {
 		fmt.Fprintf(&b, "\nConnections the barrier driver had to open during its bursts (0: every request went on a pre-opened one): %s.\n",
 			strings.Join(facts.coldDials, ", "))
@@ -411,47 +394,109 @@ func render(cfg config, runs []map[cell]*tally, order []cell, facts renderFacts)
 	b.WriteString("| target | engine | N | measured | verdict |\n|---|---|---|---|---|\n")
 	for _, n := range cfg.sizes {
 		for _, eng := range []string{nameH2, nameH1} {
-			ratio := func(get func(figures) float64) bench.Stat {
-				var s bench.Stat
-				for _, run := range runs {
-					e, ok1 := reduce(run[cell{eng, n}])
-					v, ok2 := reduce(run[cell{nameVegeta, n}])
-					if ok1 && ok2 && get(v) > 0 {
-						s = append(s, get(e)/get(v))
-					}
-				}
-				return s
-			}
-			share := func(w time.Duration) bench.Stat {
-				i := slices.Index(windows, w)
-				var s bench.Stat
-				for _, f := range per[cell{eng, n}] {
-					s = append(s, f.share[i])
-				}
-				return s
-			}
-			row := func(target string, s bench.Stat, limit float64, atMost bool) {
-				verdict := "n/a"
-				if len(s) > 0 {
-					m := s.Median()
-					switch {
-					case atMost && m <= limit, !atMost && m >= limit:
-						verdict = "met"
-					case atMost:
-						verdict = fmt.Sprintf("missed by %.2f (%.0f%% over the limit)", m-limit, 100*(m/limit-1))
-					default:
-						verdict = fmt.Sprintf("missed by %.2f", limit-m)
-					}
-				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", target, eng, n, s.Format("%.2f"), verdict)
-			}
-			row("first-two gap ≤ 0.3x vegeta's", ratio(func(f figures) float64 { return f.gapUS }), 0.3, true)
-			row("full burst spread ≤ 0.5x vegeta's", ratio(func(f figures) float64 { return f.spreadUS }), 0.5, true)
-			row("duplicate share at W=20 us ≥ 0.5", share(20*time.Microsecond), 0.5, false)
-			row("duplicate share at W=50 us ≥ 0.9", share(50*time.Microsecond), 0.9, false)
+			renderTargets(&b, runs, per, eng, n)
 		}
 	}
 	return b.String()
+}
+
+// renderBursts writes a row of figures for each cell, then the bursts that
+// failed, and returns each cell's figures, a run's each.
+func renderBursts(b *strings.Builder, runs []map[cell]*tally, order []cell) map[cell][]figures {
+	per := map[cell][]figures{}
+	var failures []string
+	for _, c := range order {
+		failed := 0
+		var lastErr error
+		for _, run := range runs {
+			if f, ok := reduce(run[c]); ok {
+				per[c] = append(per[c], f)
+			}
+			if t := run[c]; t != nil {
+				failed += t.failed
+				if t.lastErr != nil {
+					lastErr = t.lastErr
+				}
+			}
+		}
+		if failed > 0 {
+			failures = append(failures, fmt.Sprintf("%s, N=%d: %d bursts failed (last: %v)", c.driver, c.n, failed, lastErr))
+		}
+		fs := per[c]
+		pick := func(get func(figures) float64) bench.Stat {
+			var s bench.Stat
+			for _, f := range fs {
+				s = append(s, get(f))
+			}
+			return s
+		}
+		bursts := pick(func(f figures) float64 { return float64(f.bursts) })
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |", c.driver, c.n, bursts.Format("%.0f"),
+			pick(func(f figures) float64 { return f.gapUS }).Format("%.1f"),
+			pick(func(f figures) float64 { return f.spreadUS }).Format("%.0f"))
+		for i := range windows {
+			fmt.Fprintf(b, " %s |", pick(func(f figures) float64 { return f.share[i] }).Format("%.2f"))
+		}
+		if strings.HasPrefix(c.driver, "idemcheck") {
+			fmt.Fprintf(b, " %s |\n", pick(func(f figures) float64 { return f.releaseUS }).Format("%.1f"))
+		} else {
+			b.WriteString(" not measured |\n")
+		}
+	}
+	b.WriteString("\nFirst-two gap: the median time between the first and the second arrival of a burst's key; " +
+		"full burst spread: the median time between the first and the last. A burst produces a duplicate at window W when " +
+		"its second request arrived less than W after the first (the first's insert not yet visible). " +
+		"Client release spread: the engine's own measure, as recorded in a history's bursts.\n")
+	if len(failures) > 0 {
+		b.WriteString("\nFailed bursts (left out of the figures):\n")
+		for _, f := range failures {
+			fmt.Fprintf(b, "- %s\n", f)
+		}
+	}
+	return per
+}
+
+// renderTargets writes the rows of the targets for engine eng at size n,
+// each with whether the runs met it.
+func renderTargets(b *strings.Builder, runs []map[cell]*tally, per map[cell][]figures, eng string, n int) {
+	ratio := func(get func(figures) float64) bench.Stat {
+		var s bench.Stat
+		for _, run := range runs {
+			e, ok1 := reduce(run[cell{eng, n}])
+			v, ok2 := reduce(run[cell{nameVegeta, n}])
+			if ok1 && ok2 && get(v) > 0 {
+				s = append(s, get(e)/get(v))
+			}
+		}
+		return s
+	}
+	share := func(w time.Duration) bench.Stat {
+		i := slices.Index(windows, w)
+		var s bench.Stat
+		for _, f := range per[cell{eng, n}] {
+			s = append(s, f.share[i])
+		}
+		return s
+	}
+	row := func(target string, s bench.Stat, limit float64, atMost bool) {
+		verdict := "n/a"
+		if len(s) > 0 {
+			m := s.Median()
+			switch {
+			case atMost && m <= limit, !atMost && m >= limit:
+				verdict = "met"
+			case atMost:
+				verdict = fmt.Sprintf("missed by %.2f (%.0f%% over the limit)", m-limit, 100*(m/limit-1))
+			default:
+				verdict = fmt.Sprintf("missed by %.2f", limit-m)
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s |\n", target, eng, n, s.Format("%.2f"), verdict)
+	}
+	row("first-two gap ≤ 0.3x vegeta's", ratio(func(f figures) float64 { return f.gapUS }), 0.3, true)
+	row("full burst spread ≤ 0.5x vegeta's", ratio(func(f figures) float64 { return f.spreadUS }), 0.5, true)
+	row("duplicate share at W=20 us ≥ 0.5", share(20*time.Microsecond), 0.5, false)
+	row("duplicate share at W=50 us ≥ 0.9", share(50*time.Microsecond), 0.9, false)
 }
 
 // runGo runs the go command with args, its output shown as it comes and
