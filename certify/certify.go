@@ -216,6 +216,10 @@ func (s *Settings) redactor() *idemcheck.Redactor {
 			red.LearnHeader(h.Name, h.Value.Fill(idemcheck.Intent{}))
 		}
 	}
+	// The fixed query values and body fields RedactQuery and RedactFields
+	// name, for the report's target, which is not a sent request.
+	red.LearnQuery(s.Endpoint.Path.Fill(idemcheck.Intent{}))
+	red.LearnBody([]byte(s.Endpoint.Body.Fill(idemcheck.Intent{})))
 	return red
 }
 
