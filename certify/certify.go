@@ -1,9 +1,19 @@
-// Package certify is idemcheck's one entry point from Go: Run certifies
-// one endpoint. It checks the configuration before any traffic, runs the
-// scenarios against the target, counts effects in the database and hands
-// the history to the checker; the Result holds the Report and the History.
-// The command, the suites, idemchecktest and the benchmarks all certify
-// through Run.
+// Package certify is idemcheck's entry point from Go: Run certifies one
+// endpoint, Soak soaks it. Run checks the configuration before any
+// traffic, runs the scenarios against the target, counts effects in the
+// database and hands the history to the checker; the Result holds the
+// Report and the History. The command, the suites, idemchecktest and the
+// benchmarks all certify through Run.
+//
+// Soak is the other mode of the same run: it checks the configuration by
+// the same rules, sends a pre-flight request, then a rate of intents under
+// the faults of a bad day (scenarios.Soak), counts every intent's effects,
+// writes the history as it goes (a file put in place only once the soak
+// has a report) and tallies it (assert.SoakTally) into a SoakReport with
+// its cost estimate. `idemcheck soak` runs through Soak. Both take one
+// Settings, embedded in Config and SoakConfig: the endpoint, the policy,
+// the effect count, the limits on each attempt, redaction, the powers
+// over the target, TLS, the rate and the loopback rule.
 //
 // Certifying a service that already runs, by its URL:
 //
@@ -28,8 +38,8 @@
 // for an image) gives them: set Config.Powers to its Powers().
 //
 // Errors are *idemcheck.Error with an exit code; a configuration error
-// names the Config field it is about (an *idemcheck.FieldError), which the
-// command reports as its flag.
+// names the Config or SoakConfig field it is about (an
+// *idemcheck.FieldError), which the command reports as its flag.
 //
 // It imports the layers below it (scenarios, targets, assert) and the
 // leaves (internal/wire, internal/netguard); never a front end (internal/config, internal/suite, idemchecktest, cmd), a
