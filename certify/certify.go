@@ -412,7 +412,7 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 // the client TLS configuration cfg (its client certificate is offered in
 // the handshake it opens).
 func ResolveTargetTLS(ctx context.Context, base *url.URL, allowRemote bool, cfg *tls.Config) (string, error) {
-	if err := CheckURL(base, "Endpoint.Base", allowRemote); err != nil {
+	if err := checkURL(base, "Endpoint.Base", allowRemote); err != nil {
 		return "", err
 	}
 	hostport := scenarios.Upstream(base)
@@ -474,11 +474,11 @@ func checkSpeaksTLS(ctx context.Context, addr string, cfg *tls.Config) error {
 	return idemcheck.Unavailablef("TLS handshake with target %s: %v", addr, unwrapNet(err))
 }
 
-// CheckURL checks a target URL without sending anything (CheckBase), and,
+// checkURL checks a target URL without sending anything (CheckBase), and,
 // unless allowRemote, that its host is one the loopback rule accepts
 // (RequireLoopback). field names the setting in the error: Go's name
 // (Endpoint.Base) or the caller's own (a file's key).
-func CheckURL(base *url.URL, field string, allowRemote bool) error {
+func checkURL(base *url.URL, field string, allowRemote bool) error {
 	if err := CheckBase(base, idemcheck.Field(field), ""); err != nil {
 		return err
 	}
@@ -518,7 +518,7 @@ func CheckBase(base *url.URL, field idemcheck.Field, shown string) error {
 // RequireLoopback refuses a host off this machine: idemcheck sends traffic
 // elsewhere only with AllowRemote. It sends nothing, not even a DNS query:
 // see netguard for the rule, and why names are not looked up. field names
-// the setting that gave the host, as CheckURL's does.
+// the setting that gave the host, as checkURL's does.
 func RequireLoopback(field, host string) error {
 	if err := netguard.Check(host); err != nil {
 		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s host %s: %v; use 127.0.0.1 or localhost, or %s to send traffic off this machine",

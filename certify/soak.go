@@ -3,6 +3,7 @@ package certify
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -71,8 +72,9 @@ type SoakConfig struct {
 	// History, when set, receives the history as it happens (a pipe, the
 	// command's standard output), redacted as the file is.
 	History io.Writer
-	// KeepHistory returns the history in the SoakResult as well. A soak
-	// keeps nothing in memory otherwise: this is for short soaks (tests).
+	// KeepHistory returns the history in the SoakResult as well, redacted
+	// as the file is. A soak keeps nothing in memory otherwise: this is for
+	// short soaks (tests).
 	KeepHistory bool
 	// VegetaResults, when set, is the file vegeta's result of every first
 	// attempt is written to, in vegeta's own encoding, atomically as
@@ -124,9 +126,12 @@ type soakRun struct {
 	target  idemcheck.Target
 	histOut *idemcheck.Output
 	histW   []*idemcheck.RedactWriter
-	kept    *bytes.Buffer
-	vegOut  *idemcheck.Output
-	vegW    *bufio.Writer
+	// stream is the History writer's redactor, flushed even when the soak
+	// fails, as a stream is read as it comes.
+	stream *idemcheck.RedactWriter
+	kept   *bytes.Buffer
+	vegOut *idemcheck.Output
+	vegW   *bufio.Writer
 }
 
 // soak is Soak with its redactor.
@@ -294,7 +299,7 @@ func (r *soakRun) prepare(ctx context.Context, rate int, intents int64) error {
 		r.target.Database = cfg.DBName
 	}
 	r.sk = &scenarios.Soak{Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects, Rate: rate, Duration: cfg.Duration, Intents: intents,
-		Faults: cfg.Faults, Powers: cfg.Powers, Seed: cfg.Seed, Shard: cfg.Shard, Workers: cmpOr(cfg.Workers, DefaultSoakWorkers),
+		Faults: cfg.Faults, Powers: cfg.Powers, Seed: cfg.Seed, Shard: cfg.Shard, Workers: cmp.Or(cfg.Workers, DefaultSoakWorkers),
 		Timeout: cfg.Timeout, CountDuring: cfg.CountDuring, Settle: cfg.Settle,
 		Redactor: r.red, Redact: cfg.Redact, Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery,
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, TLS: cfg.TLS, MaxBody: cfg.MaxBody,
@@ -306,13 +311,6 @@ func (r *soakRun) prepare(ctx context.Context, rate int, intents int64) error {
 		r.sk.ProgressEvery = time.Second
 	}
 	return nil
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // batchEffects checks EffectBatchSQL and puts it on effects.
@@ -338,21 +336,23 @@ func (r *soakRun) open() error {
 		if err != nil {
 			return idemcheck.Fieldf(idemcheck.ExitUsage, "HistoryFile", "%s: %v", idemcheck.Field("HistoryFile"), err)
 		}
+		// Every copy of the history passes through the redactor.
 		r.histOut = o
-		ws = append(ws, o)
+		rw := r.red.Writer(o)
+		r.histW = append(r.histW, rw)
+		ws = append(ws, rw)
 	}
 	if cfg.History != nil {
-		ws = append(ws, cfg.History)
-	}
-	for i, w := range ws {
-		// Every copy of the history passes through the redactor.
-		rw := r.red.Writer(w)
-		r.histW = append(r.histW, rw)
-		ws[i] = rw
+		r.stream = r.red.Writer(cfg.History)
+		r.histW = append(r.histW, r.stream)
+		ws = append(ws, r.stream)
 	}
 	if cfg.KeepHistory {
+		// Redacted as the file is: what is returned is what it holds.
 		r.kept = &bytes.Buffer{}
-		ws = append(ws, r.kept)
+		rw := r.red.Writer(r.kept)
+		r.histW = append(r.histW, rw)
+		ws = append(ws, rw)
 	}
 	if len(ws) > 0 {
 		r.sk.History = history.NewEncoder(io.MultiWriter(ws...))
@@ -368,8 +368,12 @@ func (r *soakRun) open() error {
 	return nil
 }
 
-// abort removes the files of a soak that has no report.
+// abort removes the files of a soak that has no report; what the stream
+// was given is flushed.
 func (r *soakRun) abort() {
+	if r.stream != nil {
+		_ = r.stream.Flush()
+	}
 	for _, o := range []*idemcheck.Output{r.histOut, r.vegOut} {
 		if o != nil {
 			o.Abort()

@@ -3,6 +3,7 @@ package certify_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -92,7 +93,7 @@ func TestSoakRedactsFieldsAndQueryValues(t *testing.T) {
 		},
 		Duration: 10 * time.Second, Intents: 20, Seed: 1,
 		Faults:      []scenarios.SoakFault{{Fault: faults.CutReply, Share: 0.2}},
-		HistoryFile: hist,
+		HistoryFile: hist, KeepHistory: true,
 	}
 	cfg.Rate = 100
 	res, err := certify.Soak(context.Background(), cfg)
@@ -103,7 +104,9 @@ func TestSoakRedactsFieldsAndQueryValues(t *testing.T) {
 	require.Contains(t, string(b), `"attempt"`, "the history holds the attempts")
 	var rep bytes.Buffer
 	require.NoError(t, res.Report.WriteJSON(&rep))
-	for name, out := range map[string]string{"history": string(b), "report": rep.String()} {
+	kept, err := json.Marshal(res.History)
+	require.NoError(t, err)
+	for name, out := range map[string]string{"history": string(b), "report": rep.String(), "history returned": string(kept)} {
 		assert.NotContains(t, out, card, "the %s holds the redacted body field", name)
 		assert.NotContains(t, out, apiKey, "the %s holds the redacted query value", name)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -249,24 +250,19 @@ func (f *soakFlags) showProgress(cfg *certify.SoakConfig, stderr io.Writer) *ren
 			progress = "text"
 		}
 	}
+	// Given, it is checked (certify.Soak) even where nothing is shown.
+	cfg.ProgressEvery = f.progressEvery
 	switch progress {
 	case "text":
 		text := &render.SoakProgressWriter{W: stderr, Terminal: terminal}
 		cfg.Progress = text.Update
-		cfg.ProgressEvery = cmpOr(f.progressEvery, time.Second)
+		cfg.ProgressEvery = cmp.Or(cfg.ProgressEvery, time.Second)
 		return text
 	case "json":
 		cfg.Progress = func(p idemcheck.SoakProgress) { _ = render.WriteSoakProgressJSON(stderr, p, time.Now()) }
-		cfg.ProgressEvery = cmpOr(f.progressEvery, 10*time.Second)
+		cfg.ProgressEvery = cmp.Or(cfg.ProgressEvery, 10*time.Second)
 	}
 	return nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // soakLine announces the soak on standard error once it starts: its rate
