@@ -3,7 +3,10 @@
 // describe one certification as a Spec (the endpoint, where its target
 // runs, the policy, the effect count, the checks, the options and the
 // limits), and Build turns it into a validated certify.Config, with what
-// to start when idemcheck starts the target (Launch).
+// to start when idemcheck starts the target (Launch). A soak is the same
+// description with a SoakSpec (its load and faults): BuildSoak checks both
+// by the same rules and makes a certify.SoakConfig, whose Settings are the
+// ones Build makes.
 //
 // Each rule is checked here once. An error is an *idemcheck.FieldError
 // naming the Spec field at fault (URL, Headers[1], Options.BurstSize),
