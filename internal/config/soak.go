@@ -73,6 +73,10 @@ func (s Spec) buildSoak(k SoakSpec) (*BuiltSoak, error) {
 	// with a default; it has no checks and no certification's options.
 	rate := s.Rate
 	s.Rate, s.Checks, s.SkipChecks, s.Options = 0, nil, nil, scenarios.Defaults
+	if s.Handler == nil && s.URL == "" && s.Command == "" && s.Image == "" {
+		// The soak's front end starts a target from a command only.
+		return nil, usage("URL", "%s is required, such as http://127.0.0.1:8080 (or %s, to let idemcheck start the target)", idemcheck.Field("URL"), idemcheck.Field("Command"))
+	}
 	b, err := s.build()
 	if err != nil {
 		return nil, err
