@@ -42,17 +42,19 @@ func ProductConfig(addr string, n, rounds int, p wire.Protocol) certify.Config {
 	opts := scenarios.Defaults
 	opts.BurstSize, opts.BurstRounds = n, rounds
 	return certify.Config{
-		Endpoint: scenarios.Endpoint{
-			Base:   &url.URL{Scheme: "http", Host: addr},
-			Method: "POST", Path: idemcheck.MustTemplate(Path), Body: idemcheck.MustTemplate(BodyTemplate),
+		Settings: certify.Settings{
+			Endpoint: scenarios.Endpoint{
+				Base:   &url.URL{Scheme: "http", Host: addr},
+				Method: "POST", Path: idemcheck.MustTemplate(Path), Body: idemcheck.MustTemplate(BodyTemplate),
+			},
+			Policy:  idemcheck.IETF(),
+			Rate:    scenarios.DefaultRate,
+			Timeout: 10 * time.Second,
+			MaxBody: 64 << 10,
 		},
-		Policy:      idemcheck.IETF(),
 		Checks:      []string{idemcheck.CheckConcurrentBurst},
 		Options:     opts,
-		Rate:        scenarios.DefaultRate,
 		MaxDuration: certify.DefaultMaxDuration,
-		Timeout:     10 * time.Second,
-		MaxBody:     64 << 10,
 		Protocol:    p,
 		// The command's one plain request before the checks.
 		Preflight: true,

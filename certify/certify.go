@@ -1,21 +1,32 @@
-// Package certify is idemcheck's one entry point from Go: Run certifies
-// one endpoint. It checks the configuration before any traffic, runs the
-// scenarios against the target, counts effects in the database and hands
-// the history to the checker; the Result holds the Report and the History.
-// The command, the suites, idemchecktest and the benchmarks all certify
-// through Run.
+// Package certify is idemcheck's entry point from Go: Run certifies one
+// endpoint, Soak soaks it. Run checks the configuration before any
+// traffic, runs the scenarios against the target, counts effects in the
+// database and hands the history to the checker; the Result holds the
+// Report and the History. The command, the suites, idemchecktest and the
+// benchmarks all certify through Run.
+//
+// Soak is the other mode of the same run: it checks the configuration by
+// the same rules, sends a pre-flight request, then a rate of intents under
+// the faults of a bad day (scenarios.Soak), counts every intent's effects,
+// writes the history as it goes (a file put in place only once the soak
+// has a report) and tallies it (assert.SoakTally) into a SoakReport with
+// its cost estimate. `idemcheck soak` runs through Soak. Both take one
+// Settings, embedded in Config and SoakConfig: the endpoint, the policy,
+// the effect count, the limits on each attempt, redaction, the powers
+// over the target, TLS, the rate and the loopback rule.
 //
 // Certifying a service that already runs, by its URL:
 //
 //	pool, _ := pgxpool.New(ctx, "postgres://app@127.0.0.1/shop") // where the orders are written
-//	res, err := certify.Run(ctx, certify.Config{
+//	settings := certify.Settings{
 //		Endpoint: scenarios.Endpoint{Base: &url.URL{Scheme: "http", Host: "127.0.0.1:8080"}, Method: "POST",
 //			Path: idemcheck.MustTemplate("/orders"),
 //			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`)},
-//		Policy: idemcheck.IETF(), Options: scenarios.Defaults,
-//		DB: pool, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
+//		Policy: idemcheck.IETF(),
+//		DB:     pool, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
 //		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
-//	})
+//	}
+//	res, err := certify.Run(ctx, certify.Config{Settings: settings, Options: scenarios.Defaults})
 //	if err != nil {
 //		return err // an *idemcheck.Error: its exit code, and the Config field at fault
 //	}
@@ -27,8 +38,8 @@
 // for an image) gives them: set Config.Powers to its Powers().
 //
 // Errors are *idemcheck.Error with an exit code; a configuration error
-// names the Config field it is about (an *idemcheck.FieldError), which the
-// command reports as its flag.
+// names the Config or SoakConfig field it is about (an
+// *idemcheck.FieldError), which the command reports as its flag.
 //
 // It imports the layers below it (scenarios, targets, assert) and the
 // leaves (internal/wire, internal/netguard); never a front end (internal/config, internal/suite, idemchecktest, cmd), a
@@ -57,15 +68,15 @@ import (
 	"github.com/idemcheck/idemcheck/targets"
 )
 
-// Config is one endpoint to certify.
-type Config struct {
-	// Name labels the target in reports ("orders (reference)").
-	Name     string
+// Settings are what every run shares, a certification (Config) and a soak
+// (SoakConfig): the endpoint and its contract, where effects are counted,
+// the limits on each attempt, what is redacted, the powers over the
+// target, its TLS, the pace and the loopback rule. Both configurations
+// embed it, so that a setting means one thing in both and a front end
+// fills it once (internal/config builds either from one description).
+type Settings struct {
 	Endpoint scenarios.Endpoint
 	Policy   idemcheck.Policy
-	// Checks to run, in order; empty means all that have a scenario.
-	Checks  []string
-	Options scenarios.Options
 	// DB, when set, is where EffectSQL counts each intent's effects.
 	DB *pgxpool.Pool
 	// EffectDB, when set instead of DB, is a database of another engine
@@ -79,14 +90,14 @@ type Config struct {
 	DSN        string
 	EffectSQL  string
 	EffectArgs []idemcheck.Template
-	// EffectHTTP, when set, counts effects through the API itself: a GET
-	// of this path, its answer's array (or number) at EffectCount.
-	EffectHTTP  *idemcheck.Template
-	EffectCount string
-	Timeout     time.Duration
+	// Timeout bounds each attempt (wire.DefaultTimeout when 0).
+	Timeout time.Duration
+	// MaxBody is how many bytes of each reply body are kept
+	// (wire.DefaultMaxBody when 0).
+	MaxBody int64
 	// Redactor hides the run's secrets in its history and report; the
 	// command passes the one its outputs go through, so that what the run
-	// learns is hidden there too. Nil means Run makes one. Redact,
+	// learns is hidden there too. Nil means the run makes one. Redact,
 	// Secrets, RedactFields and RedactQuery are taught to it.
 	Redactor *idemcheck.Redactor
 	// Redact names headers whose values never reach a report or history,
@@ -100,26 +111,44 @@ type Config struct {
 	// parameter names) name more values to hide wherever they appear.
 	RedactFields, RedactQuery []string
 	// Powers, when set, let the harness crash the target and fault its
-	// database link, for the fault checks: the target was started by
-	// idemcheck (targets.ProcessTarget, targets.ContainerTarget). Nil
-	// skips those checks with the reason. A target started with provider
-	// doubles (ProcessOptions.Providers, ContainerOptions.Providers) hands
-	// them over with its Powers (targets.Downstream): its calls to them
-	// are recorded and judged, and failed-attempt faults them.
+	// database link, for the fault checks and a soak's database-link
+	// faults: the target was started by idemcheck (targets.ProcessTarget,
+	// targets.ContainerTarget). Nil skips those checks with the reason. A
+	// target started with provider doubles (ProcessOptions.Providers,
+	// ContainerOptions.Providers) hands them over with its Powers
+	// (targets.Downstream): its calls to them are recorded and judged, and
+	// failed-attempt faults them.
 	Powers targets.Powers
 	// AllowRemote lets traffic go to a target that is not on loopback.
 	AllowRemote bool
-	// Words are the caller's words for the fields of this Config that a
-	// report names, such as why a check was skipped ("set Powers") or the
-	// checker's hints (assert.ReportIn): the
-	// command's flags, a suite's keys. Nil says them in Go's words.
+	// Words are the caller's words for the fields a report names, such as
+	// why a check was skipped ("set Powers"), the checker's hints
+	// (assert.ReportIn) or why a soak proved nothing: the command's flags,
+	// a suite's keys. Nil says them in Go's words.
 	Words map[idemcheck.Field]idemcheck.Word
-	// Rate caps requests per second (scenarios.DefaultRate when 0); a
-	// negative rate means no cap.
+	// Rate is the run's pace. For Run it caps requests per second
+	// (scenarios.DefaultRate when 0; a negative rate means no cap); for
+	// Soak it is the intents started per second, a whole number from 1 to
+	// MaxSoakRate, their retries on top.
 	Rate float64
-	// MaxBody is how many bytes of each reply body are kept
-	// (wire.DefaultMaxBody when 0).
-	MaxBody int64
+	// TLS is the client's TLS configuration for an https:// target (trust,
+	// client certificate, verification), used by every connection the run
+	// opens to it; nil means the system's roots.
+	TLS *tls.Config
+}
+
+// Config is one endpoint to certify.
+type Config struct {
+	Settings
+	// Name labels the target in reports ("orders (reference)").
+	Name string
+	// Checks to run, in order; empty means all that have a scenario.
+	Checks  []string
+	Options scenarios.Options
+	// EffectHTTP, when set, counts effects through the API itself: a GET
+	// of this path, its answer's array (or number) at EffectCount.
+	EffectHTTP  *idemcheck.Template
+	EffectCount string
 	// Protocol chooses the burst engine (auto when empty).
 	Protocol wire.Protocol
 	// Timed turns off the scheduling of bursts' writes at the database
@@ -138,10 +167,6 @@ type Config struct {
 	// TargetLogOnExit names TargetLog in the report only when the target
 	// exited on its own during the run: for a log kept only then.
 	TargetLogOnExit bool
-	// TLS is the client's TLS configuration for an https:// target (trust,
-	// client certificate, verification), used by every connection the run
-	// opens to it; nil means the system's roots.
-	TLS *tls.Config
 	// Preflight sends one plain request before the checks and stops the
 	// run when the target refuses it (see scenarios.Runner.Preflight): the
 	// error is then a *scenarios.RefusedError.
@@ -171,28 +196,60 @@ type Result struct {
 // they map to: 2 for configuration the run could not start with, 3 for a
 // target or harness that could not run.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	red := cfg.Redactor
+	red := cfg.redactor()
+	res, err := run(ctx, cfg, red)
+	// An error may quote what the run was given or met: a secret.
+	return res, red.Error(err)
+}
+
+// redactor is the run's redactor (Redactor, or a new one), taught the
+// settings' secrets before anything can quote them: the headers and
+// values named, the tenants' header names, the fixed header values; the
+// key header stays in clear.
+func (s *Settings) redactor() *idemcheck.Redactor {
+	red := s.Redactor
 	if red == nil {
 		red = idemcheck.NewRedactor()
 	}
-	red.ExemptHeader(cfg.Policy.KeyHeader)
-	red.AddHeader(cfg.Redact...)
-	red.AddSecret(cfg.Secrets...)
-	red.AddField(cfg.RedactFields...)
-	red.AddQuery(cfg.RedactQuery...)
-	for _, t := range cfg.Endpoint.Tenants {
+	red.ExemptHeader(s.Policy.KeyHeader)
+	red.AddHeader(s.Redact...)
+	red.AddSecret(s.Secrets...)
+	red.AddField(s.RedactFields...)
+	red.AddQuery(s.RedactQuery...)
+	for _, t := range s.Endpoint.Tenants {
 		red.AddHeader(t.Name)
 	}
-	for _, h := range slices.Concat(cfg.Endpoint.Header, cfg.Endpoint.Tenants) {
+	for _, h := range slices.Concat(s.Endpoint.Header, s.Endpoint.Tenants) {
 		if !slices.ContainsFunc(idemcheck.TemplateNames, h.Value.Uses) {
 			// A fixed value is known before the first send (an error
 			// may quote it); one filled per intent is learned as sent.
 			red.LearnHeader(h.Name, h.Value.Fill(idemcheck.Intent{}))
 		}
 	}
-	res, err := run(ctx, cfg, red)
-	// An error may quote what the run was given or met: a secret.
-	return res, red.Error(err)
+	// The fixed query values and body fields RedactQuery and RedactFields
+	// name, for the report's target, which is not a sent request.
+	red.LearnQuery(s.Endpoint.Path.Fill(idemcheck.Intent{}))
+	red.LearnBody([]byte(s.Endpoint.Body.Fill(idemcheck.Intent{})))
+	return red
+}
+
+// sqlEffects is the effect count in SQL the settings describe, checked
+// (checkEffectSQL) before anything is sent; nil without EffectSQL.
+func (s *Settings) sqlEffects(ctx context.Context) (*scenarios.Effects, error) {
+	if s.EffectSQL == "" {
+		return nil, nil
+	}
+	if s.DB == nil && s.EffectDB == nil {
+		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s needs a database: %s", idemcheck.Field("EffectSQL"), idemcheck.Setting("DB"))
+	}
+	effects := &scenarios.Effects{Pool: s.DB, SQL: s.EffectSQL, Args: s.EffectArgs}
+	if s.DB == nil {
+		effects.DB = s.EffectDB
+	}
+	if err := checkEffectSQL(ctx, effects); err != nil {
+		return nil, err
+	}
+	return effects, nil
 }
 
 // run is Run with its redactor.
@@ -233,14 +290,7 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 		}
 	}
 	if cfg.EffectSQL != "" {
-		if cfg.DB == nil && cfg.EffectDB == nil {
-			return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s needs a database: %s", idemcheck.Field("EffectSQL"), idemcheck.Setting("DB"))
-		}
-		effects = &scenarios.Effects{Pool: cfg.DB, SQL: cfg.EffectSQL, Args: cfg.EffectArgs}
-		if cfg.DB == nil {
-			effects.DB = cfg.EffectDB
-		}
-		if err := CheckEffectSQL(ctx, effects); err != nil {
+		if effects, err = cfg.sqlEffects(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -362,7 +412,7 @@ func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string
 // the client TLS configuration cfg (its client certificate is offered in
 // the handshake it opens).
 func ResolveTargetTLS(ctx context.Context, base *url.URL, allowRemote bool, cfg *tls.Config) (string, error) {
-	if err := CheckURL(base, "Endpoint.Base", allowRemote); err != nil {
+	if err := checkURL(base, "Endpoint.Base", allowRemote); err != nil {
 		return "", err
 	}
 	hostport := scenarios.Upstream(base)
@@ -424,11 +474,11 @@ func checkSpeaksTLS(ctx context.Context, addr string, cfg *tls.Config) error {
 	return idemcheck.Unavailablef("TLS handshake with target %s: %v", addr, unwrapNet(err))
 }
 
-// CheckURL checks a target URL without sending anything (CheckBase), and,
+// checkURL checks a target URL without sending anything (CheckBase), and,
 // unless allowRemote, that its host is one the loopback rule accepts
 // (RequireLoopback). field names the setting in the error: Go's name
 // (Endpoint.Base) or the caller's own (a file's key).
-func CheckURL(base *url.URL, field string, allowRemote bool) error {
+func checkURL(base *url.URL, field string, allowRemote bool) error {
 	if err := CheckBase(base, idemcheck.Field(field), ""); err != nil {
 		return err
 	}
@@ -468,7 +518,7 @@ func CheckBase(base *url.URL, field idemcheck.Field, shown string) error {
 // RequireLoopback refuses a host off this machine: idemcheck sends traffic
 // elsewhere only with AllowRemote. It sends nothing, not even a DNS query:
 // see netguard for the rule, and why names are not looked up. field names
-// the setting that gave the host, as CheckURL's does.
+// the setting that gave the host, as checkURL's does.
 func RequireLoopback(field, host string) error {
 	if err := netguard.Check(host); err != nil {
 		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s host %s: %v; use 127.0.0.1 or localhost, or %s to send traffic off this machine",
@@ -477,7 +527,7 @@ func RequireLoopback(field, host string) error {
 	return nil
 }
 
-// CheckEffectSQL prepares the effect query, so a typo or a missing table is
+// checkEffectSQL prepares the effect query, so a typo or a missing table is
 // reported with PostgreSQL's own message before any traffic is sent, checks
 // it takes as many parameters as there are arguments and returns one
 // column, asks PostgreSQL for every function it calls and refuses one that
@@ -489,7 +539,7 @@ func RequireLoopback(field, host string) error {
 //
 // On a database of another engine (e.DB) that engine's Check does the
 // same, by its own means.
-func CheckEffectSQL(ctx context.Context, e *scenarios.Effects) error {
+func checkEffectSQL(ctx context.Context, e *scenarios.Effects) error {
 	if e.DB != nil && e.Pool == nil {
 		return e.Try(ctx)
 	}

@@ -40,14 +40,17 @@ func ordersConfig(base *url.URL, pool *pgxpool.Pool) certify.Config {
 	p := idemcheck.IETF()
 	p.ReplayHeader = "Idempotent-Replayed"
 	return certify.Config{
-		Endpoint: scenarios.Endpoint{
-			Base: base, Method: "POST",
-			Path: idemcheck.MustTemplate("/orders"),
-			Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`),
+		Settings: certify.Settings{
+			Endpoint: scenarios.Endpoint{
+				Base: base, Method: "POST",
+				Path: idemcheck.MustTemplate("/orders"),
+				Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`),
+			},
+			Policy: p,
+			DB:     pool, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
+			EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
 		},
-		Policy: p, Options: scenarios.Defaults,
-		DB: pool, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = $1",
-		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
+		Options: scenarios.Defaults,
 	}
 }
 

@@ -14,6 +14,9 @@
 // recorder interface: in memory for a certification, streamed to a
 // history encoder and a counter for a soak. Counting a soak's duplicates
 // and lost effects is the checker's (assert.SoakTally), from those records.
+// Both modes are run through certify, the entry point: certify.Run for a
+// certification, certify.Soak for a soak (its checks, pre-flight, outputs,
+// tally and report); the command never drives a Soak itself.
 //
 // It speaks the root package's vocabulary and drives the faults and wire
 // packages; it never imports the checker (assert), the reports or the

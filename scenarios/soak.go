@@ -27,7 +27,8 @@ import (
 )
 
 // Soak is a production-like load: a rate of distinct intents for a
-// duration, under the faults of a bad day (Faults: a share of replies cut
+// duration (certify.Soak, the soak's entry point, checks its configuration
+// and makes one from a certify.SoakConfig), under the faults of a bad day (Faults: a share of replies cut
 // after the server committed, connections reset, requests lost, a slow
 // link), the first attempts that got no reply retried with the same key,
 // and every intent's effects counted.

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -517,12 +516,6 @@ func parseInProgress(v string) ([]int, error) {
 	return out, nil
 }
 
-// checkPolicy checks the policy the flags built (config.CheckPolicy): its
-// error names the flag that sets the wrong field.
-func checkPolicy(p idemcheck.Policy, _ string, _ map[string]bool) error {
-	return config.CheckPolicy(p)
-}
-
 // loadPolicy reads --policy: a preset name, or a YAML file holding a
 // preset and overrides, and how to sign (sign:).
 func loadPolicy(v string) (*suite.PolicyFile, error) {
@@ -704,32 +697,6 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 		return idemcheck.Unavailablef("GITHUB_STEP_SUMMARY: %v", err)
 	}
 	return nil
-}
-
-// targetURL parses --url (config.ParseURL) into the base requests go to
-// and the URL's own path.
-func targetURL(raw string) (*url.URL, string, error) {
-	return config.ParseURL("URL", raw, "")
-}
-
-// parseEffectArgs parses the --effect-arg templates, bound as $1, $2, … of
-// --effect-sql, without which they mean nothing.
-func parseEffectArgs(args []string, effectSQL string) ([]idemcheck.Template, error) {
-	return config.ParseEffectArgs(effectSQL, args)
-}
-
-// openEffectDB opens the database --effect-sql counts effects in: --db, or
-// DATABASE_URL when --db is not given (dsn holds either).
-func openEffectDB(ctx context.Context, dsn string, allowRemote bool) (*targets.Database, error) {
-	if dsn == "" {
-		return nil, idemcheck.Usagef("--effect-sql needs a database: pass --db DSN or set DATABASE_URL")
-	}
-	return config.OpenDB(ctx, dsn, allowRemote)
-}
-
-// endpoint checks the request the flags describe (config.Request).
-func endpoint(base *url.URL, method, path, body string, headers []string) (scenarios.Endpoint, error) {
-	return config.Request{Method: method, Path: path, Body: body, Headers: splitHeaders(headers)}.Endpoint(base)
 }
 
 func splitList(s string) []string {

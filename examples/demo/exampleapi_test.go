@@ -102,11 +102,13 @@ func certifyByURL(t *testing.T, rawURL, dsn string, checks ...string) idemcheck.
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	cfg := certify.Config{
-		Name: "orders", Policy: idemcheck.IETF(), Checks: checks, Options: scenarios.Defaults,
-		Timeout: 10 * time.Second, Preflight: true,
-		DB: db.Pool, DBName: targets.RedactDSN(dsn), DSN: dsn,
-		EffectSQL:  "SELECT count(*) FROM orders WHERE customer_id = $1",
-		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
+		Name: "orders", Checks: checks, Options: scenarios.Defaults, Preflight: true,
+		Settings: certify.Settings{
+			Policy: idemcheck.IETF(), Timeout: 10 * time.Second,
+			DB: db.Pool, DBName: targets.RedactDSN(dsn), DSN: dsn,
+			EffectSQL:  "SELECT count(*) FROM orders WHERE customer_id = $1",
+			EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
+		},
 	}
 	cfg.Endpoint.Base = base
 	cfg.Endpoint.Method = "POST"

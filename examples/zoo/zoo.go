@@ -325,8 +325,9 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 	base := pt.URL
 	cfg := certify.Config{
-		Powers: pt.Powers(), Replicas: pt.Replicas(), DB: pt.DB.Pool, DBName: "the " + app + " database",
-		EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")},
+		Settings: certify.Settings{Powers: pt.Powers(), DB: pt.DB.Pool, DBName: "the " + app + " database",
+			EffectArgs: []idemcheck.Template{idemcheck.MustTemplate("{{intent}}")}},
+		Replicas: pt.Replicas(),
 	}
 	if pt.DB.SQL != nil {
 		cfg.EffectDB = pt.DB.SQL

@@ -3,7 +3,10 @@
 // describe one certification as a Spec (the endpoint, where its target
 // runs, the policy, the effect count, the checks, the options and the
 // limits), and Build turns it into a validated certify.Config, with what
-// to start when idemcheck starts the target (Launch).
+// to start when idemcheck starts the target (Launch). A soak is the same
+// description with a SoakSpec (its load and faults): BuildSoak checks both
+// by the same rules and makes a certify.SoakConfig, whose Settings are the
+// ones Build makes.
 //
 // Each rule is checked here once. An error is an *idemcheck.FieldError
 // naming the Spec field at fault (URL, Headers[1], Options.BurstSize),
@@ -323,9 +326,9 @@ func (s Spec) build() (*Built, error) {
 		return nil, err
 	}
 	c := certify.Config{
-		Name: s.Name, Endpoint: e, Policy: s.Policy, Checks: s.Checks, Options: s.Options,
-		DB: s.DB, Redactor: s.Redactor, Redact: s.Redact, Secrets: s.Secrets, RedactQuery: s.RedactQuery,
-		AllowRemote: s.AllowRemote, Timed: s.Timed, TLS: s.TLS, Preflight: s.Preflight, Words: s.Words,
+		Settings: certify.Settings{Endpoint: e, Policy: s.Policy, DB: s.DB, Redactor: s.Redactor, Redact: s.Redact, Secrets: s.Secrets,
+			RedactQuery: s.RedactQuery, AllowRemote: s.AllowRemote, TLS: s.TLS, Words: s.Words},
+		Name: s.Name, Checks: s.Checks, Options: s.Options, Timed: s.Timed, Preflight: s.Preflight,
 	}
 	if g := e.Sign; g != nil {
 		// Hidden in every report and history, wherever they show up.
@@ -1022,15 +1025,11 @@ func (l *Launch) Start(ctx context.Context, output, log io.Writer) (*Started, er
 }
 
 // Attach points the certification at a started target: its address, its
-// powers and, for an effect count in SQL, the database it was handed.
+// powers, its replicas and, for an effect count in SQL, the database it
+// was handed.
 func (b *Built) Attach(s *Started) {
-	c := &b.Config
-	c.Endpoint.Base = &url.URL{Scheme: s.URL.Scheme, Host: s.URL.Host}
-	c.Powers, c.Replicas = s.Powers, s.Replicas
-	if c.EffectSQL != "" && s.DB != nil {
-		UseDatabase(c, s.DB)
-		c.DBName = targets.RedactDSN(s.DB.DSN)
-	}
+	attach(&b.Config.Settings, s)
+	b.Config.Replicas = s.Replicas
 }
 
 // dbEngine is the engine of a started target's database: the one named
@@ -1049,18 +1048,14 @@ func dbEngine(named, dsn string) string {
 
 // UseDatabase points c's effect count at d, whatever its engine: a
 // PostgreSQL pool (DB) or a MySQL-family database (EffectDB).
-func UseDatabase(c *certify.Config, d *targets.Database) {
+func UseDatabase(c *certify.Config, d *targets.Database) { useDatabase(&c.Settings, d) }
+
+// UseSoakDatabase is UseDatabase for a soak.
+func UseSoakDatabase(c *certify.SoakConfig, d *targets.Database) { useDatabase(&c.Settings, d) }
+
+func useDatabase(c *certify.Settings, d *targets.Database) {
 	c.DB = d.Pool
 	if d.SQL != nil {
 		c.EffectDB = d.SQL
 	}
-}
-
-// EffectsIn is the soak's effect count of query in d, whatever its engine.
-func EffectsIn(d *targets.Database, query string, args []idemcheck.Template) *scenarios.Effects {
-	e := &scenarios.Effects{Pool: d.Pool, SQL: query, Args: args}
-	if d.SQL != nil {
-		e.DB = d.SQL
-	}
-	return e
 }
