@@ -34,6 +34,9 @@ type framer struct {
 	more bool // the current packet is maxPacket long: another continues the payload
 	open bool // a payload has begun
 	cur  payload
+	// check, when set, vets the header of each payload's first packet, so
+	// that what is not the protocol is told before its length is awaited.
+	check func(seq byte, n int) error
 }
 
 // next reads b[i:] until a logical payload is complete, and returns where
@@ -61,6 +64,11 @@ func (f *framer) next(b []byte, i int) (int, *payload, error) {
 					return i, nil, fmt.Errorf("packet %d continues a payload after packet %d", seq, f.cur.last)
 				}
 			} else {
+				if f.check != nil {
+					if err := f.check(seq, n); err != nil {
+						return i, nil, err
+					}
+				}
 				f.cur.seq = seq
 				f.open = true
 			}
@@ -88,4 +96,13 @@ func (f *framer) next(b []byte, i int) (int, *payload, error) {
 		return i, &p, nil
 	}
 	return i, nil, nil
+}
+
+// partial is how many bytes read so far belong to a payload not yet
+// complete.
+func (f *framer) partial() int {
+	if !f.open && f.nhdr == 0 && !f.body {
+		return 0
+	}
+	return int(f.pos - f.cur.start)
 }

@@ -2,6 +2,7 @@ package mysqlwire
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -86,8 +87,9 @@ const (
 	// (Answer.OK) or ERR.
 	EventConnected
 	// EventStop: the scanner stopped following the connection (Reason,
-	// TLS); every byte from here on passes unread, and faults must not
-	// act on this link.
+	// TLS) after reading b[:End]; it began to read what made it stop at
+	// Start. Every byte from End on passes unread, and faults must not act
+	// on this link.
 	EventStop
 )
 
@@ -218,7 +220,8 @@ type Answer struct {
 	// not.
 	Status    uint16
 	HasStatus bool
-	// Results counts the result sets in the answer; Rows their rows.
+	// Results counts the statements' results in the answer (an OK or a
+	// result set each); Rows the result sets' rows.
 	Results int
 	Rows    int64
 	// StmtID is the statement id a COM_STMT_PREPARE_OK gave.
@@ -277,7 +280,8 @@ type Scanner struct {
 	mu         sync.Mutex
 	client     framer
 	server     framer
-	base       int64 // stream offset of the chunk being scanned
+	base       int64   // stream offset of the chunk being scanned
+	reading    *framer // the direction being scanned
 	evs        []Event
 	phase      phase
 	stopped    string
@@ -308,13 +312,24 @@ const (
 
 // New returns a scanner for a connection from its first byte.
 func New() *Scanner {
-	return &Scanner{
+	s := &Scanner{
 		client:     framer{keep: keepClient},
 		server:     framer{keep: keepServer},
 		stmts:      map[uint32]prepared{},
 		autocommit: true,
 	}
+	s.server.check = func(seq byte, n int) error {
+		if s.phase == phaseGreeting && (seq != 0 || n > maxGreeting) {
+			return errors.New("the server's first packet is not a MySQL greeting")
+		}
+		return nil
+	}
+	return s
 }
+
+// maxGreeting bounds the length of a server's greeting (a few dozen bytes
+// in practice).
+const maxGreeting = 4096
 
 // Stopped reports whether the scanner has stopped following the
 // connection, and why.
@@ -322,6 +337,21 @@ func (s *Scanner) Stopped() (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stopped, s.stopped != ""
+}
+
+// ClientPartial is how many of the client's bytes scanned so far belong
+// to a command (or other payload) not yet complete: the last ones, which
+// may run back into earlier chunks. A relay that keeps them back, as
+// faults/' pgwatch keeps an incomplete message, never forwards part of a
+// command it may yet hold; the server would otherwise sit on a partial
+// packet, and drop the connection after its net_read_timeout.
+func (s *Scanner) ClientPartial() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped != "" {
+		return 0
+	}
+	return s.client.partial()
 }
 
 // Client scans the next bytes the client sent and returns what they hold,
@@ -340,7 +370,7 @@ func (s *Scanner) feed(f *framer, b []byte, handle func(*payload)) []Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.evs = nil
-	s.base = f.pos
+	s.base, s.reading = f.pos, f
 	for i := 0; i < len(b) && s.stopped == ""; {
 		j, p, err := f.next(b, i)
 		if err != nil {
@@ -361,13 +391,15 @@ func (s *Scanner) feed(f *framer, b []byte, handle func(*payload)) []Event {
 // rel turns a stream offset into an offset in the chunk being scanned.
 func (s *Scanner) rel(off int64) int { return int(off - s.base) }
 
-// stop stops following the connection.
-func (s *Scanner) stop(at int, reason string, tls bool) {
+// stop stops following the connection: what made it stop began at start
+// (an offset in the chunk) and ends where the scanner has read to.
+func (s *Scanner) stop(start int, reason string, tls bool) {
 	if s.stopped != "" {
 		return
 	}
 	s.stopped = reason
-	s.evs = append(s.evs, Event{Kind: EventStop, Start: at, End: at, Reason: reason, TLS: tls})
+	end := s.rel(s.reading.pos)
+	s.evs = append(s.evs, Event{Kind: EventStop, Start: min(start, end), End: end, Reason: reason, TLS: tls})
 }
 
 // clientPayload follows one payload from the client.
