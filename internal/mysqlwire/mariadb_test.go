@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -22,12 +23,13 @@ func TestMain(m *testing.M) { mysqltest.Main(m) }
 // seen is what the relay saw of one connection: every event, with its
 // offsets made absolute in its direction's stream, and both streams.
 type seen struct {
-	mu     sync.Mutex
-	events []absEvent
-	up     []byte // client to server
-	down   []byte // server to client
-	bad    []string
-	done   sync.WaitGroup // both directions have ended
+	mu      sync.Mutex
+	events  []absEvent
+	up      []byte // client to server
+	down    []byte // server to client
+	bad     []string
+	done    sync.WaitGroup // both directions have ended
+	scanner *Scanner
 }
 
 type absEvent struct {
@@ -76,6 +78,7 @@ func (r *relay) accept() {
 			continue
 		}
 		sc, rec := New(), &seen{}
+		rec.scanner = sc
 		r.mu.Lock()
 		r.conns = append(r.conns, rec)
 		r.mu.Unlock()
@@ -343,5 +346,80 @@ func checkOffsets(t *testing.T, rec *seen) {
 		if e.Kind == EventCommand && (stream[e.start+3] != 0 || stream[e.start+4] != e.Command.Code) {
 			t.Errorf("command %s does not start at %d", e.Command.Name(), e.start)
 		}
+	}
+}
+
+// TestMariaDBCommandLineClient runs MariaDB's own client (libmariadb)
+// through the relay: another client's capabilities (MariaDB's progress
+// reports, its own queries at connect) and several statements in one
+// COM_QUERY.
+func TestMariaDBCommandLineClient(t *testing.T) {
+	bin, err := exec.LookPath("mariadb")
+	if err != nil {
+		if mysqltest.Required() {
+			t.Fatal("the mariadb client is missing (it comes with mariadb-server)")
+		}
+		t.Skip("the mariadb client is missing (it comes with mariadb-server)")
+	}
+	dsn := mysqltest.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRelay(t, u.Host)
+	host, port, _ := net.SplitHostPort(r.ln.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// With $$ as its delimiter the client sends what lies between two as
+	// one COM_QUERY, semicolons and all.
+	script := "CREATE TABLE t (id INT PRIMARY KEY)$$ BEGIN$$ INSERT INTO t VALUES (1)$$ COMMIT$$ " +
+		"INSERT INTO t VALUES (2); SELECT id FROM t ORDER BY id; SELECT id FROM t WHERE id = 1 FOR UPDATE$$ " +
+		"SET autocommit=0$$ DELETE FROM t WHERE id = 2$$ COMMIT$$"
+	cmd := exec.CommandContext(ctx, bin, "--no-defaults", "--protocol=tcp", "-h", host, "-P", port, "-u", "root",
+		"--skip-ssl", "--no-auto-rehash", "--batch", "--delimiter=$$", "-e", script, strings.TrimPrefix(u.Path, "/"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mariadb: %v\n%s", err, out)
+	}
+	conns := r.connections()
+	if len(conns) != 1 {
+		t.Fatalf("%d connections through the relay, want 1", len(conns))
+	}
+	rec := conns[0]
+	rec.done.Wait()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, b := range rec.bad {
+		t.Error(b)
+	}
+	checkOffsets(t, rec)
+	// This client leaves CLIENT_DEPRECATE_EOF unset: its result sets end
+	// with EOF packets.
+	if caps, _ := rec.scanner.Capabilities(); caps&ClientDeprecateEOF != 0 || caps&ClientMultiStatements == 0 {
+		t.Logf("capabilities %#x: the test no longer covers EOF packets or several statements a query", caps)
+	}
+	got := describe(rec.events)
+	want := []string{
+		"connected OK",
+		"command COM_QUERY other CREATE TABLE t (id INT PRIMARY KEY)",
+		"answer COM_QUERY OK trans=false auto=true",
+		"command COM_QUERY begin BEGIN",
+		"answer COM_QUERY OK trans=true auto=true",
+		"command COM_QUERY write INSERT INTO t VALUES (1) write=in-transaction",
+		"answer COM_QUERY OK trans=true auto=true",
+		"command COM_QUERY commit COMMIT effect=commit write=commit",
+		"answer COM_QUERY OK trans=false auto=true",
+		"command COM_QUERY write INSERT INTO t VALUES (2); SELECT id FROM t ORDER BY id; SELECT id FROM t WHERE id = 1 FOR UPDATE effect=autocommit-write write=autocommit",
+		"answer COM_QUERY OK trans=false auto=true rows=3",
+		"command COM_QUERY set-autocommit SET autocommit=0",
+		"answer COM_QUERY OK trans=false auto=false",
+		"command COM_QUERY write DELETE FROM t WHERE id = 2 write=in-transaction",
+		"answer COM_QUERY OK trans=true auto=false",
+		"command COM_QUERY commit COMMIT effect=commit write=commit",
+		"answer COM_QUERY OK trans=false auto=false",
+		"command COM_QUIT other  noreply",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

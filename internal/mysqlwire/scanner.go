@@ -339,6 +339,15 @@ func (s *Scanner) Stopped() (string, bool) {
 	return s.stopped, s.stopped != ""
 }
 
+// Capabilities returns the capability flags the client and the server
+// agreed on, and MariaDB's extended ones (0 on MySQL), once the client's
+// handshake response has been scanned.
+func (s *Scanner) Capabilities() (caps, mariadb uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps, s.ext
+}
+
 // ClientPartial is how many of the client's bytes scanned so far belong
 // to a command (or other payload) not yet complete: the last ones, which
 // may run back into earlier chunks. A relay that keeps them back, as
