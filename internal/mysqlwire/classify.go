@@ -202,28 +202,32 @@ func Classify(q string, noBackslash bool) []Statement {
 }
 
 // quoted reads the string or identifier quoted at q[i] and returns where
-// it ends and its text (an unterminated one runs to the end).
+// it ends and its first bytes (SET reads values like 'ON'); an
+// unterminated one runs to the end.
 func quoted(q string, i int, backslash bool) (int, string) {
 	quote := q[i]
 	var b strings.Builder
+	keep := func(c byte) {
+		if b.Len() < 64 {
+			b.WriteByte(c)
+		}
+	}
 	i++
 	for i < len(q) {
 		c := q[i]
 		switch {
 		case backslash && c == '\\' && i+1 < len(q):
-			b.WriteByte(q[i+1])
+			keep(q[i+1])
 			i += 2
 			continue
 		case c == quote && i+1 < len(q) && q[i+1] == quote:
-			b.WriteByte(c)
+			keep(c)
 			i += 2
 			continue
 		case c == quote:
 			return i + 1, b.String()
 		}
-		if b.Len() < 64 {
-			b.WriteByte(c)
-		}
+		keep(c)
 		i++
 	}
 	return i, b.String()

@@ -36,7 +36,8 @@
 //     EventAnswer with that Command.ID has come (pgConn.finished: the
 //     answers are counted by command, not by ReadyForQuery).
 //   - db-cut-after (cut after a COMMIT's answer reached the link, before
-//     the target read it): at the matching EventCommand, let it through
+//     the target read it): at the matching EventCommand (a COMMIT, or an
+//     autocommitted write: any with an Effect), let it through
 //     and record its Command.ID as the connection's cutAt. The server
 //     side then forwards answers up to the End of the EventAnswer of the
 //     command before (answers follow each other with no byte between:
@@ -45,6 +46,9 @@
 //     Command.ID is cutAt, the COMMIT's OK has come whole (Answer.OK, and
 //     Answer.InTransaction false: it committed; an ERR says it did not),
 //     and it closes both sides without forwarding a byte of it.
+//   - TestFaultsActOnEvents does a hold and a cut after a COMMIT so,
+//     against MariaDB: the held INSERT has not run until released, and
+//     the cut COMMIT has committed though its client never heard.
 //   - EventConnected (OK) is pgwatch's session; a connection has started
 //     once it sends its first command.
 //   - EventStop with TLS is the SSLRequest pgwatch refuses (scanRefuse:

@@ -7,6 +7,9 @@ import "fmt"
 // bytes, the last one shorter (empty if need be).
 const maxPacket = 0xffffff
 
+// reuseHead bounds the buffer a framer keeps from one payload to the next.
+const reuseHead = 64 << 10
+
 // payload is one logical payload: the packets of one message, joined.
 type payload struct {
 	// start and end are the stream offsets of its first header byte and
@@ -47,7 +50,11 @@ func (f *framer) next(b []byte, i int) (int, *payload, error) {
 		if !f.body {
 			k := min(4-f.nhdr, len(b)-i)
 			if !f.open && f.nhdr == 0 {
-				f.cur = payload{start: f.pos, head: f.cur.head[:0]}
+				head := f.cur.head[:0]
+				if cap(head) > reuseHead {
+					head = nil // a big query's buffer is not kept for the connection's life
+				}
+				f.cur = payload{start: f.pos, head: head}
 			}
 			copy(f.hdr[f.nhdr:], b[i:i+k])
 			f.nhdr += k
