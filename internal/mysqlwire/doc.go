@@ -81,7 +81,7 @@
 // client payloads belong to the exchange under way: a LOCAL INFILE's
 // contents up to an empty payload, COM_CHANGE_USER's authentication).
 // COM_QUERY carries SQL (after the query attributes, with
-// CLIENT_QUERY_ATTRIBUTES, read when there are none), classified by
+// CLIENT_QUERY_ATTRIBUTES), classified by
 // Classify into begin, commit, rollback, write, read, set-autocommit and
 // other, statement by statement. COM_STMT_PREPARE's text is remembered
 // under the statement id of its COM_STMT_PREPARE_OK, and each
@@ -125,6 +125,5 @@
 //
 // Not seen: writes inside stored routines (CALL p()), SQL-level prepared
 // statements (PREPARE/EXECUTE as SQL), triggers; a query's statements past
-// its first MiB; query attributes that are present (the text is then
-// unknown).
+// its first MiB.
 package mysqlwire

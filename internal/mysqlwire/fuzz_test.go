@@ -114,3 +114,39 @@ func fuzzFeed(t *testing.T, msgs []msg, k int) string {
 	}
 	return lines(out)
 }
+
+// BenchmarkScannerRows: what the scanner costs a relay on the bulk of a
+// database link's bytes, rows, fed in 16 KiB chunks.
+func BenchmarkScannerRows(b *testing.B) {
+	c := newConv(baseCaps|ClientDeprecateEOF, 0)
+	setup := len(c.msgs)
+	rows := make([][]string, 10000)
+	for i := range rows {
+		rows[i] = []string{"12345", "a value of some forty bytes, give or take"}
+	}
+	c.client(pkt(0, append([]byte{ComQuery}, "SELECT id, v FROM t"...)))
+	c.resultSet(1, []string{"id", "v"}, rows, StatusAutocommit)
+	query, answer := c.msgs[setup].data, c.msgs[setup+1].data
+	b.SetBytes(int64(len(answer)))
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		s := New()
+		for _, m := range c.msgs[:setup] {
+			if m.up {
+				s.Client(m.data)
+			} else {
+				s.Server(m.data)
+			}
+		}
+		s.Client(query)
+		b.StartTimer()
+		n := 0
+		for i := 0; i < len(answer); i += 16 << 10 {
+			n += len(s.Server(answer[i:min(i+16<<10, len(answer))]))
+		}
+		if n != 1 {
+			b.Fatalf("%d events", n)
+		}
+	}
+}

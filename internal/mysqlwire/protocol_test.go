@@ -122,3 +122,21 @@ func TestTransactionStateFromStatus(t *testing.T) {
 		}
 	}
 }
+
+// With CLIENT_QUERY_ATTRIBUTES, the query follows the attributes' names,
+// types and values (NULL ones have none); attributes that cannot be read
+// leave the text unknown.
+func TestQueryAttributes(t *testing.T) {
+	c := newConv(baseCaps|ClientDeprecateEOF|ClientQueryAttributes, 0)
+	attrs := cat([]byte{ComQuery, 3, 1, 0x02, 1},
+		[]byte{0x0f, 0, 1, 'a'}, []byte{0x08, 0x80, 2, 'b', 'b'}, []byte{0x0c, 0, 1, 'c'},
+		[]byte{3, 'x', 'y', 'z'}, []byte{4, 0xea, 0x07, 1, 2})
+	c.client(pkt(0, append(attrs, "COMMIT"...)))
+	c.server(pkt(1, okPayload(0, 0, StatusAutocommit)))
+	c.client(pkt(0, cat([]byte{ComQuery, 1, 1, 0, 2, 0x0f, 0, 1, 'a'}, []byte("DELETE FROM t"))))
+	c.server(pkt(1, okPayload(0, 0, StatusAutocommit)))
+	evs := checkChunks(t, c.msgs, 4)
+	if len(evs) != 5 || evs[1].Command.SQL != "COMMIT" || evs[1].Command.Class() != Commit || evs[3].Command.SQL != "" {
+		t.Errorf("events:\n%s", lines(evs))
+	}
+}
