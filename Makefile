@@ -188,7 +188,7 @@ FUZZ_TARGETS := \
 	./internal/suite:FuzzParse ./internal/suite:FuzzParsePolicy \
 	./internal/openapi:FuzzParseGenerate \
 	./targets:FuzzRedactDSN \
-	./faults:FuzzPGScanner \
+	./faults:FuzzPGScanner ./internal/mysqlwire:FuzzScanner \
 	./internal/wire:FuzzHTTP1Reply ./internal/wire:FuzzH2Reply
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
