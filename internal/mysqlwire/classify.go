@@ -153,23 +153,9 @@ func Classify(q string, noBackslash bool) []Statement {
 			inExec = false
 			i += 2
 		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			if rest := q[i+2:]; strings.HasPrefix(rest, "!") || strings.HasPrefix(rest, "M!") {
-				// Executable: what follows the version number is SQL.
-				i += 3
-				if rest[0] == 'M' {
-					i++
-				}
-				for i < len(q) && q[i] >= '0' && q[i] <= '9' {
-					i++
-				}
-				inExec = true
-				continue
-			}
-			if k := strings.Index(q[i+2:], "*/"); k >= 0 {
-				i += 2 + k + 2
-			} else {
-				i = len(q)
-			}
+			var exec bool
+			i, exec = blockComment(q, i)
+			inExec = inExec || exec
 		case c == '\'' || c == '"' || c == '`':
 			j, text := quoted(q, i, !noBackslash && c != '`')
 			kind := byte(tStr)
@@ -179,19 +165,7 @@ func Classify(q string, noBackslash bool) []Statement {
 			l.add(token{kind: kind, text: text})
 			i = j
 		case isWordByte(c):
-			j := i
-			for j < len(q) && isWordByte(q[j]) {
-				j++
-			}
-			if c >= '0' && c <= '9' {
-				l.add(token{kind: tNum, text: q[i:j]})
-			} else {
-				l.add(token{kind: tWord, text: strings.ToUpper(q[i:j])})
-				if !compound && len(l.toks) < maxTokens && isCompound(l.toks) {
-					compound = true
-				}
-			}
-			i = j
+			i = l.word(q, i, &compound)
 		default:
 			l.add(token{kind: c})
 			i++
@@ -199,6 +173,46 @@ func Classify(q string, noBackslash bool) []Statement {
 	}
 	flush()
 	return out
+}
+
+// blockComment skips the comment that starts at q[i] ("/*"), or enters an
+// executable one ("/*!", "/*M!" and a version number), whose text is SQL:
+// it returns where to go on, and whether that is inside an executable
+// comment.
+func blockComment(q string, i int) (next int, exec bool) {
+	if rest := q[i+2:]; strings.HasPrefix(rest, "!") || strings.HasPrefix(rest, "M!") {
+		i += 3
+		if rest[0] == 'M' {
+			i++
+		}
+		for i < len(q) && q[i] >= '0' && q[i] <= '9' {
+			i++
+		}
+		return i, true
+	}
+	if k := strings.Index(q[i+2:], "*/"); k >= 0 {
+		return i + 2 + k + 2, false
+	}
+	return len(q), false
+}
+
+// word adds the word or number at q[i] to the statement's tokens, notes
+// when the statement turns out compound (its semicolons are its own), and
+// returns where it ends.
+func (l *stmtLex) word(q string, i int, compound *bool) int {
+	j := i
+	for j < len(q) && isWordByte(q[j]) {
+		j++
+	}
+	if q[i] >= '0' && q[i] <= '9' {
+		l.add(token{kind: tNum, text: q[i:j]})
+		return j
+	}
+	l.add(token{kind: tWord, text: strings.ToUpper(q[i:j])})
+	if !*compound && len(l.toks) < maxTokens && isCompound(l.toks) {
+		*compound = true
+	}
+	return j
 }
 
 // quoted reads the string or identifier quoted at q[i] and returns where
