@@ -90,11 +90,16 @@ func TestProductBenchIsCertify(t *testing.T) {
 			require.NotNil(t, built.Progress)
 			require.NotEmpty(t, built.Words)
 			require.NotNil(t, built.Redactor)
+			words := built.Words
 			built.Progress, built.Words, built.Redactor = nil, nil, nil
 			assert.Equal(t, c.via.cfg(addr, n, rounds, p), built)
 
+			// The same run, its plan said in the command's words (what a
+			// check could not send names the flags that would let it).
 			steps := 0
-			res, err := bench.RunProduct(context.Background(), c.via.cfg(addr, n, rounds, p), func(scenarios.Progress) { steps++ })
+			benchCfg := c.via.cfg(addr, n, rounds, p)
+			benchCfg.Words = words
+			res, err := bench.RunProduct(context.Background(), benchCfg, func(scenarios.Progress) { steps++ })
 			require.NoError(t, err)
 			fromBench := res.History
 			assert.Equal(t, len(fromBench.Bursts), steps, "the hook runs once after every burst")

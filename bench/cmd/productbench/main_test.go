@@ -53,7 +53,11 @@ func TestMeasureAndRender(t *testing.T) {
 			require.NoError(t, err)
 			for _, d := range drivers {
 				f := reduce(got[d])
-				assert.Equal(t, cfg.burstsAcross(l), f.bursts, "%s", c.label())
+				// The product repeats a loose burst, as a certification
+				// does: on a busy machine it may send more than asked,
+				// each repeat counted loose.
+				assert.LessOrEqual(t, cfg.burstsAcross(l), f.bursts, "%s", c.label())
+				assert.LessOrEqual(t, f.bursts-f.loose, cfg.burstsAcross(l), "%s: only loose bursts are repeated", c.label())
 				assert.Zero(t, f.failed, "%s, %s: %v", c.label(), d, f.lastErr)
 			}
 			assert.Positive(t, reduce(got[product]).releaseUS, "the product's own release spread is kept")
