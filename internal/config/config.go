@@ -410,8 +410,44 @@ func (s Spec) signing() (*scenarios.Signing, error) {
 }
 
 // checkTarget checks where the API runs and the settings that go with a
-// target idemcheck starts.
+// target idemcheck starts, in this order: the first rule broken is the
+// one reported.
 func (s Spec) checkTarget() error {
+	if err := s.checkWhere(); err != nil {
+		return err
+	}
+	if err := s.checkStartSettings(); err != nil {
+		return err
+	}
+	if err := s.checkInstances(); err != nil {
+		return err
+	}
+	started := s.Command != "" || s.Image != ""
+	switch {
+	case s.Ready != "" && !strings.HasPrefix(s.Ready, "/") && (s.Ready != targets.ReadyTCP || s.Command == ""):
+		// With a command, tcp (its port accepting connections) is a
+		// readiness too.
+		return usage("Ready", "%s %q must be a path starting with /, such as /healthz (or, with %s, %s: wait until the port accepts connections)",
+			idemcheck.Field("Ready"), s.Ready, idemcheck.Field("Command"), targets.ReadyTCP)
+	case s.DB != nil && started:
+		return usage("DB", "%s goes with %s or %s; a started target's effects are counted in the database idemcheck hands it (%s)",
+			idemcheck.Field("DB"), idemcheck.Field("Handler"), idemcheck.Field("URL"), idemcheck.Field("DSN"))
+	}
+	if err := targets.CheckProviderEnv(s.Providers); err != nil {
+		return usage("Providers", "%s %v", idemcheck.Field("Providers"), err)
+	}
+	for i, kv := range s.Env {
+		if _, err := targets.ParseEnv([]string{kv}); err != nil {
+			f := idemcheck.Field(fmt.Sprintf("Env[%d]", i))
+			return usage(f, "%s %v", f, err)
+		}
+	}
+	return nil
+}
+
+// checkWhere checks that the API runs in one place: a Handler, a URL, a
+// Command or an Image, exactly one of them.
+func (s Spec) checkWhere() error {
 	started := s.Command != "" || s.Image != ""
 	switch {
 	case s.Handler != nil && (s.URL != "" || started):
@@ -426,6 +462,17 @@ func (s Spec) checkTarget() error {
 	case s.Handler == nil && s.URL == "" && !started:
 		return usage("URL", "%s is required, such as http://127.0.0.1:8080 (or %s or %s, to let idemcheck start the target)",
 			idemcheck.Field("URL"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	}
+	return nil
+}
+
+// checkStartSettings checks the settings that go with a target idemcheck
+// starts (its readiness, its database image and engine, its environment,
+// its providers, its log): each given only with one, the engine one
+// idemcheck starts and one the DSN agrees with.
+func (s Spec) checkStartSettings() error {
+	started := s.Command != "" || s.Image != ""
+	switch {
 	case !started && s.Ready != "":
 		return usage("Ready", "%s goes with %s or %s: it is how idemcheck knows a target it starts serves", idemcheck.Field("Ready"),
 			idemcheck.Field("Command"), idemcheck.Field("Image"))
@@ -449,29 +496,20 @@ func (s Spec) checkTarget() error {
 	case !started && s.TargetLog != "":
 		return usage("TargetLog", "%s goes with %s or %s: idemcheck keeps the output of a target it starts",
 			idemcheck.Field("TargetLog"), idemcheck.Field("Command"), idemcheck.Field("Image"))
+	}
+	return nil
+}
+
+// checkInstances checks the replicas of a started command: 1 to
+// MaxInstances, and only of a command.
+func (s Spec) checkInstances() error {
+	switch {
 	case s.Image != "" && s.Instances > 1:
 		return usage("Instances", "%s goes with %s: a container target is one instance", idemcheck.Field("Instances"), idemcheck.Field("Command"))
 	case s.Command != "" && (s.Instances < 1 || s.Instances > MaxInstances):
 		return usage("Instances", "%s %d is out of range: use 1 to %d", idemcheck.Field("Instances"), s.Instances, MaxInstances)
 	case s.Instances > 1 && s.Command == "":
 		return usage("Instances", "%s goes with %s: idemcheck runs replicas only of a target it starts", idemcheck.Field("Instances"), idemcheck.Field("Command"))
-	case s.Ready != "" && !strings.HasPrefix(s.Ready, "/") && (s.Ready != targets.ReadyTCP || s.Command == ""):
-		// With a command, tcp (its port accepting connections) is a
-		// readiness too.
-		return usage("Ready", "%s %q must be a path starting with /, such as /healthz (or, with %s, %s: wait until the port accepts connections)",
-			idemcheck.Field("Ready"), s.Ready, idemcheck.Field("Command"), targets.ReadyTCP)
-	case s.DB != nil && started:
-		return usage("DB", "%s goes with %s or %s; a started target's effects are counted in the database idemcheck hands it (%s)",
-			idemcheck.Field("DB"), idemcheck.Field("Handler"), idemcheck.Field("URL"), idemcheck.Field("DSN"))
-	}
-	if err := targets.CheckProviderEnv(s.Providers); err != nil {
-		return usage("Providers", "%s %v", idemcheck.Field("Providers"), err)
-	}
-	for i, kv := range s.Env {
-		if _, err := targets.ParseEnv([]string{kv}); err != nil {
-			f := idemcheck.Field(fmt.Sprintf("Env[%d]", i))
-			return usage(f, "%s %v", f, err)
-		}
 	}
 	return nil
 }
