@@ -1,26 +1,16 @@
 package scenarios
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
-	"net/http"
-	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/targets"
@@ -140,93 +130,91 @@ type SoakCounter interface {
 	Observation(idemcheck.Observation)
 }
 
-// soakHit is one intent's first attempt, as sent.
-type soakHit struct {
-	in    idemcheck.Intent
-	req   wire.Request
-	fault faults.Fault // the fault it was sent through; None for clean
-	fp    string       // the request's fingerprint, once an attempt record needed it
-}
-
 // Run sends the soak and returns the load generator's figures: rates,
 // latencies, success share and duration. The counts (intents, cuts,
 // duplicates, lost effects) are the Counter's, from the history records.
 func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
-	overTLS := sk.Endpoint.Base.Scheme == "https"
-	if !overTLS && sk.Endpoint.Base.Scheme != "http" {
-		return nil, fmt.Errorf("a soak sends http:// or https://, not %s://", sk.Endpoint.Base.Scheme)
-	}
-	if err := CheckSoakFaults(sk.Faults, sk.Powers != nil, overTLS); err != nil {
-		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
-	}
-	if sk.Settle < 0 {
-		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Settle", "%s %v must not be negative", idemcheck.Field("Settle"), sk.Settle)
+	if err := sk.check(); err != nil {
+		return nil, err
 	}
 	single, wholeClient, wholeDB := soakPlan(sk.Faults)
-	if why := noDBLink(sk.Powers); why != "" && len(wholeDB) > 0 {
-		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %s acts on the target's database link, and %s", idemcheck.Field("Faults"), wholeDB[0].Fault.Name, why)
-	}
 	s := sk.session()
-	upstream := s.upstream()
-	// Each fault on the whole client link is a proxy in front of the
-	// target (or of the one before it): every attempt goes through the
-	// chain, the faulted ones through their own fault's proxy first.
-	for _, f := range wholeClient {
-		l, err := faults.NewLink(upstream)
-		if err != nil {
-			return nil, fmt.Errorf("start the fault proxy: %w", err)
-		}
-		defer l.Close()
-		if upstream, err = l.Addr(f.Fault); err != nil {
-			return nil, err
-		}
-	}
-	link, err := faults.NewLink(upstream)
-	if err != nil {
-		return nil, fmt.Errorf("start the fault proxy: %w", err)
-	}
-	defer link.Close()
-	// Clean first attempts go straight to the target (or the chain of
-	// whole-link faults): a proxy hop would only cost CPU the target
-	// needs. Faulted ones go through their fault's proxy, and retries
-	// through the clean one.
-	direct := link.Upstream()
-	clean, err := link.Addr(faults.None)
+	routes, unroute, err := sk.route(s.upstream(), single, wholeClient, wholeDB)
+	defer unroute()
 	if err != nil {
 		return nil, err
 	}
-	faultAddrs := make([]string, len(single))
-	for i, f := range single {
-		if faultAddrs[i], err = link.Addr(f.Fault); err != nil {
-			return nil, err
-		}
-	}
-	// The faults on the database link act on the target's own traffic
-	// for the whole soak, pooled connections included.
-	for _, f := range wholeDB {
-		disarm, err := sk.Powers.ArmDB(f.Fault)
-		if err != nil {
-			return nil, fmt.Errorf("arm %s on the target's database link: %w", f.Fault, err)
-		}
-		defer disarm()
-	}
-	workers := sk.Workers
-	if workers <= 0 {
-		workers = 64
-	}
-	timeout := sk.timeout()
-	maxBody := sk.maxBody()
 	client, dialer := sk.client()
-	scheme, transportTLS := sk.Endpoint.Base.Scheme, (*tls.Config)(nil)
-	if client.TLS != nil {
-		transportTLS = client.TLS.Clone()
-	}
 
 	// The soak records as a certification does, through its session's
 	// recorder: one that streams, since a soak's history is kept nowhere
 	// but in the file.
 	rec := &streamRecorder{enc: sk.History, count: sk.Counter}
 	s.rec = rec
+	if err := s.rec.run(sk.header(s, single, wholeClient, wholeDB)); err != nil {
+		return nil, err
+	}
+	counting, err := sk.startCounting(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer counting.remove()
+	r := &soakRun{sk: sk, s: s, rec: rec, client: client, routes: routes, live: &soakLive{shard: sk.Shard}, counts: counting.counts}
+	retries, retried := r.retriers(ctx)
+	attacker := sk.attacker(ctx, client, dialer)
+
+	// A cancelled run stops sending at once, even while no result comes in.
+	stopOnCancel := context.AfterFunc(ctx, func() { attacker.Stop() })
+	defer stopOnCancel()
+	start := time.Now()
+	defer sk.progress(r.live, start)()
+	metrics, vegetaErr := r.attack(attacker, retries)
+	close(retries)
+	retried()
+	loadEnd := time.Now()
+	if err := counting.wait(); err != nil {
+		return nil, err
+	}
+	metrics.Close()
+	res := &idemcheck.SoakResult{Duration: time.Since(start)}
+	if vegetaErr != nil {
+		return nil, fmt.Errorf("vegeta results: %w", vegetaErr)
+	}
+	if err := sk.countAfterLoad(ctx, rec, counting.spool, loadEnd); err != nil {
+		return nil, err
+	}
+	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
+	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
+	if err := s.rec.flush(); err != nil {
+		return res, fmt.Errorf("history: %w", err)
+	}
+	return res, ctx.Err()
+}
+
+// check refuses a soak that cannot run as configured: a scheme other
+// than http or https, faults it cannot run, a negative settle bound, a
+// fault on the database link of a target whose link it cannot reach.
+func (sk *Soak) check() error {
+	overTLS := sk.Endpoint.Base.Scheme == "https"
+	if !overTLS && sk.Endpoint.Base.Scheme != "http" {
+		return fmt.Errorf("a soak sends http:// or https://, not %s://", sk.Endpoint.Base.Scheme)
+	}
+	if err := CheckSoakFaults(sk.Faults, sk.Powers != nil, overTLS); err != nil {
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %w", idemcheck.Field("Faults"), err)
+	}
+	if sk.Settle < 0 {
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Settle", "%s %v must not be negative", idemcheck.Field("Settle"), sk.Settle)
+	}
+	_, _, wholeDB := soakPlan(sk.Faults)
+	if why := noDBLink(sk.Powers); why != "" && len(wholeDB) > 0 {
+		return idemcheck.Fieldf(idemcheck.ExitUsage, "Faults", "%s: %s acts on the target's database link, and %s", idemcheck.Field("Faults"), wholeDB[0].Fault.Name, why)
+	}
+	return nil
+}
+
+// header is the history's run record: the soak's Header, its secrets
+// hidden, with its shard and its faults in the order the soak draws them.
+func (sk *Soak) header(s *session, single, wholeClient, wholeDB []SoakFault) idemcheck.Run {
 	header := sk.Header
 	header.SoakFaults = nil
 	// The path as the user wrote it may hold a secret query value.
@@ -241,266 +229,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 			header.SoakFaults = append(header.SoakFaults, f.String())
 		}
 	}
-	if err := s.rec.run(header); err != nil {
-		return nil, err
-	}
-	res := &idemcheck.SoakResult{}
-	live := &soakLive{shard: sk.Shard}
-	var ids atomic.Int64
-	// Shard 0 (and a whole soak) draws from the seed's first stream, so an
-	// unsharded seed replays as it always did; each other shard from its own.
-	rng := rand.New(rand.NewPCG(uint64(sk.Seed), 0x5eed+uint64(max(sk.Shard.Index, 0))))
-	var rngMu sync.Mutex
-
-	// The targeter makes a fresh intent for every hit; which fault it
-	// meets, if any, comes from the seed: one draw per intent, in the
-	// faults' shares laid end to end, cut-reply's first. The intent
-	// travels in the URL's fragment, which is never sent but comes back
-	// in vegeta's result.
-	pending := sync.Map{} // fragment -> *soakHit, until its result arrives
-	targeter := func(t *vegeta.Target) error {
-		// The number and the draw are taken together: vegeta's workers
-		// call this concurrently, and the nth intent must get the nth
-		// draw for a seed to give the same intents the same faults.
-		rngMu.Lock()
-		n := ids.Add(1)
-		draw := rng.Float64()
-		rngMu.Unlock()
-		if sk.Intents > 0 && n > sk.Intents {
-			return vegeta.ErrNoTargets // vegeta stops the attack
-		}
-		seq := int(sk.Shard.Seq(n))
-		in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-%d", s.run, seq), Key: uuid.NewString(), Seq: seq, Check: idemcheck.CheckSoak, Round: 1}
-		// Computed now, as the attempt is sent.
-		req, _ := s.request(in, idemcheck.Original)
-		req = req.Finished()
-		addr, fault := direct, faults.None
-		end := 0.0
-		for i, f := range single {
-			if end += f.Share; draw < end {
-				addr, fault = faultAddrs[i], f.Fault
-				break
-			}
-		}
-		frag := in.ID
-		pending.Store(frag, &soakHit{in: in, req: req, fault: fault})
-		t.Method = req.Method
-		t.URL = scheme + "://" + addr + req.Path + "#" + frag
-		t.Body = req.Body
-		t.Header = req.Header.Clone()
-		t.Header.Set("Host", sk.Endpoint.Base.Host)
-		return nil
-	}
-
-	httpClient := &http.Client{
-		Timeout: timeout,
-		// Go's Transport resends a request that carries an idempotency key
-		// when a kept-alive connection dies before the reply: without
-		// GetBody it cannot, so every send stays one recorded attempt.
-		// Its dialer refuses addresses off loopback unless allowed, and
-		// its replies' headers are bounded as the harness's own client's.
-		Transport: soakTransport{ctx, &http.Transport{
-			MaxIdleConnsPerHost: workers, MaxIdleConns: workers, DisableCompression: true,
-			DialContext: dialer.DialContext, MaxResponseHeaderBytes: wire.DefaultMaxHeaderBytes,
-			TLSClientConfig: transportTLS,
-		}},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-	attacker := vegeta.NewAttacker(vegeta.Client(httpClient), vegeta.Workers(uint64(min(workers, 8))), vegeta.MaxWorkers(uint64(workers)), vegeta.MaxBody(maxBody))
-	var metrics vegeta.Metrics
-
-	// Completed intents are spooled to a file and counted once the load
-	// is over: counting during the load would take the database and the
-	// cores from the target being measured, and the file keeps memory flat.
-	// With CountDuring they are counted in batches as they complete, and,
-	// with Settle, spooled with their counts to be counted again.
-	var spool *os.File
-	var pool *batchPool
-	var judged *spoolWriter // the intents counted during the load, with their counts
-	if sk.Effects != nil {
-		if !sk.CountDuring || sk.Settle > 0 {
-			if spool, err = os.CreateTemp("", "idemcheck-soak-intents-"); err != nil {
-				return nil, err
-			}
-			defer os.Remove(spool.Name())
-			defer spool.Close()
-		}
-		if sk.CountDuring {
-			if spool != nil {
-				judged = &spoolWriter{w: bufio.NewWriter(spool)}
-			}
-			pool = newBatchPool(ctx, func(_ int, b []spoolEntry) error {
-				obs, err := countBatch(ctx, sk.Effects, b)
-				for j, o := range obs {
-					s.rec.observation(o)
-					b[j].judged, b[j].judgedAt = o.Effects, o.At
-				}
-				if judged != nil {
-					judged.write(b[:len(obs)]...)
-				}
-				return err
-			})
-		}
-	}
-	counts := make(chan spoolEntry, 1024)
-	spooled := make(chan error, 1)
-	go func() {
-		switch {
-		case sk.Effects == nil:
-			for range counts {
-			}
-			spooled <- nil
-		case pool != nil:
-			err := during(counts, pool)
-			if err == nil && judged != nil {
-				if err = judged.flush(); err != nil {
-					err = fmt.Errorf("spool intents: %w", err)
-				}
-			}
-			spooled <- err
-		default:
-			w := bufio.NewWriter(spool)
-			for d := range counts {
-				d.write(w)
-			}
-			spooled <- w.Flush()
-		}
-	}()
-	// accepted says an attempt was answered with an accepted status: its
-	// intent's effect may land after the reply.
-	accepted := func(a idemcheck.Attempt) bool {
-		return a.Outcome == idemcheck.Replied && sk.Policy.Accepted(a.Status)
-	}
-	// Retries go to the retriers.
-	retries := make(chan *soakHit, 1024)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for h := range retries {
-				a := s.put(s.attempt(h, 2, "", rec.detailed()), client.Do(ctx, clean, h.req))
-				live.retried.Add(1)
-				if a.Outcome != idemcheck.Replied || a.Status >= 500 {
-					live.errors.Add(1)
-				}
-				counts <- spoolEntry{in: h.in, accepted: accepted(a)}
-			}
-		})
-	}
-
-	// A cancelled run stops sending at once, even while no result comes in.
-	stopOnCancel := context.AfterFunc(ctx, func() { attacker.Stop() })
-	defer stopOnCancel()
-	start := time.Now()
-	if sk.Progress != nil {
-		every := sk.ProgressEvery
-		if every <= 0 {
-			every = time.Second
-		}
-		done := make(chan struct{})
-		reported := make(chan struct{})
-		go func() {
-			defer close(reported)
-			tick := time.NewTicker(every)
-			defer tick.Stop()
-			for {
-				select {
-				case <-tick.C:
-					sk.Progress(live.take(start, false))
-				case <-done:
-					return
-				}
-			}
-		}()
-		defer func() {
-			close(done)
-			<-reported
-			sk.Progress(live.take(start, true))
-		}()
-	}
-	var vegetaOut vegeta.Encoder
-	var vegetaErr error
-	if sk.VegetaResults != nil {
-		vegetaOut = vegeta.NewEncoder(sk.VegetaResults)
-	}
-	for r := range attacker.Attack(targeter, vegeta.ConstantPacer{Freq: sk.Rate, Per: time.Second}, sk.Duration, "idemcheck-soak") {
-		_, frag, _ := strings.Cut(r.URL, "#")
-		v, ok := pending.LoadAndDelete(frag)
-		if !ok {
-			continue
-		}
-		h := v.(*soakHit)
-		metrics.Add(r)
-		if vegetaOut != nil && vegetaErr == nil {
-			out := *r
-			out.URL, out.Body, out.Headers = sk.Endpoint.Base.Scheme+"://"+sk.Endpoint.Base.Host+s.scrubRequest(h.req), nil, nil
-			out.Error = s.scrub(out.Error)
-			vegetaErr = vegetaOut.Encode(&out)
-		}
-		fault, links := "", []string(nil)
-		if !h.fault.IsNone() {
-			fault, links = h.fault.String(), faultLinks(h.fault)
-		}
-		a := s.attempt(h, 1, fault, rec.detailed())
-		a.FaultLinks = links
-		s.rec.intent(h.in)
-		a = s.put(a, vegetaResult(r, rec.detailed()))
-		live.sent.Add(1)
-		switch {
-		case r.Code >= 200 && r.Code < 400:
-			live.succeeded.Add(1)
-		case r.Code >= 500:
-			live.errors.Add(1)
-		}
-		if a.Outcome != idemcheck.Replied {
-			live.cut.Add(1)
-			retries <- h
-			continue
-		}
-		counts <- spoolEntry{in: h.in, accepted: accepted(a)}
-	}
-	close(retries)
-	wg.Wait()
-	loadEnd := time.Now()
-	close(counts)
-	if err := <-spooled; err != nil {
-		if pool != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("spool intents: %w", err)
-	}
-	metrics.Close()
-	res.Duration = time.Since(start)
-	if vegetaErr != nil {
-		return nil, fmt.Errorf("vegeta results: %w", vegetaErr)
-	}
-	if sk.Effects != nil {
-		var err error
-		switch {
-		case sk.CountDuring && sk.Settle > 0:
-			err = sk.recountSpool(ctx, s.rec, spool, loadEnd)
-		case sk.Settle > 0:
-			err = sk.settleSpool(ctx, s.rec, spool, loadEnd)
-		case !sk.CountDuring:
-			err = fromSpool(ctx, spool, func(_ int, b []spoolEntry) error {
-				obs, err := countBatch(ctx, sk.Effects, b)
-				for _, o := range obs {
-					s.rec.observation(o)
-				}
-				return err
-			})
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
-	res.P50, res.P90, res.P99, res.Max = metrics.Latencies.P50, metrics.Latencies.P90, metrics.Latencies.P99, metrics.Latencies.Max
-	if err := s.rec.flush(); err != nil {
-		return res, fmt.Errorf("history: %w", err)
-	}
-	return res, ctx.Err()
+	return header
 }
 
 // Preflight sends one plain request for a fresh intent, straight to the
@@ -548,96 +277,6 @@ func (sk *Soak) client() (*wire.Client, *net.Dialer) {
 	client := newClient(sk.Endpoint.Base, sk.timeout(), sk.maxBody(), sk.AllowRemote, sk.TLS)
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: client.Control}
 	return client, dialer
-}
-
-// soakLive are the soak's running counts, for its progress.
-type soakLive struct {
-	sent, succeeded, cut, errors, retried atomic.Int64
-	shard                                 idemcheck.Shard
-	// last is the time and sent count of the previous take, for the rate.
-	lastAt   time.Time
-	lastSent int64
-}
-
-// take returns the counts now, the rate over the interval since the
-// previous take, or over the whole soak for the last one (final), whose
-// interval since the last tick is too short to mean anything. It is called
-// from one goroutine at a time.
-func (l *soakLive) take(start time.Time, final bool) idemcheck.SoakProgress {
-	now := time.Now()
-	p := idemcheck.SoakProgress{Elapsed: now.Sub(start), Sent: l.sent.Load(), Succeeded: l.succeeded.Load(),
-		Cut: l.cut.Load(), Errors: l.errors.Load(), Retried: l.retried.Load()}
-	if l.lastAt.IsZero() || final {
-		l.lastAt, l.lastSent = start, 0
-	}
-	if d := now.Sub(l.lastAt).Seconds(); d > 0 {
-		p.Rate = float64(p.Sent-l.lastSent) / d
-	}
-	l.lastAt, l.lastSent = now, p.Sent
-	if l.shard.Count > 1 {
-		shard := l.shard
-		p.Shard = &shard
-	}
-	return p
-}
-
-// attempt starts an Attempt record for a soak hit; IDs are filled by the
-// recorder in the order attempts finish. Only a record for a history
-// (detailed) carries the request: it costs a fingerprint and copies of
-// headers and bodies per hit, and the counter needs none of it.
-func (s *session) attempt(h *soakHit, step int, fault string, detailed bool) idemcheck.Attempt {
-	a := idemcheck.Attempt{Intent: h.in.ID, Key: h.in.Key, Check: h.in.Check, Round: 1, Step: step, Fault: fault}
-	if detailed {
-		s.describe(&a, h.req, h.fingerprint())
-	}
-	return a
-}
-
-// fingerprint is computed once per hit: a retry sends the same request.
-// The first attempt's record is made before the hit goes to a retrier.
-func (h *soakHit) fingerprint() string {
-	if h.fp == "" {
-		h.fp = Fingerprint(h.req)
-	}
-	return h.fp
-}
-
-// vegetaResult is one of vegeta's results as the harness's own client
-// reports an attempt (wire.Result), so that one fill (session.fill) turns
-// both into an Attempt. A status code means a reply came back: vegeta's
-// Error then only restates a status outside 2xx and 3xx, and is no
-// transport error. No status is a failure vegeta says nothing more of:
-// whether the request was written whole is not known, so it counts as
-// written and the attempt's outcome is unknown, as for any attempt that
-// may have reached the target. vegeta times no first byte. The reply's body
-// is kept only with keepBody (a record for a history): the counter needs
-// none of it.
-func vegetaResult(r *vegeta.Result, keepBody bool) wire.Result {
-	res := wire.Result{Start: r.Timestamp, End: r.Timestamp.Add(r.Latency), Written: true}
-	if r.Code == 0 {
-		res.Err = errors.New(r.Error)
-		return res
-	}
-	res.Status, res.Header = int(r.Code), r.Headers
-	if keepBody {
-		res.Body = r.Body
-	}
-	return res
-}
-
-// soakTransport sends vegeta's requests on the run's context, so that a
-// cancelled run ends the requests in flight (vegeta's Stop only stops new
-// ones), and clears GetBody, so that http.Transport cannot resend a
-// request by itself.
-type soakTransport struct {
-	ctx context.Context
-	rt  http.RoundTripper
-}
-
-func (t soakTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r2 := r.Clone(t.ctx)
-	r2.GetBody = nil
-	return t.rt.RoundTrip(r2)
 }
 
 // SoakLoad measures a soak's load again from its history: its first

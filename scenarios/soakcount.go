@@ -207,3 +207,117 @@ func (s *spoolWriter) flush() error {
 	defer s.mu.Unlock()
 	return s.w.Flush()
 }
+
+// soakCounting is a soak's counting of its completed intents while the
+// load runs: spooled to a file, or counted in batches (CountDuring).
+type soakCounting struct {
+	counts  chan spoolEntry // the completed intents, closed by wait
+	spooled chan error      // the spooling's or counting's end
+	spool   *os.File        // nil when nothing is spooled
+	pool    *batchPool      // with CountDuring
+}
+
+// startCounting starts the counting of the intents sent to its counts.
+// Completed intents are spooled to a file and counted once the load is
+// over: counting during the load would take the database and the cores
+// from the target being measured, and the file keeps memory flat. With
+// CountDuring they are counted in batches as they complete, and, with
+// Settle, spooled with their counts to be counted again. Without Effects
+// they are only drained.
+func (sk *Soak) startCounting(ctx context.Context, rec recorder) (*soakCounting, error) {
+	c := &soakCounting{counts: make(chan spoolEntry, 1024), spooled: make(chan error, 1)}
+	var judged *spoolWriter // the intents counted during the load, with their counts
+	if sk.Effects != nil {
+		if !sk.CountDuring || sk.Settle > 0 {
+			spool, err := os.CreateTemp("", "idemcheck-soak-intents-")
+			if err != nil {
+				return nil, err
+			}
+			c.spool = spool
+		}
+		if sk.CountDuring {
+			if c.spool != nil {
+				judged = &spoolWriter{w: bufio.NewWriter(c.spool)}
+			}
+			c.pool = newBatchPool(ctx, func(_ int, b []spoolEntry) error {
+				obs, err := countBatch(ctx, sk.Effects, b)
+				for j, o := range obs {
+					rec.observation(o)
+					b[j].judged, b[j].judgedAt = o.Effects, o.At
+				}
+				if judged != nil {
+					judged.write(b[:len(obs)]...)
+				}
+				return err
+			})
+		}
+	}
+	go func() {
+		switch {
+		case sk.Effects == nil:
+			for range c.counts {
+			}
+			c.spooled <- nil
+		case c.pool != nil:
+			err := during(c.counts, c.pool)
+			if err == nil && judged != nil {
+				if err = judged.flush(); err != nil {
+					err = fmt.Errorf("spool intents: %w", err)
+				}
+			}
+			c.spooled <- err
+		default:
+			w := bufio.NewWriter(c.spool)
+			for d := range c.counts {
+				d.write(w)
+			}
+			c.spooled <- w.Flush()
+		}
+	}()
+	return c, nil
+}
+
+// wait closes counts, once every intent is sent to it, and waits for the
+// spooling, or the counting during the load, to end.
+func (c *soakCounting) wait() error {
+	close(c.counts)
+	if err := <-c.spooled; err != nil {
+		if c.pool != nil {
+			return err
+		}
+		return fmt.Errorf("spool intents: %w", err)
+	}
+	return nil
+}
+
+// remove removes the spool, if any.
+func (c *soakCounting) remove() {
+	if c.spool != nil {
+		c.spool.Close()
+		os.Remove(c.spool.Name())
+	}
+}
+
+// countAfterLoad counts what is left to count once the load has ended at
+// loadEnd: the spooled intents, or, with Settle, their counts until they
+// settle (settleSpool) or again once Settle has passed (recountSpool).
+func (sk *Soak) countAfterLoad(ctx context.Context, rec recorder, spool *os.File, loadEnd time.Time) error {
+	if sk.Effects == nil {
+		return nil
+	}
+	switch {
+	case sk.CountDuring && sk.Settle > 0:
+		return sk.recountSpool(ctx, rec, spool, loadEnd)
+	case sk.Settle > 0:
+		return sk.settleSpool(ctx, rec, spool, loadEnd)
+	case !sk.CountDuring:
+		return fromSpool(ctx, spool, func(_ int, b []spoolEntry) error {
+			obs, err := countBatch(ctx, sk.Effects, b)
+			for _, o := range obs {
+				rec.observation(o)
+			}
+			return err
+		})
+	}
+	return nil
+}

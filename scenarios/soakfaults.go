@@ -208,6 +208,77 @@ func soakPlan(fs []SoakFault) (single, client, db []SoakFault) {
 	return single, client, db
 }
 
+// soakRoutes are the addresses a soak's attempts go to. Clean first
+// attempts go straight to the target (or the chain of whole-link faults):
+// a proxy hop would only cost CPU the target needs. Faulted ones go
+// through their fault's proxy, and retries through the clean one.
+type soakRoutes struct {
+	direct, clean string
+	single        []SoakFault // the faults on single attempts, as the soak draws them
+	faulted       []string    // the proxy of each of single's faults
+}
+
+// first is where a first attempt goes and the fault it meets, for its
+// intent's draw: the faults' shares laid end to end, in single's order.
+func (r soakRoutes) first(draw float64) (string, faults.Fault) {
+	end := 0.0
+	for i, f := range r.single {
+		if end += f.Share; draw < end {
+			return r.faulted[i], f.Fault
+		}
+	}
+	return r.direct, faults.None
+}
+
+// route starts the soak's fault proxies in front of upstream and arms its
+// faults on the database link. unroute stops and disarms what was started,
+// in reverse order; it is to be called even when route fails.
+func (sk *Soak) route(upstream string, single, wholeClient, wholeDB []SoakFault) (r soakRoutes, unroute func(), err error) {
+	var undo []func()
+	unroute = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	// Each fault on the whole client link is a proxy in front of the
+	// target (or of the one before it): every attempt goes through the
+	// chain, the faulted ones through their own fault's proxy first.
+	for _, f := range wholeClient {
+		l, err := faults.NewLink(upstream)
+		if err != nil {
+			return r, unroute, fmt.Errorf("start the fault proxy: %w", err)
+		}
+		undo = append(undo, func() { l.Close() })
+		if upstream, err = l.Addr(f.Fault); err != nil {
+			return r, unroute, err
+		}
+	}
+	link, err := faults.NewLink(upstream)
+	if err != nil {
+		return r, unroute, fmt.Errorf("start the fault proxy: %w", err)
+	}
+	undo = append(undo, func() { link.Close() })
+	r = soakRoutes{direct: link.Upstream(), single: single, faulted: make([]string, len(single))}
+	if r.clean, err = link.Addr(faults.None); err != nil {
+		return r, unroute, err
+	}
+	for i, f := range single {
+		if r.faulted[i], err = link.Addr(f.Fault); err != nil {
+			return r, unroute, err
+		}
+	}
+	// The faults on the database link act on the target's own traffic
+	// for the whole soak, pooled connections included.
+	for _, f := range wholeDB {
+		disarm, err := sk.Powers.ArmDB(f.Fault)
+		if err != nil {
+			return r, unroute, fmt.Errorf("arm %s on the target's database link: %w", f.Fault, err)
+		}
+		undo = append(undo, func() { disarm() })
+	}
+	return r, unroute, nil
+}
+
 func linkWords(link string) string {
 	if link == faults.LinkDB {
 		return "database"
