@@ -63,7 +63,6 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/internal/netguard"
-	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -150,7 +149,7 @@ type Config struct {
 	EffectHTTP  *idemcheck.Template
 	EffectCount string
 	// Protocol chooses the burst engine (auto when empty).
-	Protocol wire.Protocol
+	Protocol idemcheck.Protocol
 	// Timed turns off the scheduling of bursts' writes at the database
 	// link of a target idemcheck started: bursts are timed only.
 	Timed bool
@@ -319,8 +318,8 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 	}
 	h.Run.Checks, h.Run.NotAsked = plan, scenarios.NotAsked(plan)
 	h.Run.Target.Insecure = cfg.Endpoint.Base.Scheme == "https" && cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
-	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {
-		cfg.Protocol = wire.ProtocolHTTP1
+	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == idemcheck.ProtocolAuto) {
+		cfg.Protocol = idemcheck.ProtocolHTTP1
 	}
 	rate := cfg.Rate
 	if rate == 0 {

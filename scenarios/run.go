@@ -152,11 +152,11 @@ type Runner struct {
 	// MaxBody is how many bytes of each reply body are kept (0 means
 	// wire.DefaultMaxBody).
 	MaxBody int64
-	// Protocol chooses the burst engine: wire.ProtocolAuto (HTTP/2
+	// Protocol chooses the burst engine: idemcheck.ProtocolAuto (HTTP/2
 	// single-packet release where the target speaks h2, else HTTP/1.1
 	// last-byte synchronisation), ProtocolHTTP1 or ProtocolH2. Empty means
 	// auto.
-	Protocol wire.Protocol
+	Protocol idemcheck.Protocol
 	// Timed turns the write barrier off: bursts are timed only, even where
 	// Powers could schedule their writes (see targets.Scheduler).
 	Timed bool
