@@ -89,10 +89,10 @@ type Settings struct {
 	DSN        string
 	EffectSQL  string
 	EffectArgs []idemcheck.Template
-	// Timeout bounds each attempt (wire.DefaultTimeout when 0).
+	// Timeout bounds each attempt (scenarios.DefaultTimeout when 0).
 	Timeout time.Duration
-	// MaxBody is how many bytes of each reply body are kept
-	// (wire.DefaultMaxBody when 0).
+	// MaxBody is how many bytes of each reply body are kept (when 0,
+	// scenarios.DefaultMaxBody in a certification, 64 KiB in a soak).
 	MaxBody int64
 	// Redactor hides the run's secrets in its history and report; the
 	// command passes the one its outputs go through, so that what the run
@@ -399,10 +399,9 @@ func Exited(h *idemcheck.History) bool {
 // ResolveTarget refuses a URL that is not absolute http(s) and a
 // non-loopback target unless allowed, and dials the target once, so an
 // unreachable one fails before any traffic is sent. It returns the address
-// it reached: without allowRemote a loopback IP:port that was checked
-// (netguard.Pin), which every later connection to the target must use
-// instead of the URL's host, so no resolver is asked again; with it, the
-// URL's host:port.
+// it reached: without allowRemote the loopback IP:port it checked, which
+// every later connection to the target must use instead of the URL's
+// host, so no resolver is asked again; with it, the URL's host:port.
 func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string, error) {
 	return ResolveTargetTLS(ctx, base, allowRemote, nil)
 }
@@ -516,8 +515,11 @@ func CheckBase(base *url.URL, field idemcheck.Field, shown string) error {
 
 // RequireLoopback refuses a host off this machine: idemcheck sends traffic
 // elsewhere only with AllowRemote. It sends nothing, not even a DNS query:
-// see netguard for the rule, and why names are not looked up. field names
-// the setting that gave the host, as checkURL's does.
+// loopback IP literals, "localhost" and "*.localhost" pass, and so does a
+// name the hosts file maps to loopback only; any other name is refused
+// without a query, which would itself leave the machine and whose answer
+// could change before the connection. field names the setting that gave
+// the host, which the refusal names.
 func RequireLoopback(field, host string) error {
 	if err := netguard.Check(host); err != nil {
 		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s host %s: %v; use 127.0.0.1 or localhost, or %s to send traffic off this machine",
