@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
@@ -404,7 +405,7 @@ func (s Spec) signing() (*scenarios.Signing, error) {
 	case g.Scheme == scenarios.SignStandardWebhooks && strings.Contains(err.Error(), "decode"):
 		return nil, usage("SignSecret", "%s: %v", idemcheck.Field("SignSecret"), err)
 	case s.SignHeader != "" && strings.Contains(err.Error(), "header"):
-		return nil, usage("SignHeader", "%s %q is not an HTTP header name (%s)", idemcheck.Field("SignHeader"), s.SignHeader, idemcheck.HeaderNameRule)
+		return nil, usage("SignHeader", "%s %q is not an HTTP header name (%s)", idemcheck.Field("SignHeader"), s.SignHeader, headerNameRule)
 	}
 	return nil, usage("Sign", "%s: %v", idemcheck.Field("Sign"), err)
 }
@@ -514,8 +515,8 @@ func parseHeader(field idemcheck.Field, h Header) (scenarios.Header, error) {
 		return scenarios.Header{}, usage(field, "%s is not a header: write it as 'Name: value' (the text is not shown: it may hold a credential)", field)
 	case strings.ContainsAny(h.Value, "\r\n\x00"):
 		return scenarios.Header{}, usage(field, "%s %s: the value holds a line break or NUL, which would split the request", field, h.Name)
-	case !idemcheck.ValidHeaderName(h.Name):
-		return scenarios.Header{}, usage(field, "%s %q is not an HTTP header name (%s)", field, h.Name, idemcheck.HeaderNameRule)
+	case !httpguts.ValidHeaderFieldName(h.Name):
+		return scenarios.Header{}, usage(field, "%s %q is not an HTTP header name (%s)", field, h.Name, headerNameRule)
 	}
 	t, err := idemcheck.ParseTemplate(h.Value)
 	if err != nil {
