@@ -53,8 +53,10 @@
 // loopback rule), internal/tcprelay (the frame of a loopback TCP relay,
 // under faults' reply hold and targets' balancer), internal/mysqlwire (a
 // scanner of the MySQL protocol through a relay, for database-link faults
-// on MySQL and MariaDB) and internal/program (a program's process:
-// signals, exit code) are leaves that any layer may use. internal/testctx and targets/pgtest are for tests only.
+// on MySQL and MariaDB), internal/outfile (a file the user names, written
+// whole or not at all) and internal/program (a program's process:
+// signals, exit code) are leaves that any layer may use: each imports at
+// most the root. internal/testctx and targets/pgtest are for tests only.
 //
 // examples/ holds the reference APIs, the bug zoo and the demo, a program
 // of its own (go run ./examples/demo). It uses the harness; the harness

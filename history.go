@@ -308,7 +308,7 @@ func (b Burst) RaceScheduled() bool { return b.Scheduled && b.Held >= 2 }
 // (about 1 ms for 32) marked 22-27 of 30 such bursts loose and would have
 // made every certification on a busy CI runner inconclusive. Those busy
 // figures were the release writers' spinning; since they no longer spin
-// (wire.DefaultLanes), the same kind of load (average 17-34, with and
+// (one release writer by default), the same kind of load (average 17-34, with and
 // without two busy loops) gave medians of 6-8 us over h2c and 39-214 us
 // over HTTP/1.1 (BENCHMARKS.md, product path).
 func LooseSpread(n int) time.Duration {

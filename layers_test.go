@@ -63,6 +63,7 @@ func TestPackagesKeepTheirLayers(t *testing.T) {
 		"faults":             {".", "internal/tcprelay"},
 		"internal/netguard":  {"."},
 		"internal/mysqlwire": {},
+		"internal/wire":      {"."},
 		"internal/linkemu":   {"internal/tcprelay"},
 		"targets/provider":   {"."},
 		"targets":            {".", "faults", "targets/provider", "internal/netguard", "internal/tcprelay"},

@@ -282,10 +282,12 @@ func (p Policy) InProgressList() []int {
 	return out
 }
 
-// ValidHeaderName reports whether name can be an HTTP header's name: a
+// validHeaderName reports whether name can be an HTTP header's name: a
 // token of RFC 9110 section 5.6.2 (letters, digits and !#$%&'*+-.^_`|~),
-// with no space, colon or control character.
-func ValidHeaderName(name string) bool {
+// with no space, colon or control character. The rest of the harness asks
+// httpguts.ValidHeaderFieldName, the same rule; the root keeps its own so
+// that a Policy validates itself with the standard library alone.
+func validHeaderName(name string) bool {
 	if name == "" {
 		return false
 	}
@@ -314,8 +316,8 @@ func policyErrorf(field, format string, args ...any) error {
 	return &PolicyError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// HeaderNameRule says what a header name may hold, for messages.
-const HeaderNameRule = "a token: letters, digits and !#$%&'*+-.^_`|~, no spaces or colons"
+// headerNameRule says what a header name may hold, for messages.
+const headerNameRule = "a token: letters, digits and !#$%&'*+-.^_`|~, no spaces or colons"
 
 // Validate says what is wrong with a policy, naming the field. Errors are
 // *PolicyError.
@@ -323,12 +325,12 @@ func (p Policy) Validate() error {
 	switch {
 	case p.KeyHeader == "":
 		return policyErrorf("key_header", "key_header is empty")
-	case !ValidHeaderName(p.KeyHeader):
-		return policyErrorf("key_header", "key_header %q is not an HTTP header name (%s)", p.KeyHeader, HeaderNameRule)
-	case p.ReplayHeader != "" && !ValidHeaderName(p.ReplayHeader):
-		return policyErrorf("replay_header", "replay_header %q is not an HTTP header name (%s)", p.ReplayHeader, HeaderNameRule)
-	case p.ArrivalHeader != "" && !ValidHeaderName(p.ArrivalHeader):
-		return policyErrorf("arrival_header", "arrival_header %q is not an HTTP header name (%s)", p.ArrivalHeader, HeaderNameRule)
+	case !validHeaderName(p.KeyHeader):
+		return policyErrorf("key_header", "key_header %q is not an HTTP header name (%s)", p.KeyHeader, headerNameRule)
+	case p.ReplayHeader != "" && !validHeaderName(p.ReplayHeader):
+		return policyErrorf("replay_header", "replay_header %q is not an HTTP header name (%s)", p.ReplayHeader, headerNameRule)
+	case p.ArrivalHeader != "" && !validHeaderName(p.ArrivalHeader):
+		return policyErrorf("arrival_header", "arrival_header %q is not an HTTP header name (%s)", p.ArrivalHeader, headerNameRule)
 	case len(p.CreatedStatuses) == 0:
 		return policyErrorf("created_statuses", "created_statuses is empty")
 	}

@@ -37,12 +37,12 @@ func TestInProgress(t *testing.T) {
 
 func TestValidHeaderName(t *testing.T) {
 	for _, ok := range []string{"Idempotency-Key", "X-Idempotency-Key", "idempotent_replayed", "a.b~c!#$%&'*+^`|"} {
-		if !ValidHeaderName(ok) {
+		if !validHeaderName(ok) {
 			t.Errorf("%q is a token", ok)
 		}
 	}
 	for _, bad := range []string{"", "bad header", "Key:", "Key\t", "X(Key)", "Ключ", "a\"b", "a/b", "a\nb"} {
-		if ValidHeaderName(bad) {
+		if validHeaderName(bad) {
 			t.Errorf("%q is not a token", bad)
 		}
 	}

@@ -611,18 +611,6 @@ func (rw *RedactWriter) Flush() error {
 // Unwrap returns the writer written to.
 func (rw *RedactWriter) Unwrap() io.Writer { return rw.w }
 
-// WriteFileAtomic is the package's WriteFileAtomic with every secret r
-// knows hidden in what write writes.
-func (r *Redactor) WriteFileAtomic(path string, write func(io.Writer) error) error {
-	return WriteFileAtomic(path, func(w io.Writer) error {
-		rw := r.Writer(w)
-		if err := write(rw); err != nil {
-			return err
-		}
-		return rw.Flush()
-	})
-}
-
 // bitset is a set of 4-byte windows' hashes.
 type bitset [1 << 10]uint64
 

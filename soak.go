@@ -307,7 +307,7 @@ func (r *SoakReport) WriteJSON(w io.Writer) error {
 
 // CostInputs are the figures a team knows, or can look up, about one
 // mutating endpoint: the inputs of `idemcheck estimate`'s arithmetic
-// (package internal/estimate computes it).
+// (the command's estimate and a soak's report compute it alike).
 type CostInputs struct {
 	// RequestsPerDay is the number of mutating requests a day.
 	RequestsPerDay float64 `json:"requests_per_day"`

@@ -324,7 +324,7 @@ func templateFuncs(in Intent, sd Send) template.FuncMap {
 		"seq":          func() string { return strconv.Itoa(in.Seq) },
 		"timestamp":    func() string { return strconv.FormatInt(sd.Now.Unix(), 10) },
 		"timestamp_ms": func() string { return strconv.FormatInt(sd.Now.UnixMilli(), 10) },
-		"uuid":         NewUUID,
+		"uuid":         newUUID,
 		"now": func(layout string) string {
 			if l, ok := timeLayouts[layout]; ok {
 				layout = l
@@ -341,8 +341,8 @@ func templateFuncs(in Intent, sd Send) template.FuncMap {
 	}
 }
 
-// NewUUID returns a random UUID, version 4.
-func NewUUID() string {
+// newUUID returns a random UUID, version 4.
+func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/outfile"
 )
 
 // Section markers: a generated section of a Markdown file sits between
@@ -38,7 +38,7 @@ func RewriteSection(path, name, content string) error {
 	b.WriteString(content)
 	b.WriteString("\n")
 	b.Write(old[j:])
-	return idemcheck.WriteFileAtomic(path, func(w io.Writer) error {
+	return outfile.WriteAtomic(path, func(w io.Writer) error {
 		_, err := w.Write(b.Bytes())
 		return err
 	})

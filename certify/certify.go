@@ -63,7 +63,6 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/internal/netguard"
-	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -90,10 +89,10 @@ type Settings struct {
 	DSN        string
 	EffectSQL  string
 	EffectArgs []idemcheck.Template
-	// Timeout bounds each attempt (wire.DefaultTimeout when 0).
+	// Timeout bounds each attempt (scenarios.DefaultTimeout when 0).
 	Timeout time.Duration
-	// MaxBody is how many bytes of each reply body are kept
-	// (wire.DefaultMaxBody when 0).
+	// MaxBody is how many bytes of each reply body are kept (when 0,
+	// scenarios.DefaultMaxBody in a certification, 64 KiB in a soak).
 	MaxBody int64
 	// Redactor hides the run's secrets in its history and report; the
 	// command passes the one its outputs go through, so that what the run
@@ -150,7 +149,7 @@ type Config struct {
 	EffectHTTP  *idemcheck.Template
 	EffectCount string
 	// Protocol chooses the burst engine (auto when empty).
-	Protocol wire.Protocol
+	Protocol idemcheck.Protocol
 	// Timed turns off the scheduling of bursts' writes at the database
 	// link of a target idemcheck started: bursts are timed only.
 	Timed bool
@@ -319,8 +318,8 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 	}
 	h.Run.Checks, h.Run.NotAsked = plan, scenarios.NotAsked(plan)
 	h.Run.Target.Insecure = cfg.Endpoint.Base.Scheme == "https" && cfg.TLS != nil && cfg.TLS.InsecureSkipVerify
-	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == wire.ProtocolAuto) {
-		cfg.Protocol = wire.ProtocolHTTP1
+	if cfg.Replicas > 1 && (cfg.Protocol == "" || cfg.Protocol == idemcheck.ProtocolAuto) {
+		cfg.Protocol = idemcheck.ProtocolHTTP1
 	}
 	rate := cfg.Rate
 	if rate == 0 {
@@ -400,10 +399,9 @@ func Exited(h *idemcheck.History) bool {
 // ResolveTarget refuses a URL that is not absolute http(s) and a
 // non-loopback target unless allowed, and dials the target once, so an
 // unreachable one fails before any traffic is sent. It returns the address
-// it reached: without allowRemote a loopback IP:port that was checked
-// (netguard.Pin), which every later connection to the target must use
-// instead of the URL's host, so no resolver is asked again; with it, the
-// URL's host:port.
+// it reached: without allowRemote the loopback IP:port it checked, which
+// every later connection to the target must use instead of the URL's
+// host, so no resolver is asked again; with it, the URL's host:port.
 func ResolveTarget(ctx context.Context, base *url.URL, allowRemote bool) (string, error) {
 	return ResolveTargetTLS(ctx, base, allowRemote, nil)
 }
@@ -517,8 +515,11 @@ func CheckBase(base *url.URL, field idemcheck.Field, shown string) error {
 
 // RequireLoopback refuses a host off this machine: idemcheck sends traffic
 // elsewhere only with AllowRemote. It sends nothing, not even a DNS query:
-// see netguard for the rule, and why names are not looked up. field names
-// the setting that gave the host, as checkURL's does.
+// loopback IP literals, "localhost" and "*.localhost" pass, and so does a
+// name the hosts file maps to loopback only; any other name is refused
+// without a query, which would itself leave the machine and whose answer
+// could change before the connection. field names the setting that gave
+// the host, which the refusal names.
 func RequireLoopback(field, host string) error {
 	if err := netguard.Check(host); err != nil {
 		return idemcheck.Fieldf(idemcheck.ExitUsage, idemcheck.Field(field), "%s host %s: %v; use 127.0.0.1 or localhost, or %s to send traffic off this machine",

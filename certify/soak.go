@@ -15,6 +15,7 @@ import (
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/estimate"
+	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -124,13 +125,13 @@ type soakRun struct {
 	sk      *scenarios.Soak
 	tally   *assert.SoakTally
 	target  idemcheck.Target
-	histOut *idemcheck.Output
+	histOut *outfile.Output
 	histW   []*idemcheck.RedactWriter
 	// stream is the History writer's redactor, flushed even when the soak
 	// fails, as a stream is read as it comes.
 	stream *idemcheck.RedactWriter
 	kept   *bytes.Buffer
-	vegOut *idemcheck.Output
+	vegOut *outfile.Output
 	vegW   *bufio.Writer
 }
 
@@ -171,7 +172,7 @@ func soak(ctx context.Context, cfg *SoakConfig, red *idemcheck.Redactor) (*SoakR
 		// path's fault, said with it.
 		for _, f := range []struct {
 			field idemcheck.Field
-			o     *idemcheck.Output
+			o     *outfile.Output
 		}{{"HistoryFile", r.histOut}, {"VegetaResults", r.vegOut}} {
 			if f.o != nil && f.o.Err() != nil {
 				return nil, idemcheck.Fieldf(idemcheck.ExitUsage, f.field, "%s: %v", f.field, f.o.Err())
@@ -332,7 +333,7 @@ func (r *soakRun) open() error {
 	cfg := r.cfg
 	var ws []io.Writer
 	if cfg.HistoryFile != "" {
-		o, err := idemcheck.CreateOutput(cfg.HistoryFile)
+		o, err := outfile.Create(cfg.HistoryFile)
 		if err != nil {
 			return idemcheck.Fieldf(idemcheck.ExitUsage, "HistoryFile", "%s: %v", idemcheck.Field("HistoryFile"), err)
 		}
@@ -358,7 +359,7 @@ func (r *soakRun) open() error {
 		r.sk.History = history.NewEncoder(io.MultiWriter(ws...))
 	}
 	if cfg.VegetaResults != "" {
-		o, err := idemcheck.CreateOutput(cfg.VegetaResults)
+		o, err := outfile.Create(cfg.VegetaResults)
 		if err != nil {
 			return idemcheck.Fieldf(idemcheck.ExitUsage, "VegetaResults", "%s: %v", idemcheck.Field("VegetaResults"), err)
 		}
@@ -374,7 +375,7 @@ func (r *soakRun) abort() {
 	if r.stream != nil {
 		_ = r.stream.Flush()
 	}
-	for _, o := range []*idemcheck.Output{r.histOut, r.vegOut} {
+	for _, o := range []*outfile.Output{r.histOut, r.vegOut} {
 		if o != nil {
 			o.Abort()
 		}

@@ -106,7 +106,7 @@ func (e *SilentError) Error() string { return e.Unwrap().Error() }
 func (e *SilentError) Unwrap() error {
 	t := e.Timeout
 	if t <= 0 {
-		t = wire.DefaultTimeout
+		t = DefaultTimeout
 	}
 	return idemcheck.Fieldf(idemcheck.ExitUnavailable, "Timeout", "the target gave no answer to the pre-flight request in %v: is it serving this path, or stuck? (a slow one needs a longer %s)",
 		t, idemcheck.Field("Timeout"))

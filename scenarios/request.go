@@ -139,13 +139,14 @@ func (s *session) finish(in idemcheck.Intent, v idemcheck.Variant, id string, co
 
 // Fingerprint hashes method, path and the canonical JSON body (member order
 // and white space do not count), as a server's request fingerprint should.
-func Fingerprint(r wire.Request) string {
-	body := r.Body
+// It is what an attempt's Fingerprint in a history holds, so a reader can
+// tell which recorded attempts sent the same request.
+func Fingerprint(method, path string, body []byte) string {
 	if v, ok := decodeJSON(body); ok {
 		if b, err := json.Marshal(v); err == nil {
 			body = b
 		}
 	}
-	sum := sha256.Sum256([]byte(r.Method + " " + r.Path + "\n" + string(body)))
+	sum := sha256.Sum256([]byte(method + " " + path + "\n" + string(body)))
 	return hex.EncodeToString(sum[:8])
 }

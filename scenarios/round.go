@@ -40,7 +40,7 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 			Intent: in.ID, Key: key, Check: sc.Check, Round: round, Step: i + 1, Variant: st.Variant,
 			Fault: stepFault(st), FaultLinks: stepLinks(st),
 		}
-		s.describe(&base, req, Fingerprint(req))
+		s.describe(&base, req, Fingerprint(req.Method, req.Path, req.Body))
 		if st.DelayBefore > 0 {
 			if err := sleep(ctx, st.DelayBefore); err != nil {
 				return false, err

@@ -99,6 +99,17 @@ type Progress struct {
 	Sent, Total int
 }
 
+// Defaults of a run whose settings leave a limit zero. The command, suite
+// files and idemchecktest set their own limits before a run starts (a
+// shorter body, 64 KiB), and so does a Soak (see Soak.MaxBody).
+const (
+	// DefaultTimeout bounds each attempt when Timeout is zero.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxBody is how many bytes of each reply body are kept when
+	// MaxBody is zero.
+	DefaultMaxBody int64 = 1 << 20
+)
+
 // Runner sends scenarios to one endpoint and records every attempt. A step
 // with a client-link fault goes through an in-process fault proxy; every
 // other step, bursts included, reaches the target directly, so that nothing
@@ -113,7 +124,7 @@ type Runner struct {
 	// reply: each intent's count is polled until it stays the same for
 	// SettleQuiet(Settle), its check's intents together (settle.go).
 	Settle time.Duration
-	// Timeout bounds each attempt; zero means wire.DefaultTimeout.
+	// Timeout bounds each attempt; zero means DefaultTimeout.
 	Timeout time.Duration
 	// Redactor hides the run's secrets in everything it records; the
 	// caller passes the one its own outputs go through, so that what the
@@ -147,16 +158,16 @@ type Runner struct {
 	Upstream string
 	// AllowRemote lets the harness's connections leave loopback; without
 	// it every connection the harness's client opens refuses an address
-	// off loopback (netguard.Control).
+	// off loopback when it connects, whatever a name resolved to.
 	AllowRemote bool
 	// MaxBody is how many bytes of each reply body are kept (0 means
-	// wire.DefaultMaxBody).
+	// DefaultMaxBody).
 	MaxBody int64
-	// Protocol chooses the burst engine: wire.ProtocolAuto (HTTP/2
+	// Protocol chooses the burst engine: idemcheck.ProtocolAuto (HTTP/2
 	// single-packet release where the target speaks h2, else HTTP/1.1
 	// last-byte synchronisation), ProtocolHTTP1 or ProtocolH2. Empty means
 	// auto.
-	Protocol wire.Protocol
+	Protocol idemcheck.Protocol
 	// Timed turns the write barrier off: bursts are timed only, even where
 	// Powers could schedule their writes (see targets.Scheduler).
 	Timed bool
@@ -200,13 +211,19 @@ func Upstream(base *url.URL) string {
 
 // newClient is the harness's own client for a target at base, as a
 // certification and a soak both make it: each attempt bounded by timeout,
-// maxBody bytes of each reply kept (zero: wire's defaults), every
+// maxBody bytes of each reply kept (zero: this package's defaults), every
 // connection refusing an address off loopback unless allowRemote, and, for
 // an https:// target, the TLS configuration tlsCfg (ClientTLS) offering
 // HTTP/1.1; a burst engine that speaks HTTP/2 sets its own.
 func newClient(base *url.URL, timeout time.Duration, maxBody int64, allowRemote bool, tlsCfg *tls.Config) *wire.Client {
 	// The run's single attempts measure the round trips its HTTP/1.1
 	// bursts wait for between their prefixes and their release.
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
 	client := &wire.Client{Host: base.Host, Timeout: timeout, MaxBody: maxBody, RoundTrips: &wire.RoundTrips{}}
 	if !allowRemote {
 		client.Control = netguard.Control

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/idemcheck/idemcheck"
 )
 
@@ -86,7 +88,7 @@ func (g Signing) Check() error {
 	if g.Secret == "" {
 		return fmt.Errorf("%s signing needs a secret", g.Scheme)
 	}
-	if g.Header != "" && !idemcheck.ValidHeaderName(g.Header) {
+	if g.Header != "" && !httpguts.ValidHeaderFieldName(g.Header) {
 		return fmt.Errorf("signature header %q is not an HTTP header name", g.Header)
 	}
 	if g.Scheme == SignStandardWebhooks {

@@ -88,7 +88,7 @@ type Soak struct {
 	// fault proxy and vegeta's direct requests go there, never to a name.
 	Upstream string
 	// AllowRemote lets connections leave loopback; without it every dialer
-	// of the soak refuses an address off loopback (netguard.Control).
+	// of the soak refuses an address off loopback when it connects.
 	AllowRemote bool
 	// TLS, for an https:// target, is the client's TLS configuration, as
 	// a certification's (Runner.TLS): every connection of the soak uses
@@ -256,7 +256,7 @@ func (sk *Soak) session() *session {
 
 func (sk *Soak) timeout() time.Duration {
 	if sk.Timeout <= 0 {
-		return wire.DefaultTimeout
+		return DefaultTimeout
 	}
 	return sk.Timeout
 }

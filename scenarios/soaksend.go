@@ -230,7 +230,7 @@ func (s *session) attempt(h *soakHit, step int, fault string, detailed bool) ide
 // The first attempt's record is made before the hit goes to a retrier.
 func (h *soakHit) fingerprint() string {
 	if h.fp == "" {
-		h.fp = Fingerprint(h.req)
+		h.fp = Fingerprint(h.req.Method, h.req.Path, h.req.Body)
 	}
 	return h.fp
 }

@@ -97,11 +97,11 @@ func (d *Database) Close() {
 // password never appears in them.
 //
 // The database must be on this machine: every host of the DSN (fallbacks
-// included) must pass the loopback rule (netguard), names are resolved from
-// the hosts file and never by DNS, and every connection refuses an address
-// off loopback when it is made. An error for a host off loopback wraps
-// netguard.ErrNotLoopback and is a usage *idemcheck.FieldError about
-// AllowRemote. OpenRemoteDatabase lifts that rule.
+// included) must be on loopback, names are resolved from the hosts file
+// and never by DNS, and every connection refuses an address off loopback
+// when it is made. An error for a host off loopback is a usage
+// *idemcheck.FieldError about AllowRemote. OpenRemoteDatabase lifts that
+// rule.
 func OpenDatabase(ctx context.Context, dsn string) (*Database, error) {
 	return openDatabase(ctx, dsn, false)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/config"
+	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/internal/program"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
@@ -76,13 +77,26 @@ func (o *outputs) check(more ...outputFlag) error {
 		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
 			return idemcheck.Usagef("%s %s is a folder: name a file", f.flag, f.path)
 		}
-		out, err := idemcheck.CreateOutput(f.path)
+		out, err := outfile.Create(f.path)
 		if err != nil {
 			return idemcheck.Usagef("%s %s cannot be written: %v", f.flag, f.path, userfile.Cause(errors.Unwrap(err)))
 		}
 		out.Abort()
 	}
 	return nil
+}
+
+// writeRedacted writes the file at path whole or not at all
+// (outfile.WriteAtomic), every secret red knows hidden in what write
+// writes.
+func writeRedacted(red *idemcheck.Redactor, path string, write func(io.Writer) error) error {
+	return outfile.WriteAtomic(path, func(w io.Writer) error {
+		rw := red.Writer(w)
+		if err := write(rw); err != nil {
+			return err
+		}
+		return rw.Flush()
+	})
 }
 
 // outputFlag is a flag that names a file the command writes.
@@ -661,7 +675,7 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 		if out.history == "-" {
 			err = history.Write(out.stream, hs...)
 		} else {
-			err = out.red.WriteFileAtomic(out.history, func(w io.Writer) error { return history.Write(w, hs...) })
+			err = writeRedacted(out.red, out.history, func(w io.Writer) error { return history.Write(w, hs...) })
 		}
 		if err != nil {
 			return idemcheck.Usagef("--history: %v", err)
@@ -672,12 +686,12 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 		if suiteReport {
 			write = idemcheck.NewSuiteReport(reports).WriteJSON
 		}
-		if err := out.red.WriteFileAtomic(out.json, write); err != nil {
+		if err := writeRedacted(out.red, out.json, write); err != nil {
 			return idemcheck.Usagef("--json: %v", err)
 		}
 	}
 	if out.junit != "" {
-		err := out.red.WriteFileAtomic(out.junit, func(w io.Writer) error { return render.WriteJUnit(w, reports) })
+		err := writeRedacted(out.red, out.junit, func(w io.Writer) error { return render.WriteJUnit(w, reports) })
 		if err != nil {
 			return idemcheck.Usagef("--junit: %v", err)
 		}
@@ -688,7 +702,7 @@ func writeOutputs(results []*certify.Result, out outputs, suiteReport bool, page
 				pages = append(pages, render.NewHTMLPage(r.Report, r.History))
 			}
 		}
-		err := out.red.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteHTML(w, pages) })
+		err := writeRedacted(out.red, out.html, func(w io.Writer) error { return render.WriteHTML(w, pages) })
 		if err != nil {
 			return idemcheck.Usagef("--html: %v", err)
 		}

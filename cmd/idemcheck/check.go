@@ -14,6 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
+	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -102,13 +103,13 @@ func runCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		render.WriteSoak(stdout, rep, rep.Soak.Counted > 0 || soak.merge.Header().EffectQuery != "")
 		verdict = idemcheck.WorstVerdict(verdict, rep.Verdict)
 		if out.json != "" {
-			if err := idemcheck.WriteFileAtomic(out.json, rep.WriteJSON); err != nil {
+			if err := outfile.WriteAtomic(out.json, rep.WriteJSON); err != nil {
 				return 0, idemcheck.Usagef("--json: %v", err)
 			}
 		}
 		if out.html != "" {
 			counted := rep.Soak.Counted > 0 || soak.merge.Header().EffectQuery != ""
-			if err := idemcheck.WriteFileAtomic(out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, counted) }); err != nil {
+			if err := outfile.WriteAtomic(out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, counted) }); err != nil {
 				return 0, idemcheck.Usagef("--html: %v", err)
 			}
 		}

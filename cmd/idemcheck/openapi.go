@@ -22,6 +22,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/netguard"
 	"github.com/idemcheck/idemcheck/internal/openapi"
+	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
@@ -112,7 +113,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if _, err := stdout.Write(buf.Bytes()); err != nil {
 			return 0, err
 		}
-	} else if err := idemcheck.WriteFileAtomic(out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
+	} else if err := outfile.WriteAtomic(out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 		return 0, idemcheck.Usagef("-o %s: %v", out, err)
 	}
 	writeInitSummary(stderr, res, out)

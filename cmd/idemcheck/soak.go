@@ -226,12 +226,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	counted := cfg.EffectSQL != ""
 	render.WriteSoak(stdout, rep, counted)
 	if f.out.json != "" {
-		if err := f.red.WriteFileAtomic(f.out.json, rep.WriteJSON); err != nil {
+		if err := writeRedacted(f.red, f.out.json, rep.WriteJSON); err != nil {
 			return 0, idemcheck.Usagef("--json: %v", err)
 		}
 	}
 	if f.out.html != "" {
-		err := f.red.WriteFileAtomic(f.out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, counted) })
+		err := writeRedacted(f.red, f.out.html, func(w io.Writer) error { return render.WriteSoakHTML(w, rep, counted) })
 		if err != nil {
 			return 0, idemcheck.Usagef("--html: %v", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/serve"
 	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
@@ -76,7 +77,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		rep := res.Report
 		render.WriteText(stdout, rep, colour)
 		page := filepath.Join(htmlDir, dt.app+"-"+dt.variant+".html")
-		err = idemcheck.WriteFileAtomic(page, func(w io.Writer) error {
+		err = outfile.WriteAtomic(page, func(w io.Writer) error {
 			return render.WriteHTML(w, []*render.HTMLPage{render.NewHTMLPage(rep, res.History)})
 		})
 		if err != nil {

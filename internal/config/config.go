@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
@@ -384,8 +385,8 @@ func parseHeader(field idemcheck.Field, h Header) (scenarios.Header, error) {
 		return scenarios.Header{}, usage(field, "%s is not a header: write it as 'Name: value' (the text is not shown: it may hold a credential)", field)
 	case strings.ContainsAny(h.Value, "\r\n\x00"):
 		return scenarios.Header{}, usage(field, "%s %s: the value holds a line break or NUL, which would split the request", field, h.Name)
-	case !idemcheck.ValidHeaderName(h.Name):
-		return scenarios.Header{}, usage(field, "%s %q is not an HTTP header name (%s)", field, h.Name, idemcheck.HeaderNameRule)
+	case !httpguts.ValidHeaderFieldName(h.Name):
+		return scenarios.Header{}, usage(field, "%s %q is not an HTTP header name (%s)", field, h.Name, headerNameRule)
 	}
 	t, err := idemcheck.ParseTemplate(h.Value)
 	if err != nil {

@@ -40,7 +40,7 @@ func (s Spec) signing() (*scenarios.Signing, error) {
 	case g.Scheme == scenarios.SignStandardWebhooks && strings.Contains(err.Error(), "decode"):
 		return nil, usage("SignSecret", "%s: %v", idemcheck.Field("SignSecret"), err)
 	case s.SignHeader != "" && strings.Contains(err.Error(), "header"):
-		return nil, usage("SignHeader", "%s %q is not an HTTP header name (%s)", idemcheck.Field("SignHeader"), s.SignHeader, idemcheck.HeaderNameRule)
+		return nil, usage("SignHeader", "%s %q is not an HTTP header name (%s)", idemcheck.Field("SignHeader"), s.SignHeader, headerNameRule)
 	}
 	return nil, usage("Sign", "%s: %v", idemcheck.Field("Sign"), err)
 }

@@ -100,3 +100,7 @@ var FlagWords = func() map[idemcheck.Field]idemcheck.Word {
 	}
 	return w
 }()
+
+// headerNameRule says what a header name may hold (a token, as
+// httpguts.ValidHeaderFieldName checks), for messages.
+const headerNameRule = "a token: letters, digits and !#$%&'*+-.^_`|~, no spaces or colons"

@@ -6,28 +6,21 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/idemcheck/idemcheck"
 )
 
-// Protocol names the HTTP version a burst goes out with. Single attempts
-// (Do) are always HTTP/1.1: a cut after the first reply byte, which the
-// faults rely on, has a meaning only when one connection carries one reply.
-type Protocol string
+// Protocol names the HTTP version a burst goes out with; it is the root
+// package's type, so that a run's settings name it without reaching into
+// this package. Single attempts (Do) are always HTTP/1.1. A Client whose
+// Protocol is empty sends bursts over HTTP/1.1.
+type Protocol = idemcheck.Protocol
 
+// The protocols, as the root package names them.
 const (
-	// ProtocolAuto sends a burst over HTTP/2 when the target speaks it (ALPN
-	// "h2" over TLS, or an answer to the h2c prior-knowledge preface in the
-	// clear) and over HTTP/1.1 otherwise.
-	ProtocolAuto Protocol = "auto"
-	// ProtocolHTTP1 sends a burst as last-byte synchronised HTTP/1.1
-	// requests, one connection each.
-	ProtocolHTTP1 Protocol = "http1"
-	// ProtocolH2 sends a burst as the streams of HTTP/2 connections, one
-	// per release lane, each connection's final frames in one write. A
-	// target that does not speak HTTP/2 fails every attempt of the burst
-	// instead of being sent HTTP/1.1; a burst whose share per connection is
-	// over the server's concurrent-stream limit still goes out over
-	// HTTP/1.1, and BurstResult.Fallback says so.
-	ProtocolH2 Protocol = "h2"
+	ProtocolAuto  = idemcheck.ProtocolAuto
+	ProtocolHTTP1 = idemcheck.ProtocolHTTP1
+	ProtocolH2    = idemcheck.ProtocolH2
 )
 
 // Protocols lists the values ParseProtocol accepts, for flag help.

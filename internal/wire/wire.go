@@ -16,7 +16,8 @@
 // attempt": its attempts are the streams of a few fresh connections (one
 // per release lane, lanes.go), each opened once and never resent.
 //
-// It is a leaf: it imports nothing of idemcheck, so any layer may use it.
+// It imports nothing of idemcheck but the root package (for the Protocol
+// its bursts go out with), so any layer may use it.
 package wire
 
 import (
