@@ -91,8 +91,8 @@ type Settings struct {
 	EffectArgs []idemcheck.Template
 	// Timeout bounds each attempt (scenarios.DefaultTimeout when 0).
 	Timeout time.Duration
-	// MaxBody is how many bytes of each reply body are kept (when 0,
-	// scenarios.DefaultMaxBody in a certification, 64 KiB in a soak).
+	// MaxBody is how many bytes of each reply body are kept
+	// (scenarios.DefaultMaxBody, 64 KiB, when 0).
 	MaxBody int64
 	// Redactor hides the run's secrets in its history and report; the
 	// command passes the one its outputs go through, so that what the run

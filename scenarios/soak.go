@@ -96,8 +96,8 @@ type Soak struct {
 	// client certificate. Over TLS a soak runs only the faults whose
 	// meaning TLS leaves intact (CheckSoakFaults).
 	TLS *tls.Config
-	// MaxBody is how many bytes of each reply body are kept (0 means 64
-	// KiB, the soak's default: its replies are only compared for status).
+	// MaxBody is how many bytes of each reply body are kept (0 means
+	// DefaultMaxBody, 64 KiB).
 	MaxBody int64
 	// History, when set, receives the soak's history as it happens: Header
 	// first, then every intent, attempt and observation.
@@ -263,7 +263,7 @@ func (sk *Soak) timeout() time.Duration {
 
 func (sk *Soak) maxBody() int64 {
 	if sk.MaxBody <= 0 {
-		return 64 << 10
+		return DefaultMaxBody
 	}
 	return sk.MaxBody
 }

@@ -50,15 +50,9 @@ const (
 	// meaning anything a run could reach.
 	MinRate = 0.1
 	// DefaultMaxBody is how much of each reply body is kept unless told
-	// otherwise. Every attempt keeps its reply body for the whole run (the
-	// checks compare them, the history holds them), so the kept part is
-	// what a hostile or merely verbose target costs per attempt: measured
-	// against a target answering 50 MB of NUL bytes, a default run (190
-	// attempts) kept 1 MiB each, peaked at 494 MiB and wrote a 1.1 GB
-	// history (JSON escapes a NUL in six bytes). Replies that idempotency
-	// checks compare are small; a longer one is compared on its first
-	// 64 KiB and marked truncated.
-	DefaultMaxBody = 64 << 10
+	// otherwise: the library's own default (scenarios.DefaultMaxBody),
+	// one value for every front end.
+	DefaultMaxBody = scenarios.DefaultMaxBody
 	// MaxMaxBody caps MaxBody: every attempt of a run keeps up to that
 	// much, in memory and in the history.
 	MaxMaxBody = 64 << 20
