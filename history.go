@@ -176,6 +176,12 @@ type Settle struct {
 	Awaited bool `json:"awaited,omitempty"`
 	// Changes is how many times the count changed while it was polled.
 	Changes int `json:"changes,omitempty"`
+	// Await, with Awaited, is how many effects the polls waited for: one
+	// for each key an attempt of the intent was answered accepted under
+	// (two keys accepted are two operations, each owing its effect, and
+	// a queue may run the second well after the first). Zero in histories
+	// written before it was recorded: one was awaited.
+	Await int `json:"await,omitempty"`
 	// Operations are the intent's accepted operations as their status
 	// monitors last told them (Policy.StatusPointer), one per accepted
 	// attempt; the count settled only once all were over.

@@ -38,6 +38,11 @@ func (c *intentCheck) effectsPending(promised int64) string {
 			"(%v, %s): the work is still pending or was lost, and the count alone cannot tell which",
 			c.acceptedStatus(), s.Bound, count(s.Polls, "poll"))
 	}
+	if s := o.Settle; o.Unsettled() && s.Awaited && s.Await > 1 && o.Effects < int64(s.Await) {
+		return fmt.Sprintf("it was answered accepted under %d keys, each an operation owing its effect, and %d had appeared when the settle bound ran out "+
+			"(%v, %s): the others are still pending or were lost, and the count alone cannot tell which",
+			s.Await, o.Effects, s.Bound, count(s.Polls, "poll"))
+	}
 	if o.Unsettled() {
 		s := o.Settle
 		return fmt.Sprintf("its effect count was still changing when the settle bound ran out (%d, then %d, %s over %v in %s; quiet period %v): "+

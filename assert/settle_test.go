@@ -147,3 +147,14 @@ func TestOperationsDecideWhatIsOwed(t *testing.T) {
 	settled(b, acceptedBurst(b, 0), ops(idemcheck.OperationDone, "succeeded"), time.Second)
 	assert.Equal(t, []idemcheck.Kind{idemcheck.LostEffect}, kinds(Check(&b.h)))
 }
+
+// Two keys accepted and one effect at the bound: undecided, naming the
+// keys and what had appeared, never lost.
+func TestAwaitedEffectsPerKeyAtTheBound(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), burst)
+	settled(b, acceptedBurst(b, 1), idemcheck.Settle{Bound: 2 * time.Second, Quiet: 500 * time.Millisecond, Waited: 2 * time.Second, Polls: 9,
+		Changes: 1, Awaited: true, Await: 2}, time.Second)
+	r := Report(&b.h)
+	assert.Equal(t, idemcheck.Inconclusive, r.Checks[0].Status)
+	assert.Contains(t, r.Checks[0].Reason, "answered accepted under 2 keys, each an operation owing its effect, and 1 had appeared")
+}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/idemcheck/idemcheck"
@@ -191,6 +192,17 @@ func (s *session) put(a idemcheck.Attempt, res wire.Result) idemcheck.Attempt {
 	}
 	a = s.rec.attempt(a)
 	if accepted && !s.soak && len(s.intents) > 0 {
+		s.opsMu.Lock()
+		// Another client's attempt under the same key is another
+		// operation (cross-tenant): its own effect is owed.
+		k := a.Key
+		if a.Variant == idemcheck.OtherTenant {
+			k += "\x00" + string(a.Variant)
+		}
+		if !slices.Contains(s.acceptedKeys, k) {
+			s.acceptedKeys = append(s.acceptedKeys, k)
+		}
+		s.opsMu.Unlock()
 		s.noteOperation(a, res, s.intents[len(s.intents)-1])
 	}
 	return a

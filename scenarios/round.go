@@ -109,6 +109,7 @@ func (s *session) newIntent(check string, round int) idemcheck.Intent {
 	s.cut = false
 	s.keys = nil
 	s.accepted.Store(false)
+	s.acceptedKeys = nil
 	s.takeOperations()
 	return in
 }

@@ -457,6 +457,10 @@ type session struct {
 	// one of the policy's accepted statuses (a 202): its effect may land
 	// later, and settling awaits it. A soak's senders set it at once.
 	accepted atomic.Bool
+	// acceptedKeys are the keys the running round's attempts were
+	// answered accepted under (a certification's, not a soak's): its
+	// settle awaits an effect for each.
+	acceptedKeys []string
 	// cut says a db-cut or db-cut-after of the running round landed, on cutSQL: the
 	// round then ends by asking whether the target recovered (recovered).
 	cut    bool

@@ -57,6 +57,9 @@ type toCount struct {
 	// ops are the status monitors of its accepted attempts
 	// (operations.go), read while it settles.
 	ops []*operation
+	// await is how many effects its settle waits for at least: one for
+	// each key it was answered accepted under.
+	await int
 }
 
 // count counts one intent's effects once, its queries scrubbed of the
@@ -85,10 +88,13 @@ func (s *session) count(ctx context.Context, c toCount, sem chan struct{}) (idem
 }
 
 // settle polls one intent's count until it stays the same for quiet or
-// the run's Settle bound runs out. With await, a count of zero is never
-// settled: an intent answered "accepted" has its effect still to come, and
-// a worker that failed once and is retried later than the quiet period
-// (a queue's backoff) must not look like a lost effect.
+// the run's Settle bound runs out. With await, a count under one effect
+// for each key the intent was answered accepted under is never settled:
+// an accepted operation has its effect still to come, a worker that
+// failed once and is retried later than the quiet period (a queue's
+// backoff) must not look like a lost effect, and neither must a second
+// key's job that the queue runs more than the quiet period after the
+// first's.
 //
 // notBefore, when set, holds the count open until then however quiet it
 // is: the recount is taken only once every intent's Settle bound has
@@ -101,6 +107,10 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 		return o, err
 	}
 	st := idemcheck.Settle{Bound: bound, Quiet: quiet, Polls: 1, First: o.Effects, Awaited: await}
+	owed := int64(1)
+	if await {
+		owed, st.Await = int64(max(c.await, 1)), max(c.await, 1)
+	}
 	ops := c.ops
 	if notBefore.IsZero() {
 		if err := s.readOperations(ctx, ops, sem); err != nil {
@@ -112,7 +122,7 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 	changed := start
 	for {
 		now := time.Now()
-		if now.Sub(changed) >= quiet && (!await || o.Effects > 0 || operationsFailed(ops)) && operationsOver(ops) && !now.Before(notBefore) {
+		if now.Sub(changed) >= quiet && (!await || o.Effects >= owed || operationsFailed(ops)) && operationsOver(ops) && !now.Before(notBefore) {
 			st.Settled = true
 			break
 		}
@@ -227,6 +237,9 @@ func (s *session) observe(ctx context.Context, in idemcheck.Intent) error {
 		return nil
 	}
 	c := toCount{in: in, keys: slices.Clone(s.keys), accepted: s.accepted.Load(), ended: time.Now(), ops: s.takeOperations()}
+	s.opsMu.Lock()
+	c.await = max(len(s.acceptedKeys), 1)
+	s.opsMu.Unlock()
 	s.counted = append(s.counted, c)
 	if s.Settle > 0 {
 		s.pending = append(s.pending, c)
