@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/internal/netguard"
+	"github.com/idemcheck/idemcheck/internal/netns"
 )
 
 // The shared MariaDB of this package's tests, started on first use and
@@ -102,7 +103,12 @@ func TestRedactMySQLDSN(t *testing.T) {
 	}
 }
 
+// It runs in a network namespace of its own, so that a guard that failed
+// would send nothing anywhere.
 func TestMySQLDSNOffLoopbackIsRefusedBeforeAnyTraffic(t *testing.T) {
+	if !netns.Enter(t) {
+		return
+	}
 	for _, dsn := range []string{"mysql://app:secret@db.example.com:3306/shop", "app:secret@tcp(10.1.2.3:3306)/shop"} {
 		err := CheckDSN(dsn, "DSN", false)
 		require.Error(t, err, dsn)
