@@ -17,7 +17,7 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.only, "only", "", "certify only the entries whose name contains this text")
+	flag.StringVar(&o.only, "only", "", "certify only the entries whose name contains this text (several, comma-separated: any of them)")
 	flag.IntVar(&o.runs, "runs", 1, "certify each entry this many times; an entry counts as expected only when every run was")
 	flag.BoolVar(&o.expectedOnly, "expected-only", false, "run only each buggy variant's expected check (references still run every check)")
 	flag.StringVar(&o.mode, "mode", "process", "process: idemcheck holds the target's processes and links (--cmd); url: it is given the address and database only (--url --db); both: each run in both modes")
@@ -45,6 +45,20 @@ type options struct {
 	runs         int
 	expectedOnly bool
 	mode         string
+}
+
+// selects reports whether -only keeps the entry: it is empty, or the name
+// contains one of its comma-separated texts.
+func (o options) selects(name string) bool {
+	if o.only == "" {
+		return true
+	}
+	for _, t := range strings.Split(o.only, ",") {
+		if t != "" && strings.Contains(name, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // modes are the modes each entry is certified in.
@@ -82,7 +96,7 @@ func run(ctx context.Context, o options) error {
 	var tallies []string
 	missed := 0
 	for i, e := range zoo.Entries() {
-		if o.only != "" && !strings.Contains(e.Name(), o.only) {
+		if !o.selects(e.Name()) {
 			continue
 		}
 		var checks []string
