@@ -139,7 +139,7 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 func partial(c Check, scs []Scenario, p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
 	var parts []idemcheck.Phrase
 	together := slices.ContainsFunc(scs, func(sc Scenario) bool {
-		return slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Together && st.Attempts > 1 })
+		return slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Send.together() && st.Attempts > 1 })
 	})
 	if why := needsDBLink(p, e, t); together && !why.IsZero() {
 		more := ""
@@ -257,8 +257,8 @@ var registry = []Check{
 		// attempt reads before any writes: check-then-insert) and, where
 		// the harness holds the target's database link, a burst whose held
 		// writes go one at a time (each writes over what the one before
-		// wrote and finished: last writer wins). A schedule is a Step
-		// field, so the second half is a scenario like the first, and the
+		// wrote and finished: last writer wins). A schedule is a Send
+		// value, so the second half is a scenario like the first, and the
 		// history records which schedule each burst had (Burst.InTurn).
 		Build: func(o Options, _ Endpoint, t target) []Scenario {
 			scs := []Scenario{ConcurrentBurst(o.BurstSize, o.BurstRounds)}

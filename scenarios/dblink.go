@@ -41,7 +41,7 @@ func (r *Runner) DBLinkFaults() (bool, string) {
 // client link.
 func actsOnDBLink(sc Scenario) bool {
 	for _, st := range sc.Steps {
-		if !st.DBFault.IsNone() && st.OnHold != HoldKillAfterCommit {
+		if !st.DBFault.IsNone() && st.Send != HoldKillAfterCommit {
 			return true
 		}
 	}

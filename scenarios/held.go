@@ -66,7 +66,7 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 		return ctx.Err()
 	}
 	s.landed(first, st.DBFault.String(), ev.Landing, ev.SQL, time.Now(), "")
-	switch st.OnHold {
+	switch st.Send {
 	case HoldCrash:
 		killed, err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database")
 		if err != nil {
@@ -115,7 +115,7 @@ func (s *session) held(ctx context.Context, st Step, addr string, req wire.Reque
 		s.releaseHeld(ev, firstDone, retryDone, rres, first, retry, told...)
 		return nil
 	}
-	return fmt.Errorf("unknown hold action %d", st.OnHold)
+	return fmt.Errorf("%v is no hold", st.Send)
 }
 
 // releaseHeld lets the held first attempt go on, waits for it and for the

@@ -136,14 +136,14 @@ func TestPlanRedeliversUnderAckOnly(t *testing.T) {
 	require.NoError(t, err)
 	for _, sc := range scs {
 		for i, st := range sc.Steps {
-			assert.Equal(t, st.Variant != idemcheck.NoKey, st.RedeliverUntilAck, "%s step %d (%s)", sc.Check, i+1, st.Variant)
+			assert.Equal(t, st.Variant != idemcheck.NoKey, st.Then.Has(scenarios.RedeliverUntilAck), "%s step %d (%s)", sc.Check, i+1, st.Variant)
 		}
 	}
 	scs, _, err = scenarios.Plan(names[:3], scenarios.Defaults, idemcheck.IETF(), e, nil, nil)
 	require.NoError(t, err)
 	for _, sc := range scs {
 		for i, st := range sc.Steps {
-			assert.False(t, st.RedeliverUntilAck, "%s step %d", sc.Check, i+1)
+			assert.False(t, st.Then.Has(scenarios.RedeliverUntilAck), "%s step %d", sc.Check, i+1)
 		}
 	}
 }

@@ -20,18 +20,18 @@ import (
 func stepFault(st Step) string {
 	var names []string
 	switch {
-	case st.KillAfter:
+	case st.Then.Has(KillAndRestart):
 		names = append(names, KillAfterReply)
-	case st.OnHold == HoldCrash:
+	case st.Send == HoldCrash:
 		names = append(names, KillAtCommit)
-	case st.OnHold == HoldKillAfterCommit:
+	case st.Send == HoldKillAfterCommit:
 		names = append(names, KillAfterCommit, faults.HoldReply)
 	}
 	if f := faultNames(st.Fault, st.DBFault); f != "" {
 		names = append(names, f)
 	}
-	if !st.ProviderFault.IsNone() {
-		names = append(names, st.ProviderFault.Name())
+	if pf := st.providerFault(); !pf.IsNone() {
+		names = append(names, pf.Name())
 	}
 	return strings.Join(names, "+")
 }
@@ -42,10 +42,10 @@ func stepFault(st Step) string {
 // link. A kill alone acts on none.
 func stepLinks(st Step) []string {
 	links := faultLinks(st.Fault, st.DBFault)
-	if st.OnHold == HoldKillAfterCommit && !slices.Contains(links, idemcheck.LinkClient) {
+	if st.Send == HoldKillAfterCommit && !slices.Contains(links, idemcheck.LinkClient) {
 		links = append([]string{idemcheck.LinkClient}, links...)
 	}
-	if !st.ProviderFault.IsNone() {
+	if !st.providerFault().IsNone() {
 		links = append(links, idemcheck.LinkProvider)
 	}
 	return links

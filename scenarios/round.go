@@ -46,8 +46,8 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				return false, err
 			}
 		}
-		switch {
-		case st.OnHold != HoldNone:
+		switch st.Send {
+		case HoldCrash, HoldStall, HoldKillAfterCommit, HoldInFlight:
 			// The held step and the retry that meets it are one piece of
 			// choreography: the retry is the next step.
 			if i+1 >= len(sc.Steps) {
@@ -57,16 +57,18 @@ func (s *session) round(ctx context.Context, sc Scenario, round int) (loose bool
 				return false, err
 			}
 			i++
-		case st.Together:
+		case Together, TogetherInTurn:
 			l, err := s.burst(ctx, in, st, addr, req, base)
 			if err != nil {
 				return false, err
 			}
 			loose = loose || l
-		default:
+		case OneByOne, RetryWhileInProgress:
 			if err := s.oneByOne(ctx, st, addr, req, base, !acted); err != nil {
 				return false, err
 			}
+		default:
+			return false, fmt.Errorf("scenario %s step %d: unknown send %v", sc.Check, i+1, st.Send)
 		}
 		if err := s.afterStep(ctx, st, req, base); err != nil {
 			return false, err
@@ -116,26 +118,38 @@ func (s *session) newIntent(check string, round int) idemcheck.Intent {
 
 // resolve fixes the faults of a step whose faults depend on the round or
 // on what the run learnt of the target: the database write it acts on
-// (NthByRound, LastWrite, AtWork) and the provider's failure
-// (ProviderByRound).
+// (DBFaultAt) and the round's provider fault (ProviderFaults, of which it
+// leaves the round's alone).
 func (s *session) resolve(check string, st Step, round int) Step {
-	if st.NthByRound {
-		st.DBFault = s.nthByRound(check, st.DBFault, round, st.OnHold == HoldKillAfterCommit)
-	}
-	if st.LastWrite {
+	switch st.DBFaultAt {
+	case FaultsOwnWrite:
+		// DBFault acts where its own match and nth say.
+	case NthByRound:
+		st.DBFault = s.nthByRound(check, st.DBFault, round, st.Send == HoldKillAfterCommit)
+	case LastWrite:
 		st.DBFault = withNth(st.DBFault, max(s.writes, 1))
+	case WorkStart:
+		if s.lastKind == idemcheck.LandedAutocommitWrite {
+			// A handler that never opens a transaction has no BEGIN to
+			// stop at: its work is its last write, which commits on its
+			// own.
+			st.DBFault = faults.DBHold("", max(s.writes, 1))
+		}
 	}
-	if st.AtWork && s.lastKind == idemcheck.LandedAutocommitWrite {
-		// A handler that never opens a transaction has no BEGIN to
-		// stop at: its work is its last write, which commits on its
-		// own.
-		st.DBFault = faults.DBHold("", max(s.writes, 1))
-	}
-	if st.ProviderByRound {
-		fs := provider.Faults()
-		st.ProviderFault = fs[(round-1)%len(fs)]
+	if n := len(st.ProviderFaults); n > 1 {
+		i := (round - 1) % n
+		st.ProviderFaults = st.ProviderFaults[i : i+1]
 	}
 	return st
+}
+
+// providerFault is the provider fault a resolved step arms (resolve
+// leaves at most one), or none.
+func (st Step) providerFault() provider.Fault {
+	if len(st.ProviderFaults) == 0 {
+		return provider.Fault{}
+	}
+	return st.ProviderFaults[0]
 }
 
 // holdAndRetry sends a held step (st, its attempt base) and next, the
@@ -144,7 +158,7 @@ func (s *session) holdAndRetry(ctx context.Context, in idemcheck.Intent, st, nex
 	retry := base
 	retry.Step, retry.Fault, retry.FaultLinks, retry.Variant = base.Step+1, stepFault(next), stepLinks(next), next.Variant
 	var err error
-	if st.OnHold == HoldKillAfterCommit {
+	if st.Send == HoldKillAfterCommit {
 		err = s.killAfterCommit(ctx, in, st, addr, req, base, retry)
 	} else {
 		err = s.held(ctx, st, addr, req, base, retry)
@@ -154,7 +168,7 @@ func (s *session) holdAndRetry(ctx context.Context, in idemcheck.Intent, st, nex
 	}
 	// A webhook sender redelivers what the retry left unacknowledged, as
 	// after any other step.
-	if next.RedeliverUntilAck {
+	if next.Then.Has(RedeliverUntilAck) {
 		return s.redeliver(ctx, req, retry, s.step)
 	}
 	return nil
@@ -174,7 +188,7 @@ func (s *session) burst(ctx context.Context, in idemcheck.Intent, st Step, addr 
 	}
 	var unbar func() faults.Schedule
 	if sch, ok := s.Powers.(targets.Scheduler); ok && !s.Timed && s.noDBLink == "" && st.DBFault.IsNone() {
-		if unbar, err = sch.Barrier(st.Attempts, st.InTurn); err != nil {
+		if unbar, err = sch.Barrier(st.Attempts, st.Send == TogetherInTurn); err != nil {
 			disarm()
 			return false, fmt.Errorf("write barrier: %w", err)
 		}
@@ -227,12 +241,12 @@ func (s *session) oneByOne(ctx context.Context, st Step, addr string, req wire.R
 		if err != nil {
 			return err
 		}
-		pdisarm, err := s.armProvider(st.ProviderFault)
+		pdisarm, err := s.armProvider(st.providerFault())
 		if err != nil {
 			disarm()
 			return err
 		}
-		if st.RetryInProgress {
+		if st.Send == RetryWhileInProgress {
 			err = s.retryWhileInProgress(ctx, addr, req, base, count)
 		} else {
 			var res wire.Result
@@ -240,7 +254,7 @@ func (s *session) oneByOne(ctx context.Context, st Step, addr string, req wire.R
 			s.replyLanding(base, st.Fault, res)
 		}
 		s.dbLanding(base, st.DBFault, disarm())
-		s.providerLanding(base, st.ProviderFault, pdisarm())
+		s.providerLanding(base, st.providerFault(), pdisarm())
 		if err != nil {
 			return err
 		}
@@ -249,14 +263,14 @@ func (s *session) oneByOne(ctx context.Context, st Step, addr string, req wire.R
 }
 
 // afterStep does what a step asks once its attempts were answered: a
-// webhook sender's redeliveries, a kill and restart of the target.
+// webhook sender's redeliveries, then a kill and restart of the target.
 func (s *session) afterStep(ctx context.Context, st Step, req wire.Request, base idemcheck.Attempt) error {
-	if st.RedeliverUntilAck && st.OnHold == HoldNone {
+	if st.Then.Has(RedeliverUntilAck) && !st.Send.holds() {
 		if err := s.redeliver(ctx, req, base, s.step); err != nil {
 			return err
 		}
 	}
-	if st.KillAfter {
+	if st.Then.Has(KillAndRestart) {
 		return s.killAndRestart(ctx, base)
 	}
 	return nil

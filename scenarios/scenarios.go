@@ -28,6 +28,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -36,30 +37,117 @@ import (
 	"github.com/idemcheck/idemcheck/targets/provider"
 )
 
-// Step is one part of a round: Attempts sends of the round's intent, all
-// released at the same instant when Together, else one after another, each
-// through Fault's link.
+// Step is one part of a round: Attempts sends of the round's intent (of
+// its Variant, when set), which go out as Send says, each through Fault on
+// the client link, DBFault on the database link (at the write DBFaultAt
+// names) and ProviderFaults on the provider doubles; Then says what the
+// step does once they were answered. A Step with only Attempts set sends
+// that many clean attempts, one after another.
 type Step struct {
 	Attempts int
-	Together bool
-	// InTurn, for a Together step of a target whose database link the
-	// harness holds (targets.Scheduler), releases the held writes one at a
-	// time, not together (faults.BarrierOptions.InTurn). Elsewhere the step
-	// is a timed burst like any other.
-	InTurn bool
-	Fault  faults.Fault
+	// Send is how the attempts go out: one after another, released
+	// together, or held at a statement while something is done to the
+	// target (a hold and the step after it, its retry, are one piece).
+	Send Send
 	// Variant, when set, sends a changed copy of the intent's request.
 	Variant idemcheck.Variant
-	// DBFault is armed on the target's database link while the step runs.
-	DBFault faults.Fault
-	// OnHold says what to do to the target when DBFault (a db-hold) holds
-	// its statement; the next step is the retry that meets it.
-	OnHold HoldAction
-	// RetryInProgress sends the attempt again while the answer is the
-	// in-progress status, up to the policy's lease plus LeaseMargin.
-	RetryInProgress bool
 	// DelayBefore waits before the step: a client's retry after a while.
 	DelayBefore time.Duration
+	// Fault is applied on the client link to each attempt.
+	Fault faults.Fault
+	// DBFault is armed on the target's database link while the step runs;
+	// DBFaultAt says which of the attempt's writes it acts on (by default
+	// the statement its own match and nth name).
+	DBFault   faults.Fault
+	DBFaultAt DBWrite
+	// ProviderFaults are armed on the target's provider doubles, one a
+	// round in turn (round r has the ((r-1) mod len)th), for each of the
+	// step's attempts: the first call the target makes to one is broken.
+	ProviderFaults []provider.Fault
+	// Then is what the step does once its attempts were answered.
+	Then Then
+}
+
+// Send is how a step's attempts go out; a round dispatches on it: the
+// sends one after another, the bursts, and the holds, each of which runs
+// with the step after it.
+type Send int
+
+const (
+	// OneByOne sends each attempt once the one before was answered, its
+	// faults armed for it alone.
+	OneByOne Send = iota
+	// RetryWhileInProgress is OneByOne, each attempt sent again while the
+	// answer is the policy's in-progress status, up to the policy's lease
+	// plus LeaseMargin.
+	RetryWhileInProgress
+	// Together releases the attempts at the same instant: a burst. Where
+	// the harness holds the target's database link (targets.Scheduler) and
+	// the step has no DBFault, the burst's first writes are held there
+	// and let go together (the write barrier); elsewhere the burst is
+	// timed at the client.
+	Together
+	// TogetherInTurn is Together with the held writes let go one at a
+	// time, not together (faults.BarrierOptions.InTurn). Without the write
+	// barrier it is a timed burst like Together.
+	TogetherInTurn
+
+	// The holds follow: DBFault (a db-hold) holds the attempt's
+	// statement, the harness does something to the target at that moment,
+	// and the next step is the retry that meets it, sent as the hold's
+	// choreography says. A hold is a one-attempt step with a retry step
+	// after it.
+
+	// HoldCrash kills the target between its claim and its commit, drops
+	// the held statement, restarts the target and retries while the key is
+	// in progress.
+	HoldCrash
+	// HoldStall freezes the attempt past the lease while a retry is sent
+	// (which may take the key over), then lets it resume.
+	HoldStall
+	// HoldKillAfterCommit lets the held effect write through and kills
+	// the target at whichever comes first: the database's answer to it,
+	// held on the database link before the target receives it, or its
+	// reply's first byte on the client link (held there, so the client
+	// receives nothing). The effect has committed; the reply never
+	// arrives; the target restarts and the next step retries. Without a
+	// DBFault (no database link to act on) the kill waits for the reply.
+	HoldKillAfterCommit
+	// HoldInFlight sends the next step's attempt while the held one waits
+	// inside the target, waits for that retry's answer (or for it to wait
+	// on a lock in the database, or a bound), then lets the held one
+	// finish.
+	HoldInFlight
+)
+
+var sendNames = [...]string{"one-by-one", "retry-while-in-progress", "together", "together-in-turn",
+	"hold-crash", "hold-stall", "hold-kill-after-commit", "hold-in-flight"}
+
+// String names the send, as test failures and errors show it.
+func (s Send) String() string {
+	if s < 0 || int(s) >= len(sendNames) {
+		return fmt.Sprintf("Send(%d)", int(s))
+	}
+	return sendNames[s]
+}
+
+// together reports whether s releases the step's attempts at once.
+func (s Send) together() bool { return s == Together || s == TogetherInTurn }
+
+// holds reports whether s holds the attempt's statement, the next step
+// being its retry.
+func (s Send) holds() bool { return s >= HoldCrash && s <= HoldInFlight }
+
+// DBWrite is which of an attempt's writes a step's DBFault acts on. A
+// handler's writes come in order (a key's claim, the work's COMMIT, the
+// key's finish), and the moment before each is a window a failure or a
+// crash can fall in; how many there are is learnt from clean attempts.
+type DBWrite int
+
+const (
+	// FaultsOwnWrite is the statement DBFault's own match and nth name,
+	// as the step gives them.
+	FaultsOwnWrite DBWrite = iota
 	// NthByRound makes DBFault (a db-cut or db-hold) act on another of
 	// the attempt's effect writes each round: the last one first (as many
 	// as clean attempts were seen to make), then the one before, and so
@@ -68,22 +156,26 @@ type Step struct {
 	// window before each, and each round tries one. With an explicit
 	// match, and for HoldKillAfterCommit, rounds alternate the 1st and 2nd
 	// match.
-	NthByRound bool
+	NthByRound
 	// LastWrite makes DBFault (a db-cut, db-cut-after or db-hold) act on
 	// the attempt's last effect write (as many as clean attempts were seen
 	// to make; the first while none was counted): the one that makes its
 	// effect durable.
-	LastWrite bool
-	// AtWork, for a DBFault that acts at the BEGIN of the attempt's work
-	// transaction, makes it act instead on the attempt's last effect write
-	// when clean attempts were seen to end with a write that commits on
-	// its own (a handler that never opens a transaction): the moment
-	// after the key is claimed and before the work is written.
-	AtWork bool
-	// KillAfter kills the target once the step's attempts have been
-	// answered, and starts it again before the next step: the retry then
-	// meets a fresh process, with nothing left in its memory.
-	KillAfter bool
+	LastWrite
+	// WorkStart is for a DBFault that acts at the BEGIN of the attempt's
+	// work transaction: when clean attempts were seen to end with a write
+	// that commits on its own (a handler that never opens a transaction),
+	// it acts instead on the attempt's last effect write, the moment after
+	// the key is claimed and before the work is written.
+	WorkStart
+)
+
+// Then is what a step does once its attempts were answered: nothing (the
+// zero Then), or RedeliverUntilAck, KillAndRestart, or both, in that
+// order.
+type Then uint8
+
+const (
 	// RedeliverUntilAck makes the step behave as a webhook sender: while
 	// none of the step's attempts is acknowledged (answered with one of
 	// the policy's success statuses; a 5xx, another status or no reply at
@@ -91,15 +183,16 @@ type Step struct {
 	// one at a time through the clean link, after a backoff that doubles
 	// (see Redelivery), at most MaxRedeliveries times. Every delivery is
 	// an attempt; redeliveries carry their number in Attempt.Redelivery.
-	// Not for a held step (OnHold).
-	RedeliverUntilAck bool
-	// ProviderFault is armed on the target's provider doubles for each of
-	// the step's attempts (one after another): the first call the target
-	// makes to one is broken. ProviderByRound picks it by round instead,
-	// from provider.Faults in turn.
-	ProviderFault   provider.Fault
-	ProviderByRound bool
-}
+	// A hold ignores its own (its retry step's is honoured).
+	RedeliverUntilAck Then = 1 << iota
+	// KillAndRestart kills the target once the step's attempts have been
+	// answered, and starts it again before the next step: the retry then
+	// meets a fresh process, with nothing left in its memory.
+	KillAndRestart
+)
+
+// Has reports whether t includes every action of u.
+func (t Then) Has(u Then) bool { return t&u == u }
 
 // MaxRedeliveries bounds the redeliveries of an unacknowledged step: a
 // failed first delivery is delivered at most MaxRedeliveries+1 times in
@@ -124,28 +217,6 @@ func Redelivery(p idemcheck.Policy, n int) time.Duration {
 	}
 	return first << (n - 1)
 }
-
-// HoldAction is what a step does to the target while its statement is held.
-type HoldAction int
-
-const (
-	HoldNone HoldAction = iota
-	// HoldCrash kills the target between its claim and its commit.
-	HoldCrash
-	// HoldStall freezes the attempt past the lease while a retry is sent.
-	HoldStall
-	// HoldKillAfterCommit lets the held effect write through and kills
-	// the target at whichever comes first: the database's answer to it,
-	// held on the database link before the target receives it, or its
-	// reply's first byte on the client link (held there, so the client
-	// receives nothing). The effect has committed; the reply never
-	// arrives; the target restarts and the next step retries.
-	HoldKillAfterCommit
-	// HoldInFlight sends the next step's attempt while the held one waits
-	// inside the target, waits for that retry's answer (or for it to wait on
-	// a lock in the database, or a bound), then lets the held one finish.
-	HoldInFlight
-)
 
 // Names of the harness's kills, as attempts record them in Fault (joined
 // with the link faults they went through, as "kill-at-commit+db-hold:...").
@@ -249,7 +320,7 @@ func (o Options) Validate() error {
 
 // ConcurrentBurst sends n attempts of one intent released together, for rounds rounds.
 func ConcurrentBurst(n, rounds int) Scenario {
-	return Scenario{Check: idemcheck.CheckConcurrentBurst, Rounds: rounds, Steps: []Step{{Attempts: n, Together: true}}}
+	return Scenario{Check: idemcheck.CheckConcurrentBurst, Rounds: rounds, Steps: []Step{{Attempts: n, Send: Together}}}
 }
 
 // InTurnAttempts is how many attempts a burst in turn sends at most: two
@@ -259,12 +330,12 @@ const InTurnAttempts = 4
 
 // ConcurrentBurstInTurn sends min(n, InTurnAttempts) attempts of one
 // intent released together, for rounds rounds, with their first writes
-// held at the database link and released one at a time (Step.InTurn): the
+// held at the database link and released one at a time (TogetherInTurn): the
 // second half of concurrent-burst, for a target whose link the harness
 // holds.
 func ConcurrentBurstInTurn(n, rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckConcurrentBurst, Rounds: rounds,
-		Steps: []Step{{Attempts: min(n, InTurnAttempts), Together: true, InTurn: true}}}
+		Steps: []Step{{Attempts: min(n, InTurnAttempts), Send: TogetherInTurn}}}
 }
 
 // SequentialReplay sends an intent, waits for its reply, and sends it again.
@@ -330,8 +401,8 @@ func SignatureRefusals(rounds int, stale bool) Scenario {
 // round), so the first attempt dies inside the server, then retries.
 func FailedAttempt(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBCut("", 1), NthByRound: true},
-		{Attempts: 1, RetryInProgress: true},
+		{Attempts: 1, DBFault: faults.DBCut("", 1), DBFaultAt: NthByRound},
+		{Attempts: 1, Send: RetryWhileInProgress},
 	}}
 }
 
@@ -348,8 +419,8 @@ func FailedAttempt(rounds int) Scenario {
 // in memory the same way.
 func FailedAfterCommit(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBCutAfter("", 1), LastWrite: true},
-		{Attempts: 1, RetryInProgress: true},
+		{Attempts: 1, DBFault: faults.DBCutAfter("", 1), DBFaultAt: LastWrite},
+		{Attempts: 1, Send: RetryWhileInProgress},
 	}}
 }
 
@@ -361,8 +432,8 @@ func FailedAfterCommit(rounds int) Scenario {
 // retry), the intent must be charged once.
 func ProviderFailure(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: max(rounds, len(provider.Faults())), Steps: []Step{
-		{Attempts: 1, ProviderByRound: true},
-		{Attempts: 1, RetryInProgress: true},
+		{Attempts: 1, ProviderFaults: provider.Faults()},
+		{Attempts: 1, Send: RetryWhileInProgress},
 	}}
 }
 
@@ -374,8 +445,8 @@ func ProviderFailure(rounds int) Scenario {
 // that claims its key, commits its work and finishes its key apart.
 func CrashLease(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashLease, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldCrash, NthByRound: true},
-		{Attempts: 1, RetryInProgress: true},
+		{Attempts: 1, Send: HoldCrash, DBFault: faults.DBHold("", 1), DBFaultAt: NthByRound},
+		{Attempts: 1, Send: RetryWhileInProgress},
 	}}
 }
 
@@ -384,7 +455,7 @@ func CrashLease(rounds int) Scenario {
 // retry runs the work a second time.
 func RestartReplay(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckRestartReplay, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, KillAfter: true},
+		{Attempts: 1, Then: KillAndRestart},
 		{Attempts: 1},
 	}}
 }
@@ -404,8 +475,8 @@ func RestartReplay(rounds int) Scenario {
 // write.
 func CrashAfterCommit(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashAfterCommit, Rounds: max(rounds, 2), Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldKillAfterCommit, NthByRound: true},
-		{Attempts: 1, RetryInProgress: true},
+		{Attempts: 1, Send: HoldKillAfterCommit, DBFault: faults.DBHold("", 1), DBFaultAt: NthByRound},
+		{Attempts: 1, Send: RetryWhileInProgress},
 	}}
 }
 
@@ -415,7 +486,7 @@ func CrashAfterCommit(rounds int) Scenario {
 // finish, with one effect in all.
 func InFlightRetry(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckInFlightRetry, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold("", 1), OnHold: HoldInFlight},
+		{Attempts: 1, Send: HoldInFlight, DBFault: faults.DBHold("", 1)},
 		{Attempts: 1},
 	}}
 }
@@ -428,12 +499,12 @@ const BeginPattern = `(?i)^\s*(BEGIN|START\s+TRANSACTION)\b`
 // sends a retry that may take the key over and finish, lets the first
 // resume, and then replays the intent once more to see what stands. A
 // target that autocommits (no BEGIN ever) is frozen at its last effect
-// write, its work's, instead (AtWork).
+// write, its work's, instead (WorkStart).
 func LeaseFencing(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckLeaseFencing, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBHold(BeginPattern, 1), OnHold: HoldStall, AtWork: true},
+		{Attempts: 1, Send: HoldStall, DBFault: faults.DBHold(BeginPattern, 1), DBFaultAt: WorkStart},
 		{Attempts: 1},
-		{Attempts: 1, RetryInProgress: true},
+		{Attempts: 1, Send: RetryWhileInProgress},
 	}}
 }
 
@@ -474,7 +545,7 @@ func CrossTenant(rounds int) Scenario {
 // acknowledged, the sender delivers it again (RedeliverUntilAck).
 func WebhookRedelivery(rounds, n int) Scenario {
 	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds,
-		Steps: []Step{{Attempts: n, Together: true, RedeliverUntilAck: true}}}
+		Steps: []Step{{Attempts: n, Send: Together, Then: RedeliverUntilAck}}}
 }
 
 // RedeliveryAfterFailure delivers an event whose first delivery fails
@@ -483,7 +554,7 @@ func WebhookRedelivery(rounds, n int) Scenario {
 // acknowledged: the effect must then have happened, once.
 func RedeliveryAfterFailure(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, DBFault: faults.DBCut("", 1), NthByRound: true, RedeliverUntilAck: true},
+		{Attempts: 1, DBFault: faults.DBCut("", 1), DBFaultAt: NthByRound, Then: RedeliverUntilAck},
 	}}
 }
 
@@ -492,21 +563,21 @@ func RedeliveryAfterFailure(rounds int) Scenario {
 // acknowledged.
 func RedeliveryAfterFailingBody(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckWebhookRedeliver, Rounds: rounds, Steps: []Step{
-		{Attempts: 1, Variant: idemcheck.Failing, RedeliverUntilAck: true},
+		{Attempts: 1, Variant: idemcheck.Failing, Then: RedeliverUntilAck},
 	}}
 }
 
 // senderRedelivers marks every step of scs that delivers a request to be
 // processed with RedeliverUntilAck: under an ack-only policy the client is
 // a webhook sender whatever the check, and a sender delivers again what
-// was not acknowledged. Held steps keep their own choreography.
+// was not acknowledged. Holds keep their own choreography.
 func senderRedelivers(scs []Scenario) []Scenario {
 	out := make([]Scenario, len(scs))
 	for i, sc := range scs {
 		sc.Steps = slices.Clone(sc.Steps)
 		for j := range sc.Steps {
-			if st := &sc.Steps[j]; st.OnHold == HoldNone && st.Variant.Delivers() {
-				st.RedeliverUntilAck = true
+			if st := &sc.Steps[j]; !st.Send.holds() && st.Variant.Delivers() {
+				st.Then |= RedeliverUntilAck
 			}
 		}
 		out[i] = sc

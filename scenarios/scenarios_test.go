@@ -141,19 +141,19 @@ func TestPlanFaultChecksNeedPowersAndOnlyFencingALease(t *testing.T) {
 func TestRestartClassScenarios(t *testing.T) {
 	rr := RestartReplay(3)
 	require.Len(t, rr.Steps, 2)
-	assert.True(t, rr.Steps[0].KillAfter)
+	assert.Equal(t, KillAndRestart, rr.Steps[0].Then)
 	assert.Equal(t, KillAfterReply, stepFault(rr.Steps[0]))
 	assert.Empty(t, stepFault(rr.Steps[1]))
 
 	cac := CrashAfterCommit(1)
 	assert.Equal(t, 2, cac.Rounds, "one round per landing window at least")
-	assert.Equal(t, HoldKillAfterCommit, cac.Steps[0].OnHold)
-	assert.True(t, cac.Steps[0].NthByRound)
-	assert.True(t, cac.Steps[1].RetryInProgress)
+	assert.Equal(t, HoldKillAfterCommit, cac.Steps[0].Send)
+	assert.Equal(t, NthByRound, cac.Steps[0].DBFaultAt)
+	assert.Equal(t, RetryWhileInProgress, cac.Steps[1].Send)
 	assert.Equal(t, "kill-after-commit+hold-reply+"+cac.Steps[0].DBFault.String(), stepFault(cac.Steps[0]))
 
 	ifr := InFlightRetry(2)
-	assert.Equal(t, HoldInFlight, ifr.Steps[0].OnHold)
+	assert.Equal(t, HoldInFlight, ifr.Steps[0].Send)
 	assert.Equal(t, ifr.Steps[0].DBFault.String(), stepFault(ifr.Steps[0]))
 	assert.Equal(t, "kill-at-commit+"+CrashLease(1).Steps[0].DBFault.String(), stepFault(CrashLease(1).Steps[0]))
 
