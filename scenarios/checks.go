@@ -15,6 +15,15 @@ import (
 // sends and when it does not apply. A check is this one value in the
 // registry: Plan puts its rule and fault flag in the run's plan, so the
 // checker (package assert) and every report learn them from the history.
+//
+// The registry is closed: every check is defined in this package, and
+// Checks and Lookup return descriptions of them, to read; a Check built
+// elsewhere sends nothing, and Plan takes names, not Checks. The set of
+// checks is the certification's contract: a run that names no checks runs
+// them all, and every report states every rule (NotAsked), so a check
+// registered from outside would change every run in the process. Adding a
+// check is adding its value to the registry, with a test and a row of
+// docs/checks.md; the checker judges it by the facts its plan records.
 type Check struct {
 	// Name is the check's stable name (the idemcheck.Check* constants),
 	// as reports, suite files and JUnit show it.
@@ -39,28 +48,29 @@ type Check struct {
 	// effect count or the success replies' resource ids; a round with
 	// neither is not counted (see idemcheck.PlannedCheck).
 	CountsExecutions bool
-	// Build returns the check's scenarios for a target it applies to:
+
+	// build returns the check's scenarios for a target it applies to:
 	// some checks have a half for each thing the harness may do to it.
 	// Plan labels each scenario with the check's Name.
-	Build func(o Options, e Endpoint, t target) []Scenario
-	// Skip returns why the check does not apply to this target, naming
+	build func(o Options, e Endpoint, t access) []Scenario
+	// skipWhy returns why the check does not apply to this target, naming
 	// the settings that would make it apply as idemcheck.Field and
 	// idemcheck.Setting values (Plan says them in its caller's words), or
 	// the zero Phrase; nil for a check that applies to every target.
-	Skip func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase
-	// Partial returns what the check, though it applies, cannot send to
+	skipWhy func(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase
+	// partialWhy returns what the check, though it applies, cannot send to
 	// this target (a half that needs a power the target lacks), naming
 	// what would let it, or the zero Phrase; nil for a check that always
 	// sends all of itself.
-	Partial func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase
+	partialWhy func(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase
 }
 
 // skip returns why c does not apply to this target in words, or "".
-func (c Check) skip(p idemcheck.Policy, e Endpoint, t target, words map[idemcheck.Field]idemcheck.Word) string {
-	if c.Skip == nil {
+func (c Check) skip(p idemcheck.Policy, e Endpoint, t access, words map[idemcheck.Field]idemcheck.Word) string {
+	if c.skipWhy == nil {
 		return ""
 	}
-	return c.Skip(p, e, t).In(words)
+	return c.skipWhy(p, e, t).In(words)
 }
 
 // Planned is the check as a run's plan records it, skipped for skip when
@@ -104,7 +114,7 @@ func Lookup(name string) (Check, error) {
 // every step that delivers a request to be processed redelivers it until
 // acknowledged, whatever the check.
 func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers, words map[idemcheck.Field]idemcheck.Word) ([]Scenario, []idemcheck.PlannedCheck, error) {
-	t := target{powers: powers != nil, noLink: noDBLink(powers)}
+	t := access{powers: powers != nil, noLink: noDBLink(powers)}
 	if d, ok := powers.(targets.Downstream); ok && len(d.ProviderNames()) > 0 {
 		t.downstream = true
 	}
@@ -117,7 +127,7 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 		}
 		pc := c.Planned(c.skip(p, e, t, words))
 		if pc.Skip == "" {
-			built := c.Build(o, e, t)
+			built := c.build(o, e, t)
 			pc.Partial = partial(c, built, p, e, t).In(words)
 			for i := range built {
 				built[i].Check = c.Name
@@ -135,8 +145,8 @@ func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targ
 // partial is what a check built as scs cannot send to this target: bursts
 // timed at the client, where the harness cannot hold their writes at the
 // database link (a check that releases copies together), and whatever
-// else the check's own Partial says.
-func partial(c Check, scs []Scenario, p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+// else the check's own partialWhy says.
+func partial(c Check, scs []Scenario, p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase {
 	var parts []idemcheck.Phrase
 	together := slices.ContainsFunc(scs, func(sc Scenario) bool {
 		return slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Send.together() && st.Attempts > 1 })
@@ -149,8 +159,8 @@ func partial(c Check, scs []Scenario, p idemcheck.Policy, e Endpoint, t target) 
 		parts = append(parts, unless("the copies released together were timed at the client, not held at the database: a race window "+
 			"narrower than their arrival spread can be missed%s; holding the writes %s", more, why))
 	}
-	if c.Partial != nil {
-		if own := c.Partial(p, e, t); !own.IsZero() {
+	if c.partialWhy != nil {
+		if own := c.partialWhy(p, e, t); !own.IsZero() {
 			parts = append(parts, own)
 		}
 	}
@@ -180,30 +190,30 @@ func NotAsked(plan []idemcheck.PlannedCheck) []idemcheck.PlannedCheck {
 // policy that carries the key in the body (keyPointer).
 const keyInBody = "the key travels in the body (key_pointer, a consumer's event id), not in a header: "
 
-func keyPointer(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.KeyPointer != "" }
+func keyPointer(p idemcheck.Policy, _ Endpoint, _ access) bool { return p.KeyPointer != "" }
 
 // unless is idemcheck.Phrasef: why a check does not apply.
 var unless = idemcheck.Phrasef
 
 // one is the build of a check with one scenario.
-func one(f func(Options) Scenario) func(Options, Endpoint, target) []Scenario {
-	return func(o Options, _ Endpoint, _ target) []Scenario { return []Scenario{f(o)} }
+func one(f func(Options) Scenario) func(Options, Endpoint, access) []Scenario {
+	return func(o Options, _ Endpoint, _ access) []Scenario { return []Scenario{f(o)} }
 }
 
 // rounds is the build of a check with one scenario of Options.Rounds
 // rounds; faultRounds, of Options.FaultRounds rounds.
-func rounds(f func(rounds int) Scenario) func(Options, Endpoint, target) []Scenario {
+func rounds(f func(rounds int) Scenario) func(Options, Endpoint, access) []Scenario {
 	return one(func(o Options) Scenario { return f(o.Rounds) })
 }
 
-func faultRounds(f func(rounds int) Scenario) func(Options, Endpoint, target) []Scenario {
+func faultRounds(f func(rounds int) Scenario) func(Options, Endpoint, access) []Scenario {
 	return one(func(o Options) Scenario { return f(o.FaultRounds) })
 }
 
 // skipWhen is the skip of a check that does not apply where not holds: it
 // returns why there, and the zero Phrase elsewhere.
-func skipWhen(not func(idemcheck.Policy, Endpoint, target) bool, why idemcheck.Phrase) func(idemcheck.Policy, Endpoint, target) idemcheck.Phrase {
-	return func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+func skipWhen(not func(idemcheck.Policy, Endpoint, access) bool, why idemcheck.Phrase) func(idemcheck.Policy, Endpoint, access) idemcheck.Phrase {
+	return func(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase {
 		if not(p, e, t) {
 			return why
 		}
@@ -213,7 +223,7 @@ func skipWhen(not func(idemcheck.Policy, Endpoint, target) bool, why idemcheck.P
 
 var noPowers = unless("needs control of the target's process and database link: let idemcheck start it (%s)", idemcheck.Setting("Powers"))
 
-func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) idemcheck.Phrase {
+func needsPowers(_ idemcheck.Policy, _ Endpoint, t access) idemcheck.Phrase {
 	if !t.powers {
 		return noPowers
 	}
@@ -224,7 +234,7 @@ func needsPowers(_ idemcheck.Policy, _ Endpoint, t target) idemcheck.Phrase {
 // link: it needs the powers, and a link idemcheck can fault (a
 // PostgreSQL one), else it is skipped with the reason, never
 // inconclusive: a correct service on another database can pass.
-func needsDBLink(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+func needsDBLink(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase {
 	if r := needsPowers(p, e, t); !r.IsZero() {
 		return r
 	}
@@ -234,7 +244,7 @@ func needsDBLink(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
 	return idemcheck.Phrase{}
 }
 
-func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+func needsPowersAndLease(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase {
 	if r := needsDBLink(p, e, t); !r.IsZero() {
 		return r
 	}
@@ -260,7 +270,7 @@ var registry = []Check{
 		// wrote and finished: last writer wins). A schedule is a Send
 		// value, so the second half is a scenario like the first, and the
 		// history records which schedule each burst had (Burst.InTurn).
-		Build: func(o Options, _ Endpoint, t target) []Scenario {
+		build: func(o Options, _ Endpoint, t access) []Scenario {
 			scs := []Scenario{ConcurrentBurst(o.BurstSize, o.BurstRounds)}
 			if t.powers && t.noLink == "" {
 				scs = append(scs, ConcurrentBurstInTurn(o.BurstSize, o.BurstRounds))
@@ -273,7 +283,7 @@ var registry = []Check{
 		CountsExecutions: true,
 		Rule: "IETF Idempotency-Key draft, section 2.6, and Stripe: a retry of a completed request returns the saved result " +
 			"(same status, same body), never the in-progress status, and leaves no second effect.",
-		Build: func(o Options, _ Endpoint, _ target) []Scenario {
+		build: func(o Options, _ Endpoint, _ access) []Scenario {
 			if o.RetryWindow > 0 {
 				return []Scenario{SequentialReplay(o.Rounds), LateReplay(1, o.RetryWindow)}
 			}
@@ -285,44 +295,44 @@ var registry = []Check{
 		CountsExecutions: true,
 		Rule: "RFC 9110 section 9.2.2 and the IETF Idempotency-Key draft: a client that lost the reply retries with the same key " +
 			"and gets the original result; the effect happens once.",
-		Build: rounds(LostReply),
+		build: rounds(LostReply),
 	},
 	{
 		Name: idemcheck.CheckPayloadMismatch,
 		Rule: "IETF Idempotency-Key draft, section 2.7 (422), Stripe (idempotency_error), AWS (IdempotentParameterMismatch): " +
 			"a key reused with a different payload is rejected, runs nothing, and leaves the original untouched.",
-		Build: rounds(PayloadMismatch),
-		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.MismatchStatus == 0 },
+		build: rounds(PayloadMismatch),
+		skipWhy: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ access) bool { return p.MismatchStatus == 0 },
 			unless("the policy says the target keeps no request fingerprint (mismatch_status 0): a reused key with another body is replayed by design")),
 	},
 	{
 		Name: idemcheck.CheckReorderedBody,
 		Rule: "IETF Idempotency-Key draft, section 2.4: the fingerprint is over the request's content, so the same JSON with " +
 			"members reordered or white space changed is the same request and is replayed, not rejected.",
-		Build: rounds(ReorderedBody),
-		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return !e.JSONBody() },
+		build: rounds(ReorderedBody),
+		skipWhy: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ access) bool { return !e.JSONBody() },
 			unless("the request body is not a JSON object, so it has no members to reorder")),
 	},
 	{
 		Name: idemcheck.CheckCrossEndpoint,
 		Rule: "IETF Idempotency-Key draft, sections 2.2 and 2.4: a key belongs to one request; sent to another method or path " +
 			"it is never answered with the first endpoint's saved response.",
-		Build: rounds(CrossEndpoint),
-		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return e.Other == nil },
+		build: rounds(CrossEndpoint),
+		skipWhy: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ access) bool { return e.Other == nil },
 			unless("no second endpoint to send the key to (%s)", idemcheck.Setting("Endpoint.Other"))),
 	},
 	{
 		Name: idemcheck.CheckDistinctKeys,
 		Rule: "IETF Idempotency-Key draft, section 2.2: the key, not the payload, identifies an intent: the same body under " +
 			"two keys is two intents with two effects.",
-		Build: rounds(DistinctKeys),
+		build: rounds(DistinctKeys),
 	},
 	{
 		Name: idemcheck.CheckMissingKey,
 		Rule: "IETF Idempotency-Key draft, section 2.7: a request without the key on an endpoint that requires one gets 400 " +
 			"and runs nothing.",
-		Build: rounds(MissingKey),
-		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.MissingKeyStatus == 0 },
+		build: rounds(MissingKey),
+		skipWhy: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ access) bool { return p.MissingKeyStatus == 0 },
 			unless("the policy makes the key optional (missing_key_status 0): a request without it is an ordinary request")),
 	},
 	{
@@ -331,7 +341,7 @@ var registry = []Check{
 			"effect; its retry either gets the saved error (where errors are saved) or succeeds exactly once, and never finds the key stuck.",
 		Faults:             true,
 		FailureReleasesKey: true,
-		Build: func(o Options, e Endpoint, t target) []Scenario {
+		build: func(o Options, e Endpoint, t access) []Scenario {
 			// Two halves: a failure the harness causes (needs the database
 			// link: the effect write cut before it ran, and cut after it
 			// committed, unknown to the target) and a failure the target
@@ -350,13 +360,13 @@ var registry = []Check{
 			}
 			return scs
 		},
-		Skip: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+		skipWhy: func(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase {
 			if e.FailingBody != nil || (t.powers && t.downstream) {
 				return idemcheck.Phrase{}
 			}
 			return needsDBLink(p, e, t)
 		},
-		Partial: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+		partialWhy: func(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase {
 			why := needsDBLink(p, e, t)
 			switch {
 			case !why.IsZero():
@@ -377,46 +387,46 @@ var registry = []Check{
 		Name: idemcheck.CheckCrashLease,
 		Rule: "IETF Idempotency-Key draft, section 2.6: a key claimed by a process that died becomes retakable within its lease; " +
 			"the retry succeeds and the effect happens once.",
-		Faults: true,
-		Build:  faultRounds(CrashLease),
-		Skip:   needsDBLink,
+		Faults:  true,
+		build:   faultRounds(CrashLease),
+		skipWhy: needsDBLink,
 	},
 	{
 		Name: idemcheck.CheckRestartReplay,
 		Rule: "IETF Idempotency-Key draft, section 2.6: a retry of a completed request returns the saved result for as long as " +
 			"the key is kept, whatever happened to the server in between: a restart (a deploy, a crash) must not lose the key, and the effect happens once.",
-		Build: faultRounds(RestartReplay),
-		Skip:  needsPowers,
+		build:   faultRounds(RestartReplay),
+		skipWhy: needsPowers,
 	},
 	{
 		Name: idemcheck.CheckCrashAfterCommit,
 		Rule: "IETF Idempotency-Key draft, section 2.6: the key and its result are saved with the effect, atomically; a server " +
 			"killed after its effect committed and before its reply reached the client answers the retry with a replay, never a second effect.",
-		Faults: true,
-		Build:  faultRounds(CrashAfterCommit),
-		Skip:   needsDBLink,
+		Faults:  true,
+		build:   faultRounds(CrashAfterCommit),
+		skipWhy: needsDBLink,
 	},
 	{
 		Name: idemcheck.CheckInFlightRetry,
 		Rule: "IETF Idempotency-Key draft, section 2.7: a retry that arrives while the first attempt is still running gets " +
 			"409 Conflict (or waits and gets the replay); it never executes a second time.",
-		Build: faultRounds(InFlightRetry),
-		Skip:  needsDBLink,
+		build:   faultRounds(InFlightRetry),
+		skipWhy: needsDBLink,
 	},
 	{
 		Name:           idemcheck.CheckLeaseFencing,
 		Rule:           "A lease needs fencing: an original that resumes after its lease was taken over must not commit a second effect.",
 		Faults:         true,
 		RetryTakesOver: true,
-		Build:          faultRounds(LeaseFencing),
-		Skip:           needsPowersAndLease,
+		build:          faultRounds(LeaseFencing),
+		skipWhy:        needsPowersAndLease,
 	},
 	{
 		Name: idemcheck.CheckCrossTenant,
 		Rule: "IETF Idempotency-Key draft, section 2.2, and Stripe: keys are scoped to the client that sent them; one client's key " +
 			"never replays another client's saved response.",
-		Build: rounds(CrossTenant),
-		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return len(e.Tenants) != 2 },
+		build: rounds(CrossTenant),
+		skipWhy: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ access) bool { return len(e.Tenants) != 2 },
 			unless("needs two clients' credentials (%s)", idemcheck.Setting("Tenants"))),
 	},
 	{
@@ -425,7 +435,7 @@ var registry = []Check{
 			"and the sender delivers it again, a bounded number of times; once the event is acknowledged (2xx) its effect is applied exactly once, " +
 			"never skipped, so the consumer records the event id in the same transaction as the effect.",
 		Faults: true,
-		Build: func(o Options, e Endpoint, t target) []Scenario {
+		build: func(o Options, e Endpoint, t access) []Scenario {
 			scs := []Scenario{WebhookRedelivery(o.Rounds, o.Redeliveries)}
 			if t.powers {
 				scs = append(scs, RedeliveryAfterFailure(o.FaultRounds))
@@ -435,13 +445,13 @@ var registry = []Check{
 			}
 			return scs
 		},
-		Partial: func(_ idemcheck.Policy, _ Endpoint, t target) idemcheck.Phrase {
+		partialWhy: func(_ idemcheck.Policy, _ Endpoint, t access) idemcheck.Phrase {
 			if !t.powers {
 				return unless("no delivery failed inside the consumer on a cut database link: that %s", noPowers)
 			}
 			return idemcheck.Phrase{}
 		},
-		Skip: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ target) bool { return p.KeyPointer == "" },
+		skipWhy: skipWhen(func(p idemcheck.Policy, _ Endpoint, _ access) bool { return p.KeyPointer == "" },
 			unless("for webhook and queue consumers: the policy names no key_pointer (the event id in the body; %s)", idemcheck.Setting("Policy.KeyPointer"))),
 	},
 	{
@@ -450,8 +460,8 @@ var registry = []Check{
 			"under the same key is executed, once (the IETF Idempotency-Key draft, section 2.6, returns the result of a completed request, and a refused " +
 			"request completed nothing); where the policy saves rejections (save_rejected), the correction gets the saved rejection or the mismatch status " +
 			"and runs nothing.",
-		Build: rounds(CorrectedRetry),
-		Skip: func(p idemcheck.Policy, e Endpoint, t target) idemcheck.Phrase {
+		build: rounds(CorrectedRetry),
+		skipWhy: func(p idemcheck.Policy, e Endpoint, t access) idemcheck.Phrase {
 			if keyPointer(p, e, t) {
 				return unless(keyInBody + "a sender does not correct an event it delivered")
 			}
@@ -469,10 +479,10 @@ var registry = []Check{
 		Rule: "Stripe, GitHub, Shopify, Slack and the Standard Webhooks specification: a consumer verifies each delivery's signature over " +
 			"the exact body, and its timestamp within a tolerance (five minutes), before acting on it: a forged delivery and a replayed old one " +
 			"are refused and run nothing. GitHub and Shopify sign no timestamp: only the forged delivery applies to them.",
-		Build: func(o Options, e Endpoint, _ target) []Scenario {
+		build: func(o Options, e Endpoint, _ access) []Scenario {
 			return []Scenario{SignatureRefusals(o.Rounds, e.Sign != nil && e.Sign.SignsTime())}
 		},
-		Skip: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ target) bool { return e.Sign == nil },
+		skipWhy: skipWhen(func(_ idemcheck.Policy, e Endpoint, _ access) bool { return e.Sign == nil },
 			unless("the requests are not signed (%s)", idemcheck.Setting("Sign"))),
 	},
 	{
@@ -480,11 +490,11 @@ var registry = []Check{
 		Rule: "IETF Idempotency-Key draft, section 2.1: the key is a Structured Field string; Stripe: at most 255 characters. " +
 			"A malformed key (empty, too long, a list) gets the policy's invalid-key status and runs nothing; two valid long keys that differ only past " +
 			"their 64th character are two intents with two effects, never one key cut short.",
-		Build: func(o Options, _ Endpoint, _ target) []Scenario {
+		build: func(o Options, _ Endpoint, _ access) []Scenario {
 			// Two halves: malformed keys where the policy has a rule for them,
 			// and two long keys, which every key store must keep apart.
 			return []Scenario{MalformedKeys(1), LongKeys(o.Rounds)}
 		},
-		Skip: skipWhen(keyPointer, unless(keyInBody+"the header's syntax does not apply")),
+		skipWhy: skipWhen(keyPointer, unless(keyInBody+"the header's syntax does not apply")),
 	},
 }

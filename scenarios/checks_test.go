@@ -27,7 +27,7 @@ func TestEveryCheckIsOneWholeValue(t *testing.T) {
 		assert.False(t, seen[c.Name], "%s is registered twice", c.Name)
 		seen[c.Name] = true
 		assert.NotEmpty(t, c.Rule, c.Name)
-		assert.NotNil(t, c.Build, c.Name)
+		assert.NotNil(t, c.build, c.Name)
 		assert.Equal(t, c.Name, Names()[i])
 		got, err := Lookup(c.Name)
 		require.NoError(t, err)
@@ -82,7 +82,7 @@ func TestOlderHistoriesReadTheSameFaultLinks(t *testing.T) {
 	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`), FailingBody: &failing}
 	steps := 0
 	for _, c := range Checks() {
-		for _, sc := range c.Build(Defaults, e, target{powers: true}) {
+		for _, sc := range c.build(Defaults, e, access{powers: true}) {
 			for _, st := range sc.Steps {
 				name := stepFault(st)
 				if name == "" {
@@ -122,7 +122,7 @@ func TestANewCheckIsOneValue(t *testing.T) {
 	register(t, Check{
 		Name: name,
 		Rule: rule,
-		Build: rounds(func(r int) Scenario {
+		build: rounds(func(r int) Scenario {
 			return Scenario{Rounds: r, Steps: []Step{{Attempts: 1}, {Attempts: 1}, {Attempts: 1}}}
 		}),
 	})

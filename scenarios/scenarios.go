@@ -1,7 +1,7 @@
 // Package scenarios holds the checks and says what they send to a target.
 // A check is one value (Check: its name, its contract rule, whether it
 // breaks the target on purpose, its scenarios and when it does not apply)
-// in one ordered registry (Checks, Lookup, Names); Plan records each
+// in one ordered, closed registry (Checks, Lookup, Names); Plan records each
 // planned check's rule and fault flag in the run's plan, so the checker
 // reads them from the history. A scenario is a value too (how many rounds,
 // and per round the steps of attempts of one intent, released together or
@@ -508,9 +508,10 @@ func LeaseFencing(rounds int) Scenario {
 	}}
 }
 
-// target is what the planner knows of the target: whether the harness
-// holds powers over it (targets.Powers), derived from the ones Plan is given.
-type target struct {
+// access is what the harness may do to the target, as the planner knows
+// it: whether it holds powers over it (targets.Powers), derived from the
+// ones Plan is given.
+type access struct {
 	// powers: the harness started the target and owns its database link.
 	powers bool
 	// downstream: the harness serves the target provider doubles.

@@ -301,7 +301,7 @@ func checkFaultUses() map[string][]string {
 	o.RetryWindow = time.Second
 	uses := map[string][]string{}
 	for _, c := range registry {
-		for _, sc := range c.Build(o, e, target{powers: true}) {
+		for _, sc := range c.build(o, e, access{powers: true}) {
 			for _, st := range sc.Steps {
 				for _, f := range []faults.Fault{st.Fault, st.DBFault} {
 					if !f.IsNone() && !slices.Contains(uses[f.Name], c.Name) {
