@@ -58,7 +58,7 @@ func (s Spec) effects(c *certify.Config, started bool, e scenarios.Endpoint) err
 	if s.EffectHTTP == "" {
 		return nil
 	}
-	t, err := ParseEffectHTTP(s.EffectHTTP)
+	t, err := parseEffectHTTP(s.EffectHTTP)
 	if err != nil {
 		return usage("EffectHTTP", "%s: %v", idemcheck.Field("EffectHTTP"), err)
 	}
@@ -114,9 +114,9 @@ func ParseEffectArgs(sql string, args []string) ([]idemcheck.Template, error) {
 	return out, nil
 }
 
-// ParseEffectHTTP reads an HTTP read-back, "GET /path?query" or "/path",
+// parseEffectHTTP reads an HTTP read-back, "GET /path?query" or "/path",
 // the path a template: the read-back only ever sends GET.
-func ParseEffectHTTP(s string) (idemcheck.Template, error) {
+func parseEffectHTTP(s string) (idemcheck.Template, error) {
 	s = strings.TrimSpace(s)
 	if m, rest, ok := strings.Cut(s, " "); ok && !strings.HasPrefix(s, "/") {
 		if !strings.EqualFold(m, "GET") {
