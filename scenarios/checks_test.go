@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,41 @@ func TestPlanSaysWhatACheckCouldNotSend(t *testing.T) {
 		map[idemcheck.Field]idemcheck.Word{"Powers": {Name: "--cmd", Set: "--cmd or --image"}})
 	require.NoError(t, err)
 	assert.Contains(t, plan[0].Partial, "let idemcheck start it (--cmd or --image)")
+}
+
+// A hold is a one-attempt step whose statement a db-hold holds, with its
+// retry as the next step; a database-write choice goes with a database
+// fault; and every check's every step sends in a way round knows. Round
+// refuses a hold without a retry step and a send it does not know.
+func TestEveryStepSaysWhatItDoesInWaysRoundKnows(t *testing.T) {
+	failing, invalid := idemcheck.MustTemplate(`{"a":2}`), idemcheck.MustTemplate(`{"a":3}`)
+	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`), FailingBody: &failing, InvalidBody: &invalid,
+		Other: &OtherEndpoint{Method: "POST", Path: idemcheck.MustTemplate("/other")}}
+	holds := 0
+	for _, c := range Checks() {
+		for _, sc := range c.build(Defaults, e, access{powers: true, downstream: true}) {
+			for i, st := range sc.Steps {
+				assert.NotEqual(t, "Send("+strconv.Itoa(int(st.Send))+")", st.Send.String(), "%s step %d", c.Name, i+1)
+				if st.DBFaultAt != FaultsOwnWrite {
+					assert.False(t, st.DBFault.IsNone(), "%s step %d: %v with no database fault", c.Name, i+1, st.DBFaultAt)
+				}
+				if !st.Send.holds() {
+					continue
+				}
+				holds++
+				assert.Equal(t, 1, st.Attempts, "%s step %d", c.Name, i+1)
+				assert.Equal(t, "db-hold", st.DBFault.Name, "%s step %d", c.Name, i+1)
+				assert.Less(t, i+1, len(sc.Steps), "%s step %d: a hold needs its retry step after it", c.Name, i+1)
+			}
+		}
+	}
+	assert.Equal(t, 4, holds, "crash-lease, crash-after-commit, in-flight-retry, lease-fencing")
+
+	target := newSeenTarget(t)
+	r := &Runner{Endpoint: Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
+		Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}, Policy: idemcheck.IETF(), Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
+	for _, st := range []Step{{Attempts: 1, Send: HoldInFlight}, {Attempts: 1, Send: Send(99)}} {
+		err := r.Run(context.Background(), []Scenario{{Check: "made-up", Rounds: 1, Steps: []Step{st}}}, &idemcheck.History{})
+		assert.ErrorContains(t, err, "step", "%v", st.Send)
+	}
 }
