@@ -252,6 +252,12 @@ func (t *SoakTally) operations(o idemcheck.Observation) (pending string, owedNot
 	return why, false
 }
 
+// operationDone reports whether a status monitor of o's intent said its
+// operation finished.
+func operationDone(o idemcheck.Observation) bool {
+	return o.Settle != nil && slices.ContainsFunc(o.Settle.Operations, func(op idemcheck.Operation) bool { return op.Over == idemcheck.OperationDone })
+}
+
 // effectPending reports whether an intent's count of zero may be its
 // effect still to come: its count was still changing, or still awaited,
 // when the settle bound ran out, or it was answered with an accepted
@@ -276,15 +282,36 @@ func (t *SoakTally) settled(s idemcheck.Settle) {
 // had passed since the load's end, with the count it was judged by (the
 // recount's Judged): above it, and above one, is a late duplicate. A
 // pending intent (accepted, no effect at the reply) whose effect the
-// recount finds is pending no more.
+// recount finds is pending no more; without one, its status monitor, read
+// with the recount, decides as it does after a settle: still pending,
+// unjudged; failed, owed nothing; done, lost.
 func (t *SoakTally) recount(o idemcheck.Observation) {
 	t.recounted++
 	var judged int64
 	if o.Judged != nil {
 		judged = *o.Judged
 	}
-	if judged == 0 && o.Accepted && o.Effects > 0 {
-		t.resolved++
+	pendingOp, owedNothing := t.operations(o)
+	if judged == 0 && o.Accepted {
+		// Pending when judged: the recount, and the status monitor read
+		// with it, tell what became of it.
+		switch {
+		case o.Effects > 0:
+			t.resolved++
+		case pendingOp != "":
+			t.resolved++
+			t.ops.Unjudged++
+			if t.ops.First == "" {
+				t.ops.First = fmt.Sprintf("intent %s: %s", o.Intent, pendingOp)
+			}
+		case owedNothing:
+			t.resolved++
+			t.ops.OwedNothing++
+		case operationDone(o):
+			// Done, and no effect once the bound had passed: lost.
+			t.resolved++
+			t.lost++
+		}
 	}
 	if o.Effects <= judged || o.Effects <= 1 {
 		return

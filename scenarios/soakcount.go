@@ -327,7 +327,7 @@ func (sk *Soak) countAfterLoad(ctx context.Context, s *session, rec recorder, sp
 	}
 	switch {
 	case sk.CountDuring && sk.Settle > 0:
-		return sk.recountSpool(ctx, rec, spool, loadEnd)
+		return sk.recountSpool(ctx, s, rec, spool, loadEnd)
 	case sk.Settle > 0:
 		return sk.settleSpool(ctx, s, rec, spool, loadEnd)
 	case !sk.CountDuring:

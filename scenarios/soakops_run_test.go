@@ -90,8 +90,9 @@ func (m *monitoredAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // soakMonitored soaks api with 24 intents, its status monitors followed
-// under a settle bound, and returns the tally's result and the history.
-func soakMonitored(t *testing.T, api *monitoredAPI, settle time.Duration) (idemcheck.SoakResult, *idemcheck.History) {
+// under a settle bound (counted during the load with during), and returns
+// the tally's result and the history.
+func soakMonitored(t *testing.T, api *monitoredAPI, settle time.Duration, during bool) (idemcheck.SoakResult, *idemcheck.History) {
 	t.Helper()
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -107,7 +108,7 @@ func soakMonitored(t *testing.T, api *monitoredAPI, settle time.Duration) (idemc
 		Policy: pol, Rate: 100, Duration: time.Minute, Intents: 24, Seed: 1, Timeout: 10 * time.Second,
 		Effects: &scenarios.Effects{HTTP: &scenarios.HTTPEffects{Base: base, Upstream: srv.Listener.Addr().String(),
 			Path: idemcheck.MustTemplate("/count/{{intent}}"), Count: "/count"}},
-		Settle: settle, Counter: tally, History: history.NewEncoder(&buf),
+		Settle: settle, CountDuring: during, Counter: tally, History: history.NewEncoder(&buf),
 		Header: idemcheck.Run{Policy: pol, Checks: []idemcheck.PlannedCheck{{Name: idemcheck.CheckSoak}}},
 	}
 	load, err := sk.Run(context.Background())
@@ -137,7 +138,7 @@ func offlineAgrees(t *testing.T, r idemcheck.SoakResult, h *idemcheck.History) {
 // the history says what each monitor said, so the offline check agrees.
 func TestSoakFollowsStatusMonitors(t *testing.T) {
 	api := &monitoredAPI{fate: func(int) string { return "done" }, delay: 300 * time.Millisecond}
-	r, h := soakMonitored(t, api, 10*time.Second)
+	r, h := soakMonitored(t, api, 10*time.Second, false)
 	assert.EqualValues(t, 24, r.Counted)
 	assert.Zero(t, r.Lost)
 	assert.Zero(t, r.Pending)
@@ -179,7 +180,7 @@ func TestSoakFollowsStatusMonitors(t *testing.T) {
 // work was done.
 func TestSoakStatusMonitorsDecideWhatIsOwed(t *testing.T) {
 	fates := []string{"done", "pending", "failed"}
-	r, h := soakMonitored(t, &monitoredAPI{fate: func(seq int) string { return fates[seq%3] }}, 3*time.Second)
+	r, h := soakMonitored(t, &monitoredAPI{fate: func(seq int) string { return fates[seq%3] }}, 3*time.Second, false)
 	assert.EqualValues(t, 24, r.Counted)
 	assert.Zero(t, r.Lost, "no pending operation is called lost")
 	assert.Zero(t, r.Pending)
@@ -199,11 +200,42 @@ func TestSoakStatusMonitorsDecideWhatIsOwed(t *testing.T) {
 	assert.Regexp(t, `the first, intent (ic-\S+): the status monitor of attempt \d+ \(GET /ops/ic-\S+\) still said "pending" after \d+ reads`, reason)
 	offlineAgrees(t, r, h)
 
-	r, h = soakMonitored(t, &monitoredAPI{fate: func(seq int) string { return []string{"done", "short"}[seq%2] }}, 3*time.Second)
+	r, h = soakMonitored(t, &monitoredAPI{fate: func(seq int) string { return []string{"done", "short"}[seq%2] }}, 3*time.Second, false)
 	assert.EqualValues(t, 12, r.Lost, "done and short")
 	assert.Zero(t, r.Pending)
 	require.NotNil(t, r.Operations)
 	assert.EqualValues(t, 24, r.Operations.Done)
 	assert.Equal(t, idemcheck.Fail, checker.SoakVerdict(r))
+	offlineAgrees(t, r, h)
+}
+
+// Counted during the load, each intent is counted as it completes (its
+// effect not there yet: pending) and again once the bound has passed,
+// its status monitor read once with the recount: done with its effect,
+// it is pending no more; still pending, it is unjudged, naming the
+// monitor; failed, it owed nothing; done with no effect, it is lost.
+func TestSoakCountDuringReadsStatusMonitorsAtTheRecount(t *testing.T) {
+	fates := []string{"done", "pending", "failed", "short"}
+	r, h := soakMonitored(t, &monitoredAPI{fate: func(seq int) string { return fates[seq%4] }, delay: 200 * time.Millisecond}, time.Second, true)
+	assert.EqualValues(t, 24, r.Counted)
+	assert.EqualValues(t, 24, r.Recounted)
+	assert.Zero(t, r.Pending, "every intent pending when judged is told apart by the recount")
+	assert.EqualValues(t, 6, r.Lost, "done and short")
+	require.NotNil(t, r.Operations)
+	assert.EqualValues(t, 24, r.Operations.Monitors)
+	assert.EqualValues(t, 24, r.Operations.Reads, "one read each, with the recount")
+	assert.EqualValues(t, 12, r.Operations.Done)
+	assert.EqualValues(t, 6, r.Operations.Failed)
+	assert.EqualValues(t, 6, r.Operations.Pending)
+	assert.EqualValues(t, 6, r.Operations.Unjudged)
+	assert.EqualValues(t, 6, r.Operations.OwedNothing)
+	assert.Equal(t, idemcheck.Fail, checker.SoakVerdict(r))
+	offlineAgrees(t, r, h)
+
+	r, h = soakMonitored(t, &monitoredAPI{fate: func(seq int) string { return fates[seq%3] }, delay: 200 * time.Millisecond}, time.Second, true)
+	assert.Zero(t, r.Lost)
+	assert.Zero(t, r.Pending)
+	assert.Equal(t, idemcheck.Inconclusive, checker.SoakVerdict(r))
+	assert.Contains(t, checker.SoakReason(r), "the status monitors of 8 intents still said their operation was pending")
 	offlineAgrees(t, r, h)
 }

@@ -334,16 +334,29 @@ func carry(before []passRecord, obs []idemcheck.Observation) ([]passRecord, erro
 
 // recountSpool counts every intent counted during the load again, once
 // the settle bound has passed since loadEnd, and records each count as a
-// recount with the count its intent was judged by.
-func (sk *Soak) recountSpool(ctx context.Context, rec recorder, spool *os.File, loadEnd time.Time) error {
+// recount with the count its intent was judged by. An intent's status
+// monitor, if any, is read once, just before the count, and what it said
+// goes with the recount (Settle.Operations, one read): an intent pending
+// when judged is then told apart, its operation done, failed or not over
+// yet.
+func (sk *Soak) recountSpool(ctx context.Context, s *session, rec recorder, spool *os.File, loadEnd time.Time) error {
 	if err := sleep(ctx, time.Until(loadEnd.Add(sk.Settle))); err != nil {
 		return err
 	}
+	sem := make(chan struct{}, SettleParallel)
 	return fromSpool(ctx, spool, func(_ int, b []spoolEntry) error {
+		ops := batchOps(b, nil)
+		if err := s.readSoakOps(ctx, b, ops, sem); err != nil {
+			return err
+		}
 		obs, err := countBatch(ctx, sk.Effects, b)
 		for j := range obs {
 			judged := b[j].judged
 			obs[j].Recount, obs[j].Judged, obs[j].JudgedAt = true, &judged, b[j].judgedAt
+			if op := ops[j]; op != nil {
+				obs[j].Settle = &idemcheck.Settle{Bound: sk.Settle, Polls: 1, Waited: time.Since(loadEnd), Settled: opOver(op),
+					Operations: []idemcheck.Operation{op.Rec}}
+			}
 			rec.observation(obs[j])
 		}
 		return err

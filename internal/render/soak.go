@@ -84,7 +84,13 @@ func soakSettleLines(r *idemcheck.SoakResult) []string {
 	var out []string
 	if st := r.Settle; st != nil {
 		state := "settled: the last pass counted what the one before it did"
-		if !st.Settled {
+		switch {
+		case st.Settled:
+		case r.Operations != nil && r.Operations.Pending > 0 && r.Pending+r.Unsettled == 0:
+			state = "the bound ran out with status monitors still pending"
+		case r.Operations != nil && r.Operations.Pending > 0:
+			state = "the bound ran out with counts still changing and status monitors still pending"
+		default:
 			state = "the bound ran out with counts still changing"
 		}
 		out = append(out, fmt.Sprintf("effects counted once settled: %s over %v after the load (bound %v, quiet period %v); %s",
