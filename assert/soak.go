@@ -200,10 +200,7 @@ func (t *SoakTally) Observation(o idemcheck.Observation) {
 	case promised && pendingOp != "":
 		// As a certification judges it (operationsPending): the
 		// operation is not over, so its effect is not lost yet.
-		t.ops.Unjudged++
-		if t.ops.First == "" {
-			t.ops.First = fmt.Sprintf("intent %s: %s", o.Intent, pendingOp)
-		}
+		t.unjudged(o.Intent, pendingOp)
 	case o.Effects == 0 && promised && owedNothing:
 		t.ops.OwedNothing++
 	case o.Effects == 0 && promised && effectPending(o):
@@ -250,6 +247,15 @@ func (t *SoakTally) operations(o idemcheck.Observation) (pending string, owedNot
 		return "", true
 	}
 	return why, false
+}
+
+// unjudged counts an intent left unjudged by a status monitor not over,
+// the first one's reason kept to name it.
+func (t *SoakTally) unjudged(intent, why string) {
+	t.ops.Unjudged++
+	if t.ops.First == "" {
+		t.ops.First = fmt.Sprintf("intent %s: %s", intent, why)
+	}
 }
 
 // operationDone reports whether a status monitor of o's intent said its
@@ -300,10 +306,7 @@ func (t *SoakTally) recount(o idemcheck.Observation) {
 			t.resolved++
 		case pendingOp != "":
 			t.resolved++
-			t.ops.Unjudged++
-			if t.ops.First == "" {
-				t.ops.First = fmt.Sprintf("intent %s: %s", o.Intent, pendingOp)
-			}
+			t.unjudged(o.Intent, pendingOp)
 		case owedNothing:
 			t.resolved++
 			t.ops.OwedNothing++
