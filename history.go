@@ -184,7 +184,9 @@ type Settle struct {
 	Await int `json:"await,omitempty"`
 	// Operations are the intent's accepted operations as their status
 	// monitors last told them (Policy.StatusPointer), one per accepted
-	// attempt; the count settled only once all were over.
+	// attempt; the count settled only once all were over. On a soak's
+	// recount (counted during the load), the monitor was read once, with
+	// the recount: Polls is 1 and Settled says the operation was over.
 	Operations []Operation `json:"operations,omitempty"`
 }
 

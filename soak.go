@@ -57,6 +57,10 @@ type SoakResult struct {
 	// Settle, for a soak whose effects were counted after the load once
 	// they settled, says what the counting did.
 	Settle *SoakSettle `json:"settle,omitempty"`
+	// Operations, for a soak that followed its accepted intents' status
+	// monitors while their effects settled (Policy.StatusPointer), says
+	// what the monitors said.
+	Operations *SoakOperations `json:"operations,omitempty"`
 	// Anomalies are the soak's first late duplicates (at most
 	// MaxSoakAnomalies), each with both counts and when they were taken.
 	Anomalies []Anomaly `json:"anomalies,omitempty"`
@@ -103,6 +107,36 @@ type SoakSettle struct {
 	// False: the bound ran out with counts still changing
 	// (SoakResult.Unsettled and Pending say how many).
 	Settled bool `json:"settled"`
+}
+
+// SoakOperations is what a soak's status monitors said: each accepted
+// intent's monitor (the 202's Location, or Policy.StatusURLPointer) was
+// read, one GET per pass of the settle, until it said the operation was
+// over or the bound ran out, as a certification follows them.
+type SoakOperations struct {
+	// Monitors are the monitors followed, Reads the GETs sent to them.
+	Monitors int64 `json:"monitors"`
+	Reads    int64 `json:"reads"`
+	// Done, Failed and Pending are the monitors that said the operation
+	// finished, that it failed, and that still said neither (or could
+	// not be read) when the bound ran out.
+	Done    int64 `json:"done"`
+	Failed  int64 `json:"failed"`
+	Pending int64 `json:"pending"`
+	// Unnamed are accepted replies that named no monitor idemcheck could
+	// read (no Location header, another origin): their counts alone say
+	// when their effects settled.
+	Unnamed int64 `json:"unnamed,omitempty"`
+	// Unjudged are intents with at most one effect whose monitor was still
+	// pending, or unreadable, at the bound: the operation is not over, so
+	// its effect is neither lost nor settled, and the soak is
+	// inconclusive (First names the first such monitor). OwedNothing are
+	// intents with no effect whose operation failed: the API owes none,
+	// and, as for an intent refused, they say nothing about idempotency
+	// (they do not count towards SoakSuccessFloor).
+	Unjudged    int64  `json:"unjudged,omitempty"`
+	OwedNothing int64  `json:"owed_nothing,omitempty"`
+	First       string `json:"first_pending,omitempty"`
 }
 
 // MaxSoakAnomalies is how many late duplicates a soak's result shows

@@ -55,9 +55,11 @@ type SoakTally struct {
 	recounted, late, resolved int64
 	pending, unsettled        int64
 	// settle sums up the counts taken once settled; anomalies are the
-	// first late duplicates, with their evidence.
+	// first late duplicates, with their evidence; ops what the status
+	// monitors followed said (nil when none was).
 	settle    *idemcheck.SoakSettle
 	anomalies []idemcheck.Anomaly
+	ops       *idemcheck.SoakOperations
 	// succeeded counts intents with an attempt answered with a success,
 	// firstSucceeded the first attempts so answered.
 	succeeded, firstSucceeded int64
@@ -188,12 +190,19 @@ func (t *SoakTally) Observation(o idemcheck.Observation) {
 	if o.Settle != nil {
 		t.settled(*o.Settle)
 	}
+	pendingOp, owedNothing := t.operations(o)
 	switch {
 	case o.Effects > 1:
 		// Effects do not disappear by waiting: a duplicate counted is a
 		// duplicate, settled or not.
 		t.duplicates++
 		t.series.observation(true, false)
+	case promised && pendingOp != "":
+		// As a certification judges it (operationsPending): the
+		// operation is not over, so its effect is not lost yet.
+		t.unjudged(o.Intent, pendingOp)
+	case o.Effects == 0 && promised && owedNothing:
+		t.ops.OwedNothing++
 	case o.Effects == 0 && promised && effectPending(o):
 		t.pending++
 	case o.Effects == 0 && promised:
@@ -202,6 +211,57 @@ func (t *SoakTally) Observation(o idemcheck.Observation) {
 	case promised && o.Unsettled():
 		t.unsettled++
 	}
+}
+
+// operations adds what the status monitors of o's intent said to the
+// soak's summary, and says whether one was still pending, or unreadable,
+// at the bound (why, as a certification says it), or every one failed,
+// so that no effect was owed. A done operation with its effect short is
+// neither: it is lost.
+func (t *SoakTally) operations(o idemcheck.Observation) (pending string, owedNothing bool) {
+	if o.Settle == nil || len(o.Settle.Operations) == 0 {
+		return "", false
+	}
+	if t.ops == nil {
+		t.ops = &idemcheck.SoakOperations{}
+	}
+	failed := 0
+	for _, op := range o.Settle.Operations {
+		t.ops.Reads += int64(op.Polls)
+		switch {
+		case op.URL == "":
+			t.ops.Unnamed++
+			continue
+		case op.Over == idemcheck.OperationDone:
+			t.ops.Done++
+		case op.Over == idemcheck.OperationFailed:
+			t.ops.Failed++
+			failed++
+		default:
+			t.ops.Pending++
+		}
+		t.ops.Monitors++
+	}
+	why := operationsPending(&o)
+	if failed == len(o.Settle.Operations) {
+		return "", true
+	}
+	return why, false
+}
+
+// unjudged counts an intent left unjudged by a status monitor not over,
+// the first one's reason kept to name it.
+func (t *SoakTally) unjudged(intent, why string) {
+	t.ops.Unjudged++
+	if t.ops.First == "" {
+		t.ops.First = fmt.Sprintf("intent %s: %s", intent, why)
+	}
+}
+
+// operationDone reports whether a status monitor of o's intent said its
+// operation finished.
+func operationDone(o idemcheck.Observation) bool {
+	return o.Settle != nil && slices.ContainsFunc(o.Settle.Operations, func(op idemcheck.Operation) bool { return op.Over == idemcheck.OperationDone })
 }
 
 // effectPending reports whether an intent's count of zero may be its
@@ -228,15 +288,33 @@ func (t *SoakTally) settled(s idemcheck.Settle) {
 // had passed since the load's end, with the count it was judged by (the
 // recount's Judged): above it, and above one, is a late duplicate. A
 // pending intent (accepted, no effect at the reply) whose effect the
-// recount finds is pending no more.
+// recount finds is pending no more; without one, its status monitor, read
+// with the recount, decides as it does after a settle: still pending,
+// unjudged; failed, owed nothing; done, lost.
 func (t *SoakTally) recount(o idemcheck.Observation) {
 	t.recounted++
 	var judged int64
 	if o.Judged != nil {
 		judged = *o.Judged
 	}
-	if judged == 0 && o.Accepted && o.Effects > 0 {
-		t.resolved++
+	pendingOp, owedNothing := t.operations(o)
+	if judged == 0 && o.Accepted {
+		// Pending when judged: the recount, and the status monitor read
+		// with it, tell what became of it.
+		switch {
+		case o.Effects > 0:
+			t.resolved++
+		case pendingOp != "":
+			t.resolved++
+			t.unjudged(o.Intent, pendingOp)
+		case owedNothing:
+			t.resolved++
+			t.ops.OwedNothing++
+		case operationDone(o):
+			// Done, and no effect once the bound had passed: lost.
+			t.resolved++
+			t.lost++
+		}
 	}
 	if o.Effects <= judged || o.Effects <= 1 {
 		return
@@ -288,10 +366,14 @@ func (t *SoakTally) Result(load idemcheck.SoakResult) idemcheck.SoakResult {
 		r.LateDuplicateRate = float64(r.LateDuplicates) / float64(r.Recounted)
 	}
 	r.Pending, r.Unsettled = max(t.pending-t.resolved, 0), t.unsettled
-	r.Settle, r.Anomalies = nil, slices.Clone(t.anomalies)
+	r.Settle, r.Anomalies, r.Operations = nil, slices.Clone(t.anomalies), nil
 	if t.settle != nil {
 		s := *t.settle
 		r.Settle = &s
+	}
+	if t.ops != nil {
+		ops := *t.ops
+		r.Operations = &ops
 	}
 	r.Faults = t.faultResults()
 	r.Series = t.series.result()
@@ -350,14 +432,15 @@ func Soak(h *idemcheck.History) idemcheck.SoakResult {
 
 // SoakVerdict is a soak's verdict: it fails on any duplicated, late
 // duplicated or lost effect; without one, it is inconclusive while some
-// intent's effect may still be pending or its count was still changing
-// at the settle bound, and passes only when at least SoakSuccessFloor of
-// its intents were answered with a success (SoakReason says why not).
+// intent's effect may still be pending (its status monitor too), or its
+// count was still changing at the settle bound, and passes only when at
+// least SoakSuccessFloor of its intents were answered with a success
+// whose operation did not fail (SoakReason says why not).
 func SoakVerdict(r idemcheck.SoakResult) idemcheck.Status {
 	if soakFailed(r) {
 		return idemcheck.Fail
 	}
-	if r.Pending > 0 || r.Unsettled > 0 || !enoughSucceeded(r) {
+	if r.Pending > 0 || r.Unsettled > 0 || opsUnjudged(r) > 0 || !enoughSucceeded(r) {
 		return idemcheck.Inconclusive
 	}
 	return idemcheck.Pass
@@ -367,8 +450,27 @@ func soakFailed(r idemcheck.SoakResult) bool {
 	return r.Duplicates > 0 || r.LateDuplicates > 0 || r.Lost > 0
 }
 
+// enoughSucceeded: an intent whose status monitor said its operation
+// failed was answered with a success, but, as one refused, tested
+// nothing of idempotency.
 func enoughSucceeded(r idemcheck.SoakResult) bool {
-	return r.Intents > 0 && float64(r.Succeeded) >= idemcheck.SoakSuccessFloor*float64(r.Intents)
+	return r.Intents > 0 && float64(r.Succeeded-owedNothing(r)) >= idemcheck.SoakSuccessFloor*float64(r.Intents)
+}
+
+// opsUnjudged and owedNothing are the intents left unjudged by a status
+// monitor still pending, and those whose operation failed with no effect.
+func opsUnjudged(r idemcheck.SoakResult) int64 {
+	if r.Operations == nil {
+		return 0
+	}
+	return r.Operations.Unjudged
+}
+
+func owedNothing(r idemcheck.SoakResult) int64 {
+	if r.Operations == nil {
+		return 0
+	}
+	return r.Operations.OwedNothing
 }
 
 // SoakReason says why a soak with that result is inconclusive, or "",
@@ -380,7 +482,7 @@ func SoakReasonIn(r idemcheck.SoakResult, words Words) string {
 	if soakFailed(r) {
 		return ""
 	}
-	if r.Pending > 0 || r.Unsettled > 0 {
+	if r.Pending > 0 || r.Unsettled > 0 || opsUnjudged(r) > 0 {
 		return unjudged(r, words)
 	}
 	if enoughSucceeded(r) {
@@ -388,6 +490,12 @@ func SoakReasonIn(r idemcheck.SoakResult, words Words) string {
 	}
 	if r.Intents == 0 {
 		return "no intent was sent"
+	}
+	if n := owedNothing(r); n > 0 {
+		ok := r.Succeeded - n
+		return fmt.Sprintf("only %d of %d intents were answered with a success the policy names whose operation did not fail (%.1f%%, under the floor of %.0f%%): "+
+			"the status monitors of %d more said their operation failed, so the API owed them no effect, and the target refused or failed the rest: their idempotency was not tested",
+			ok, r.Intents, float64(ok)*100/float64(r.Intents), idemcheck.SoakSuccessFloor*100, n)
 	}
 	return fmt.Sprintf("only %d of %d intents were answered with a success the policy names (%.1f%%, under the floor of %.0f%%): the target refused or failed the rest, so their idempotency was not tested",
 		r.Succeeded, r.Intents, float64(r.Succeeded)*100/float64(r.Intents), idemcheck.SoakSuccessFloor*100)
@@ -510,6 +618,10 @@ func unjudged(r idemcheck.SoakResult, words Words) string {
 			parts = append(parts, fmt.Sprintf("%s answered with an accepted status (effect pending) still had no effect when the settle bound (%v) ran out: "+
 				"the work is still pending or was lost, and the count alone cannot tell which", count(int(r.Pending), "intent"), st.Bound))
 		}
+	}
+	if n := opsUnjudged(r); n > 0 {
+		parts = append(parts, fmt.Sprintf("the status monitors of %s still said their operation was pending, or could not be read, when the settle bound ran out: "+
+			"their effects are neither lost nor settled yet; the first, %s", count(int(n), "intent"), r.Operations.First))
 	}
 	if r.Unsettled > 0 {
 		bound := ""

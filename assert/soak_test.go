@@ -264,3 +264,69 @@ func TestSoakTallySettled(t *testing.T) {
 	assert.EqualValues(t, 1, r.Lost, "settled at zero: the effect is lost")
 	assert.Equal(t, idemcheck.Fail, SoakVerdict(r))
 }
+
+// Counted once settled with their status monitors followed, intents are
+// judged as a certification judges them: a monitor still pending, or
+// unreadable, at the bound leaves its intent unjudged (inconclusive,
+// naming the monitor), never lost, whatever its count short of a
+// duplicate; every operation failed owes no effect, and such intents do
+// not count towards the success floor; done and short is a lost effect;
+// a reply that named no monitor is judged by its count alone.
+func TestSoakTallyOperations(t *testing.T) {
+	p := idemcheck.IETF()
+	tally := func(obs ...idemcheck.Observation) idemcheck.SoakResult {
+		st := &SoakTally{Policy: p}
+		for _, o := range obs {
+			st.Attempt(soakAttempt(o.Intent, 1, 202, false))
+			st.Observation(o)
+		}
+		return st.Result(idemcheck.SoakResult{})
+	}
+	op := func(name string, effects int64, over, state, why string) idemcheck.Observation {
+		o := idemcheck.Operation{Attempt: 1, URL: "/ops/" + name, State: state, Polls: 3, Over: over, Error: why}
+		if why != "" && state == "" {
+			o.URL = ""
+		}
+		return idemcheck.Observation{Intent: name, Effects: effects, Accepted: true, Settle: &idemcheck.Settle{Bound: 3 * time.Second, Quiet: time.Second,
+			Polls: 3, Settled: over != "" || o.URL == "" && effects > 0, Awaited: true, Operations: []idemcheck.Operation{o}}}
+	}
+	done := func(name string, effects int64) idemcheck.Observation {
+		return op(name, effects, idemcheck.OperationDone, "succeeded", "")
+	}
+
+	r := tally(done("a", 1), done("b", 1), op("c", 1, "", "", "no status monitor: the accepted reply has no Location header"))
+	assert.Equal(t, &idemcheck.SoakOperations{Monitors: 2, Reads: 9, Done: 2, Unnamed: 1}, r.Operations)
+	assert.Equal(t, idemcheck.Pass, SoakVerdict(r))
+
+	r = tally(done("a", 1), op("p", 0, "", "queued", ""), op("q", 1, "", "queued", ""), op("u", 0, "", "", "the status monitor answered 503, not 2xx"))
+	assert.EqualValues(t, 2, r.Operations.Unjudged, "p and q; u named no monitor and is awaited as without one")
+	assert.EqualValues(t, 1, r.Pending, "u")
+	assert.Zero(t, r.Lost)
+	assert.Zero(t, r.Unsettled)
+	assert.Equal(t, idemcheck.Inconclusive, SoakVerdict(r))
+
+	r = tally(done("a", 1), op("p", 0, "", "queued", ""), op("r", 0, "", "", ""))
+	assert.EqualValues(t, 2, r.Operations.Unjudged)
+	reason := SoakReason(r)
+	assert.Contains(t, reason, "the status monitors of 2 intents still said their operation was pending, or could not be read, when the settle bound ran out")
+	assert.Contains(t, reason, `the first, intent p: the status monitor of attempt 1 (GET /ops/p) still said "queued" after 3 reads`)
+
+	failed := func(name string, effects int64) idemcheck.Observation {
+		return op(name, effects, idemcheck.OperationFailed, "failed", "")
+	}
+	r = tally(done("a", 1), failed("f", 0), failed("g", 2))
+	assert.EqualValues(t, 1, r.Operations.OwedNothing)
+	assert.EqualValues(t, 1, r.Duplicates, "a failed operation's second effect is a duplicate still")
+	assert.Zero(t, r.Lost)
+	r = tally(done("a", 1), done("b", 1), failed("f", 0))
+	assert.Equal(t, idemcheck.Pass, SoakVerdict(r), "2 of 3 owed their effect and had it")
+	r = tally(done("a", 1), failed("f", 0), failed("g", 0), failed("h", 0))
+	assert.Zero(t, r.Lost)
+	assert.Equal(t, idemcheck.Inconclusive, SoakVerdict(r), "3 of 4 owed nothing: under the floor")
+	assert.Contains(t, SoakReason(r), "only 1 of 4 intents were answered with a success the policy names whose operation did not fail (25.0%")
+	assert.Contains(t, SoakReason(r), "the status monitors of 3 more said their operation failed, so the API owed them no effect")
+
+	r = tally(done("a", 1), done("short", 0))
+	assert.EqualValues(t, 1, r.Lost, "done and short")
+	assert.Equal(t, idemcheck.Fail, SoakVerdict(r))
+}

@@ -122,7 +122,7 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 	changed := start
 	for {
 		now := time.Now()
-		if now.Sub(changed) >= quiet && (!await || o.Effects >= owed || operationsFailed(ops)) && operationsOver(ops) && !now.Before(notBefore) {
+		if now.Sub(changed) >= quiet && (!await || o.Effects >= owed || operationsDecided(ops)) && operationsOver(ops) && !now.Before(notBefore) {
 			st.Settled = true
 			break
 		}
@@ -183,14 +183,17 @@ func operationsOver(ops []*operation) bool {
 	return true
 }
 
-// operationsFailed reports whether every operation of ops failed: the
-// intent owes no effect, so a count of zero is settled.
-func operationsFailed(ops []*operation) bool {
+// operationsDecided reports whether every operation of ops said it is
+// over, done or failed: the API has said which effects are owed, so the
+// count, once quiet, is settled however short (every one failed owes no
+// effect; done and short is a lost effect), with no more waiting for an
+// effect the API says is not coming.
+func operationsDecided(ops []*operation) bool {
 	if len(ops) == 0 {
 		return false
 	}
 	for _, op := range ops {
-		if op.rec.Over != idemcheck.OperationFailed {
+		if op.rec.Over == "" {
 			return false
 		}
 	}

@@ -47,7 +47,10 @@ type Soak struct {
 	// (Observation.Settle). With CountDuring, every intent is counted as
 	// it completes and again once Settle has passed since the load's end:
 	// an effect that appeared in between is a late duplicate. Zero counts
-	// once, as the intents complete or after the load.
+	// once, as the intents complete or after the load. Where the policy
+	// names a StatusPointer, the passes also follow each accepted
+	// intent's status monitor until it says the operation is over
+	// (soakops.go).
 	Settle time.Duration
 	// Rate is intents per second; Duration how long to send them.
 	Rate     int
@@ -180,7 +183,7 @@ func (sk *Soak) Run(ctx context.Context) (*idemcheck.SoakResult, error) {
 	if vegetaErr != nil {
 		return nil, fmt.Errorf("vegeta results: %w", vegetaErr)
 	}
-	if err := sk.countAfterLoad(ctx, rec, counting.spool, loadEnd); err != nil {
+	if err := sk.countAfterLoad(ctx, s, rec, counting.spool, loadEnd); err != nil {
 		return nil, err
 	}
 	res.Throughput, res.Rate, res.Success = metrics.Throughput, metrics.Rate, metrics.Success
@@ -250,7 +253,7 @@ func (sk *Soak) Preflight(ctx context.Context) error {
 // modes share, read from the soak's.
 func (sk *Soak) session() *session {
 	r := &Runner{Endpoint: sk.Endpoint, Policy: sk.Policy, Redactor: sk.Redactor, Redact: sk.Redact, Secrets: sk.Secrets,
-		RedactFields: sk.RedactFields, RedactQuery: sk.RedactQuery, Upstream: sk.Upstream}
+		RedactFields: sk.RedactFields, RedactQuery: sk.RedactQuery, Upstream: sk.Upstream, AllowRemote: sk.AllowRemote, TLS: sk.TLS}
 	return &session{Runner: r, run: newRunID(), soak: true}
 }
 

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -25,17 +26,22 @@ import (
 
 // spoolEntry is one intent as the soak spools it: the intent, whether one
 // of its attempts was answered with an accepted status, and, once counted
-// during the load, the count it was judged by and when it was taken.
+// during the load, the count it was judged by and when it was taken; op
+// is its accepted attempt's status monitor, when the soak follows them
+// (soakops.go).
 type spoolEntry struct {
 	in       idemcheck.Intent
 	accepted bool
 	judged   int64
 	judgedAt time.Time
+	op       *soakOp
 }
 
 // write writes the entry as one line of tab-separated fields: the
 // intent's ID, key and number, 1 or 0 for accepted, the count and the
-// time it was taken (Unix nanoseconds, 0 before it was counted).
+// time it was taken (Unix nanoseconds, 0 before it was counted), and,
+// with a status monitor, a seventh: the monitor in JSON (which escapes
+// every tab and newline).
 func (e spoolEntry) write(w *bufio.Writer) {
 	accepted, at := 0, int64(0)
 	if e.accepted {
@@ -44,12 +50,26 @@ func (e spoolEntry) write(w *bufio.Writer) {
 	if !e.judgedAt.IsZero() {
 		at = e.judgedAt.UnixNano()
 	}
-	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", e.in.ID, e.in.Key, e.in.Seq, accepted, e.judged, at)
+	fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d", e.in.ID, e.in.Key, e.in.Seq, accepted, e.judged, at)
+	if e.op != nil {
+		op, _ := json.Marshal(e.op)
+		w.WriteByte('\t')
+		w.Write(op)
+	}
+	w.WriteByte('\n')
 }
 
 // parseSpoolEntry reads a line write wrote.
 func parseSpoolEntry(line string) (spoolEntry, bool) {
 	f := strings.Split(line, "\t")
+	var op *soakOp
+	if len(f) == 7 {
+		op = new(soakOp)
+		if json.Unmarshal([]byte(f[6]), op) != nil {
+			return spoolEntry{}, false
+		}
+		f = f[:6]
+	}
 	if len(f) != 6 {
 		return spoolEntry{}, false
 	}
@@ -59,7 +79,7 @@ func parseSpoolEntry(line string) (spoolEntry, bool) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return spoolEntry{}, false
 	}
-	e := spoolEntry{in: idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}, accepted: f[3] == "1", judged: judged}
+	e := spoolEntry{in: idemcheck.Intent{ID: f[0], Key: f[1], Seq: seq, Check: idemcheck.CheckSoak, Round: 1}, accepted: f[3] == "1", judged: judged, op: op}
 	if at != 0 {
 		e.judgedAt = time.Unix(0, at).UTC()
 	}
@@ -301,15 +321,15 @@ func (c *soakCounting) remove() {
 // countAfterLoad counts what is left to count once the load has ended at
 // loadEnd: the spooled intents, or, with Settle, their counts until they
 // settle (settleSpool) or again once Settle has passed (recountSpool).
-func (sk *Soak) countAfterLoad(ctx context.Context, rec recorder, spool *os.File, loadEnd time.Time) error {
+func (sk *Soak) countAfterLoad(ctx context.Context, s *session, rec recorder, spool *os.File, loadEnd time.Time) error {
 	if sk.Effects == nil {
 		return nil
 	}
 	switch {
 	case sk.CountDuring && sk.Settle > 0:
-		return sk.recountSpool(ctx, rec, spool, loadEnd)
+		return sk.recountSpool(ctx, s, rec, spool, loadEnd)
 	case sk.Settle > 0:
-		return sk.settleSpool(ctx, rec, spool, loadEnd)
+		return sk.settleSpool(ctx, s, rec, spool, loadEnd)
 	case !sk.CountDuring:
 		return fromSpool(ctx, spool, func(_ int, b []spoolEntry) error {
 			obs, err := countBatch(ctx, sk.Effects, b)

@@ -184,7 +184,13 @@ func (r *soakRun) first(h *soakHit, res *vegeta.Result, retries chan<- *soakHit)
 		retries <- h
 		return
 	}
-	r.counts <- spoolEntry{in: h.in, accepted: r.accepted(a)}
+	var op *soakOp
+	if r.accepted(a) {
+		// The monitor may be in the reply's body, which only a history
+		// keeps otherwise.
+		op = r.monitor(a, vegetaResult(res, true))
+	}
+	r.counts <- spoolEntry{in: h.in, accepted: r.accepted(a), op: op}
 }
 
 // retriers start the four retriers: each sends a hit that got no reply
@@ -196,12 +202,13 @@ func (r *soakRun) retriers(ctx context.Context) (retries chan<- *soakHit, wait f
 	for range 4 {
 		wg.Go(func() {
 			for h := range hits {
-				a := r.s.put(r.s.attempt(h, 2, "", r.rec.detailed()), r.client.Do(ctx, r.routes.clean, h.req))
+				res := r.client.Do(ctx, r.routes.clean, h.req)
+				a := r.s.put(r.s.attempt(h, 2, "", r.rec.detailed()), res)
 				r.live.retried.Add(1)
 				if a.Outcome != idemcheck.Replied || a.Status >= 500 {
 					r.live.errors.Add(1)
 				}
-				r.counts <- spoolEntry{in: h.in, accepted: r.accepted(a)}
+				r.counts <- spoolEntry{in: h.in, accepted: r.accepted(a), op: r.monitor(a, res)}
 			}
 		})
 	}

@@ -24,9 +24,11 @@ import (
 //     a batch at a time, each pass at least the quiet period (SettleQuiet)
 //     after the one before it ended, until a pass gives every batch the
 //     same digest as the pass before it (the sum of its counts and a hash
-//     of its (intent, count) pairs) and no intent answered with an
-//     accepted status is still at zero (its effect is awaited), or the
-//     bound, from the load's end, leaves no room for another pass. Each
+//     of its (intent, count) pairs), no intent answered with an accepted
+//     status is still at zero (its effect is awaited) unless its status
+//     monitor said its operation is over, and no monitor followed is still
+//     pending (soakops.go), or the bound, from the load's end, leaves no
+//     room for another pass. Each
 //     pass's counts go to a file of their own, batch by batch, with what
 //     the passes before saw of each intent (its first count, how often it
 //     changed); the last pass's are recorded, with Observation.Settle
@@ -40,26 +42,36 @@ import (
 
 // batchDigest is what one pass counted for one batch of intents, in a few
 // bytes: the sum of its counts, a hash of its (intent, count) pairs in the
-// batch's order, and how many of its intents answered with an accepted
-// status were still at zero.
+// batch's order, how many of its intents answered with an accepted status
+// were still at zero with their operation not said to be over, and how
+// many of its status monitors were still pending.
 type batchDigest struct {
 	sum      int64
 	hash     uint64
 	awaiting int
+	monitors int
 }
 
-// digestOf is the digest of one batch's counts.
-func digestOf(obs []idemcheck.Observation) batchDigest {
+// digestOf is the digest of one batch's counts, ops[j] the status
+// monitor of obs[j]'s intent (nil, or ops empty, for none).
+func digestOf(obs []idemcheck.Observation, ops []*soakOp) batchDigest {
 	var d batchDigest
 	h := fnv.New64a()
 	var buf []byte
-	for _, o := range obs {
+	for j, o := range obs {
+		var op *soakOp
+		if j < len(ops) {
+			op = ops[j]
+		}
 		d.sum += o.Effects
 		buf = append(append(buf[:0], o.Intent...), 0)
 		buf = append(strconv.AppendInt(buf, o.Effects, 10), 0)
 		_, _ = h.Write(buf)
-		if o.Accepted && o.Effects == 0 {
+		if o.Accepted && o.Effects == 0 && !opDecided(op) {
 			d.awaiting++
+		}
+		if !opOver(op) {
+			d.monitors++
 		}
 	}
 	d.hash = h.Sum64()
@@ -79,30 +91,35 @@ func moving(prev, cur []batchDigest) int {
 }
 
 // awaiting is how many intents answered with an accepted status the
-// digests found still at zero.
-func awaiting(ds []batchDigest) int {
-	n := 0
+// digests found still at zero, and how many status monitors still
+// pending.
+func awaiting(ds []batchDigest) (effects, monitors int) {
 	for _, d := range ds {
-		n += d.awaiting
+		effects += d.awaiting
+		monitors += d.monitors
 	}
-	return n
+	return effects, monitors
 }
 
 // passSettled reports whether a pass settles the counts: there was a pass
-// before it, every batch counted the same in both, and no accepted intent
-// is still at zero.
+// before it, every batch counted the same in both, no accepted intent
+// whose operation is not known to be over is still at zero, and no
+// status monitor is still pending.
 func passSettled(prev, cur []batchDigest) bool {
-	return prev != nil && moving(prev, cur) == 0 && awaiting(cur) == 0
+	effects, monitors := awaiting(cur)
+	return prev != nil && moving(prev, cur) == 0 && effects == 0 && monitors == 0
 }
 
 // passRecord is one intent's count in a settle pass, as the pass's file
 // holds it: the count, the intent's count in the first pass, how many
-// passes changed it, and whether this one did.
+// passes changed it, whether this one did, and its status monitor as
+// this pass left it.
 type passRecord struct {
 	O       idemcheck.Observation `json:"o"`
 	First   int64                 `json:"first"`
 	Changes int                   `json:"changes,omitempty"`
 	Moved   bool                  `json:"moved,omitempty"`
+	Op      *soakOp               `json:"op,omitempty"`
 }
 
 // settlePass is one pass over every spooled intent: its records in a
@@ -164,8 +181,9 @@ func (p *settlePass) batch(i int) ([]passRecord, error) {
 // record records every count of the pass, with st (the pass's bound,
 // quiet period, number and wait) and what the passes saw of each intent:
 // settled when this pass did not change its count (the two counts at
-// least the quiet period apart) and, answered with an accepted status,
-// it has an effect.
+// least the quiet period apart), its status monitor, if any, is not
+// pending, and, answered with an accepted status, it has an effect or its
+// monitor said the operation is over (done and short is a lost effect).
 func (p *settlePass) record(rec recorder, st idemcheck.Settle) error {
 	dec := json.NewDecoder(bufio.NewReader(io.NewSectionReader(p.file, 0, p.end)))
 	for {
@@ -177,7 +195,10 @@ func (p *settlePass) record(rec recorder, st idemcheck.Settle) error {
 		}
 		s := st
 		s.First, s.Changes, s.Awaited = r.First, r.Changes, r.O.Accepted
-		s.Settled = s.Polls >= 2 && !r.Moved && (!r.O.Accepted || r.O.Effects > 0)
+		s.Settled = s.Polls >= 2 && !r.Moved && (!r.O.Accepted || r.O.Effects > 0 || opDecided(r.Op)) && opOver(r.Op)
+		if r.Op != nil {
+			s.Operations = []idemcheck.Operation{r.Op.Rec}
+		}
 		o := r.O
 		o.Settle = &s
 		rec.observation(o)
@@ -192,7 +213,7 @@ func (p *settlePass) remove() {
 // settleSpool counts every spooled intent after the load in passes until
 // the counts settle or the bound, from loadEnd, leaves no room for one
 // more pass a quiet period after the last, and records the last pass.
-func (sk *Soak) settleSpool(ctx context.Context, rec recorder, spool *os.File, loadEnd time.Time) error {
+func (sk *Soak) settleSpool(ctx context.Context, s *session, rec recorder, spool *os.File, loadEnd time.Time) error {
 	bound, quiet := sk.Settle, SettleQuiet(sk.Settle)
 	var prev *settlePass
 	defer func() {
@@ -201,7 +222,7 @@ func (sk *Soak) settleSpool(ctx context.Context, rec recorder, spool *os.File, l
 		}
 	}()
 	for passes := 1; ; passes++ {
-		cur, err := sk.settlePass(ctx, spool, prev)
+		cur, err := sk.settlePass(ctx, s, spool, prev)
 		if cur != nil && err != nil {
 			cur.remove()
 		}
@@ -224,12 +245,16 @@ func (sk *Soak) settleSpool(ctx context.Context, rec recorder, spool *os.File, l
 }
 
 // settlePass counts every spooled intent once, each batch beside what the
-// pass before (prev, nil for the first) counted of it.
-func (sk *Soak) settlePass(ctx context.Context, spool *os.File, prev *settlePass) (*settlePass, error) {
+// pass before (prev, nil for the first) counted of it, after reading the
+// status monitors not over yet (at most SettleParallel at once in the
+// pass): a monitor that said done before the count is one whose effect
+// the count must hold.
+func (sk *Soak) settlePass(ctx context.Context, s *session, spool *os.File, prev *settlePass) (*settlePass, error) {
 	cur, err := newSettlePass()
 	if err != nil {
 		return nil, err
 	}
+	sem := make(chan struct{}, SettleParallel)
 	err = fromSpool(ctx, spool, func(i int, b []spoolEntry) error {
 		var before []passRecord
 		if prev != nil {
@@ -237,6 +262,10 @@ func (sk *Soak) settlePass(ctx context.Context, spool *os.File, prev *settlePass
 			if before, err = prev.batch(i); err != nil {
 				return err
 			}
+		}
+		ops := batchOps(b, before)
+		if err := s.readSoakOps(ctx, b, ops, sem); err != nil {
+			return err
 		}
 		obs, err := countBatch(ctx, sk.Effects, b)
 		if err != nil {
@@ -246,6 +275,9 @@ func (sk *Soak) settlePass(ctx context.Context, spool *os.File, prev *settlePass
 		if err != nil {
 			return fmt.Errorf("batch %d: %w", i, err)
 		}
+		for j := range recs {
+			recs[j].Op = ops[j]
+		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		for _, r := range recs {
@@ -253,12 +285,30 @@ func (sk *Soak) settlePass(ctx context.Context, spool *os.File, prev *settlePass
 				return err
 			}
 		}
-		return cur.put(i, digestOf(obs), buf.Bytes())
+		return cur.put(i, digestOf(obs, ops), buf.Bytes())
 	})
 	if err == nil {
 		err = ctx.Err()
 	}
 	return cur, err
+}
+
+// batchOps are the status monitors of batch b's intents, as the pass
+// before left them (before, nil in the first pass), else as spooled: a
+// copy, for this pass to update.
+func batchOps(b []spoolEntry, before []passRecord) []*soakOp {
+	ops := make([]*soakOp, len(b))
+	for j, e := range b {
+		src := e.op
+		if j < len(before) && before[j].O.Intent == e.in.ID {
+			src = before[j].Op
+		}
+		if src != nil {
+			op := *src
+			ops[j] = &op
+		}
+	}
+	return ops
 }
 
 // carry makes a pass's records of one batch's counts, carrying what the
@@ -284,16 +334,29 @@ func carry(before []passRecord, obs []idemcheck.Observation) ([]passRecord, erro
 
 // recountSpool counts every intent counted during the load again, once
 // the settle bound has passed since loadEnd, and records each count as a
-// recount with the count its intent was judged by.
-func (sk *Soak) recountSpool(ctx context.Context, rec recorder, spool *os.File, loadEnd time.Time) error {
+// recount with the count its intent was judged by. An intent's status
+// monitor, if any, is read once, just before the count, and what it said
+// goes with the recount (Settle.Operations, one read): an intent pending
+// when judged is then told apart, its operation done, failed or not over
+// yet.
+func (sk *Soak) recountSpool(ctx context.Context, s *session, rec recorder, spool *os.File, loadEnd time.Time) error {
 	if err := sleep(ctx, time.Until(loadEnd.Add(sk.Settle))); err != nil {
 		return err
 	}
+	sem := make(chan struct{}, SettleParallel)
 	return fromSpool(ctx, spool, func(_ int, b []spoolEntry) error {
+		ops := batchOps(b, nil)
+		if err := s.readSoakOps(ctx, b, ops, sem); err != nil {
+			return err
+		}
 		obs, err := countBatch(ctx, sk.Effects, b)
 		for j := range obs {
 			judged := b[j].judged
 			obs[j].Recount, obs[j].Judged, obs[j].JudgedAt = true, &judged, b[j].judgedAt
+			if op := ops[j]; op != nil {
+				obs[j].Settle = &idemcheck.Settle{Bound: sk.Settle, Polls: 1, Waited: time.Since(loadEnd), Settled: opOver(op),
+					Operations: []idemcheck.Operation{op.Rec}}
+			}
 			rec.observation(obs[j])
 		}
 		return err

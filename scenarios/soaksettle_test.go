@@ -37,29 +37,29 @@ func counts(pairs ...string) []idemcheck.Observation {
 // changes it, and so does one more anywhere; the same counts give the
 // same digest. An accepted intent at zero is counted as awaited.
 func TestBatchDigest(t *testing.T) {
-	base := digestOf(counts("a=1", "b=0", "c=2"))
-	assert.Equal(t, base, digestOf(counts("a=1", "b=0", "c=2")), "the same counts")
+	base := digestOf(counts("a=1", "b=0", "c=2"), nil)
+	assert.Equal(t, base, digestOf(counts("a=1", "b=0", "c=2"), nil), "the same counts")
 	assert.EqualValues(t, 3, base.sum)
 	assert.Zero(t, base.awaiting)
 
-	swapped := digestOf(counts("a=0", "b=1", "c=2"))
+	swapped := digestOf(counts("a=0", "b=1", "c=2"), nil)
 	assert.Equal(t, base.sum, swapped.sum, "the same sum")
 	assert.NotEqual(t, base.hash, swapped.hash, "an effect on another intent")
-	assert.NotEqual(t, base, digestOf(counts("a=1", "b=0", "c=3")), "one effect more")
+	assert.NotEqual(t, base, digestOf(counts("a=1", "b=0", "c=3"), nil), "one effect more")
 	// The intent and its count are delimited: "a" with 11 is not "a1"
 	// with 1.
-	assert.NotEqual(t, digestOf(counts("a=11")).hash, digestOf(counts("a1=1")).hash)
+	assert.NotEqual(t, digestOf(counts("a=11"), nil).hash, digestOf(counts("a1=1"), nil).hash)
 
-	assert.Equal(t, 1, digestOf(counts("a=0!", "b=1!", "c=0")).awaiting, "only the accepted intent at zero is awaited")
+	assert.Equal(t, 1, digestOf(counts("a=0!", "b=1!", "c=0"), nil).awaiting, "only the accepted intent at zero is awaited")
 }
 
 // A pass settles the counts when every batch counted the same as in the
 // pass before it and no accepted intent is still at zero; the first pass
 // never does, having nothing to compare with.
 func TestPassSettled(t *testing.T) {
-	p1 := []batchDigest{digestOf(counts("a=1", "b=0")), digestOf(counts("c=1"))}
-	p2 := []batchDigest{digestOf(counts("a=1", "b=1")), digestOf(counts("c=1"))}
-	p3 := []batchDigest{digestOf(counts("a=1", "b=1")), digestOf(counts("c=1"))}
+	p1 := []batchDigest{digestOf(counts("a=1", "b=0"), nil), digestOf(counts("c=1"), nil)}
+	p2 := []batchDigest{digestOf(counts("a=1", "b=1"), nil), digestOf(counts("c=1"), nil)}
+	p3 := []batchDigest{digestOf(counts("a=1", "b=1"), nil), digestOf(counts("c=1"), nil)}
 
 	assert.False(t, passSettled(nil, p1), "the first pass")
 	assert.Equal(t, 1, moving(p1, p2))
@@ -73,7 +73,7 @@ func TestPassSettled(t *testing.T) {
 
 	// The same counts, but an accepted intent still at zero: its effect
 	// is awaited.
-	w := []batchDigest{digestOf(counts("a=1", "b=0!"))}
+	w := []batchDigest{digestOf(counts("a=1", "b=0!"), nil)}
 	assert.Zero(t, moving(w, w))
 	assert.False(t, passSettled(w, w))
 }
@@ -94,8 +94,8 @@ func TestSettlePassRecords(t *testing.T) {
 	require.NoError(t, err)
 	defer p1.remove()
 	// Batches come back in any order; each is found by its number.
-	require.NoError(t, p1.put(1, digestOf(counts("d=0!")), encode(t, first[3:])))
-	require.NoError(t, p1.put(0, digestOf(counts("a=0!", "b=1", "c=1")), encode(t, first[:3])))
+	require.NoError(t, p1.put(1, digestOf(counts("d=0!"), nil), encode(t, first[3:])))
+	require.NoError(t, p1.put(0, digestOf(counts("a=0!", "b=1", "c=1"), nil), encode(t, first[:3])))
 	back, err := p1.batch(0)
 	require.NoError(t, err)
 	assert.Equal(t, first[:3], back)
@@ -118,12 +118,12 @@ func TestSettlePassRecords(t *testing.T) {
 	p2, err := newSettlePass()
 	require.NoError(t, err)
 	defer p2.remove()
-	require.NoError(t, p2.put(0, digestOf(counts("a=1!", "b=1", "c=2")), encode(t, second)))
+	require.NoError(t, p2.put(0, digestOf(counts("a=1!", "b=1", "c=2"), nil), encode(t, second)))
 	before, err = p1.batch(1)
 	require.NoError(t, err)
 	last, err := carry(before, counts("d=0!"))
 	require.NoError(t, err)
-	require.NoError(t, p2.put(1, digestOf(counts("d=0!")), encode(t, last)))
+	require.NoError(t, p2.put(1, digestOf(counts("d=0!"), nil), encode(t, last)))
 	assert.False(t, passSettled(p1.digests, p2.digests))
 
 	got := &tally{}
@@ -158,7 +158,10 @@ func encode(t *testing.T, recs []passRecord) []byte {
 func TestSpoolEntryRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 5, 10, 11, 12, 345678900, time.UTC)
 	in := idemcheck.Intent{ID: "ic-ab12-7", Key: "5f0c6c1e-0b7e-4e55-9a57-0e6c1d2b3a4f", Seq: 7, Check: idemcheck.CheckSoak, Round: 1}
-	for _, e := range []spoolEntry{{in: in}, {in: in, accepted: true, judged: 2, judgedAt: at}} {
+	// A status monitor's record and URL hold what a tab-separated line
+	// cannot: JSON escapes them.
+	op := &soakOp{Rec: idemcheck.Operation{Attempt: 3, URL: "/ops/a b", Error: "answered\t500\n"}, URL: "http://127.0.0.1:1/ops/a%20b"}
+	for _, e := range []spoolEntry{{in: in}, {in: in, accepted: true, judged: 2, judgedAt: at}, {in: in, accepted: true, op: op}} {
 		var b bytes.Buffer
 		w := bufio.NewWriter(&b)
 		e.write(w)
@@ -169,4 +172,47 @@ func TestSpoolEntryRoundTrip(t *testing.T) {
 	}
 	_, ok := parseSpoolEntry("ic-1\tkey\t1")
 	assert.False(t, ok, "a line of another form")
+}
+
+// A status monitor still pending keeps a pass from settling the counts,
+// however still they are; an accepted intent at zero whose monitor said
+// its operation is over (done or failed) is no longer awaited: the API
+// said whether an effect is owed. Recorded, the count carries what its
+// monitor said, and settled only once the monitor is not pending.
+func TestPassSettledWaitsForStatusMonitors(t *testing.T) {
+	pending := &soakOp{Rec: idemcheck.Operation{Attempt: 1, URL: "/ops/a", State: "pending", Polls: 1}, URL: "http://127.0.0.1:1/ops/a"}
+	done := &soakOp{Rec: idemcheck.Operation{Attempt: 1, URL: "/ops/a", State: "succeeded", Polls: 2, Over: idemcheck.OperationDone}, URL: "http://127.0.0.1:1/ops/a"}
+	unnamed := &soakOp{Rec: idemcheck.Operation{Attempt: 1, Error: "no status monitor: the accepted reply has no Location header"}}
+
+	w := []batchDigest{digestOf(counts("a=1!", "b=1"), []*soakOp{pending, nil})}
+	assert.Equal(t, 1, w[0].monitors)
+	assert.False(t, passSettled(w, w), "a's monitor is still pending")
+	w = []batchDigest{digestOf(counts("a=1!", "b=1"), []*soakOp{done, nil})}
+	assert.True(t, passSettled(w, w))
+	w = []batchDigest{digestOf(counts("a=0!"), []*soakOp{done})}
+	assert.Zero(t, w[0].awaiting, "done: the count is final, short or not")
+	assert.True(t, passSettled(w, w))
+	w = []batchDigest{digestOf(counts("a=0!"), []*soakOp{unnamed})}
+	assert.Equal(t, 1, w[0].awaiting, "no monitor to read: the effect is awaited as without one")
+	assert.Zero(t, w[0].monitors)
+
+	p, err := newSettlePass()
+	require.NoError(t, err)
+	defer p.remove()
+	recs := []passRecord{
+		{O: counts("a=0!")[0], Op: done},
+		{O: counts("b=0!")[0], Op: pending},
+		{O: counts("c=1!")[0], Op: pending},
+	}
+	require.NoError(t, p.put(0, batchDigest{}, encode(t, recs)))
+	got := &tally{}
+	require.NoError(t, p.record(&streamRecorder{count: got}, idemcheck.Settle{Bound: 2 * time.Second, Quiet: time.Second, Polls: 2}))
+	require.Len(t, got.obs, 3)
+	for i, o := range got.obs {
+		require.NotNil(t, o.Settle)
+		assert.Equal(t, []idemcheck.Operation{recs[i].Op.Rec}, o.Settle.Operations, o.Intent)
+	}
+	assert.True(t, got.obs[0].Settle.Settled, "done and short: settled, so judged lost")
+	assert.False(t, got.obs[1].Settle.Settled, "pending at the bound")
+	assert.False(t, got.obs[2].Settle.Settled, "pending at the bound, whatever its count")
 }

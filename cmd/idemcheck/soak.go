@@ -275,6 +275,9 @@ func soakLine(cfg certify.SoakConfig) string {
 	case cfg.Settle > 0:
 		settling = fmt.Sprintf(", effects counted once settled (at most %v after the load)", cfg.Settle)
 	}
+	if cfg.Settle > 0 && cfg.Policy.StatusPointer != "" {
+		settling += fmt.Sprintf(", status monitors followed (%s)", cfg.Policy.StatusPointer)
+	}
 	total := int64(cfg.Rate)
 	if sh := cfg.Shard; sh.Count > 1 {
 		return fmt.Sprintf("soak: shard %s: %d of %d intents/s for %v, %s%s …", sh, sh.Part(total), total, cfg.Duration, faultsLine(cfg.Faults), settling)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -179,4 +180,41 @@ func TestSoakSettlePaymentsUnkeyedEffect(t *testing.T) {
 	assert.Zero(t, r.LateDuplicates)
 	require.NotNil(t, r.Settle)
 	assert.True(t, r.Settle.Settled, "%+v", *r.Settle)
+}
+
+// The reference payments API soaked with its status monitors followed
+// (the policy's status_pointer): every 202's monitor, GET
+// /payments/{id}, is read while the effects settle until it says
+// "succeeded", the counts settle only then, and the soak passes; the
+// history holds what each monitor said, and checked offline gives the
+// same report.
+func TestSoakSettlePaymentsStatusMonitors(t *testing.T) {
+	url, dsn := paymentsAPI(t, payments.Reference)
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "payments-policy.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte("preset: ietf\nreplay_header: Idempotent-Replayed\nstatus_pointer: /status\nstatus_done: [succeeded]\nstatus_failed: [failed]\n"), 0o600))
+	hist := filepath.Join(dir, "soak.jsonl")
+	start := time.Now()
+	code, rep, out := paymentsSoak(t, url, dsn, "--policy", policy, "--settle", "10s", "--history", hist)
+	t.Logf("--settle 10s, status monitors followed: %v\n%s", time.Since(start).Round(time.Millisecond), out)
+	r := rep.Soak
+	assert.Equal(t, idemcheck.ExitHeld, code, out)
+	assert.Equal(t, idemcheck.Pass, rep.Verdict)
+	assert.Zero(t, r.Lost)
+	assert.Zero(t, r.Pending)
+	assert.Zero(t, r.Unsettled)
+	require.NotNil(t, r.Settle)
+	assert.True(t, r.Settle.Settled, "%+v", *r.Settle)
+	require.NotNil(t, r.Operations, out)
+	assert.EqualValues(t, 100, r.Operations.Monitors, "one monitor an intent")
+	assert.EqualValues(t, 100, r.Operations.Done)
+	assert.Zero(t, r.Operations.Pending)
+	assert.GreaterOrEqual(t, r.Operations.Reads, int64(100))
+	assert.Contains(t, out, "status monitors followed: 100 (")
+
+	offline := filepath.Join(dir, "check.json")
+	code, again, _ := cli(t, "check", "--no-color", "--json", offline, hist)
+	assert.Equal(t, idemcheck.ExitHeld, code, again)
+	assert.Contains(t, again, "status monitors followed: 100 (")
+	assert.Equal(t, r.Operations, readSoakReport(t, offline).Soak.Operations)
 }

@@ -84,11 +84,28 @@ func soakSettleLines(r *idemcheck.SoakResult) []string {
 	var out []string
 	if st := r.Settle; st != nil {
 		state := "settled: the last pass counted what the one before it did"
-		if !st.Settled {
+		switch {
+		case st.Settled:
+		case r.Operations != nil && r.Operations.Pending > 0 && r.Pending+r.Unsettled == 0:
+			state = "the bound ran out with status monitors still pending"
+		case r.Operations != nil && r.Operations.Pending > 0:
+			state = "the bound ran out with counts still changing and status monitors still pending"
+		default:
 			state = "the bound ran out with counts still changing"
 		}
 		out = append(out, fmt.Sprintf("effects counted once settled: %s over %v after the load (bound %v, quiet period %v); %s",
 			plural(st.Passes, "pass", "passes"), st.Waited.Round(time.Millisecond), st.Bound, st.Quiet, state))
+	}
+	if ops := r.Operations; ops != nil {
+		l := fmt.Sprintf("status monitors followed: %d (%s): %d done, %d failed, %d still pending or unreadable at the bound",
+			ops.Monitors, plural(int(ops.Reads), "read", "reads"), ops.Done, ops.Failed, ops.Pending)
+		if ops.Unnamed > 0 {
+			l += fmt.Sprintf("; %s named no monitor idemcheck could read", plural(int(ops.Unnamed), "accepted reply", "accepted replies"))
+		}
+		if ops.OwedNothing > 0 {
+			l += fmt.Sprintf("; %s owed no effect, their operation failed", plural(int(ops.OwedNothing), "intent", "intents"))
+		}
+		out = append(out, l)
 	}
 	if r.Recounted > 0 {
 		out = append(out, fmt.Sprintf("effects counted again for %d intents once the settle bound had passed after the load: %d late duplicates (%.2f%%), effects that appeared after their intent was judged",
@@ -107,6 +124,10 @@ func soakSettleLines(r *idemcheck.SoakResult) []string {
 	if r.Pending > 0 || r.Unsettled > 0 {
 		out = append(out, fmt.Sprintf("not judged: %d intents answered with an accepted status whose effect may still be pending, %d whose count was still changing at the settle bound",
 			r.Pending, r.Unsettled))
+	}
+	if ops := r.Operations; ops != nil && ops.Unjudged > 0 {
+		out = append(out, fmt.Sprintf("not judged: %s whose status monitor was still pending, or unreadable, at the settle bound",
+			plural(int(ops.Unjudged), "intent", "intents")))
 	}
 	return out
 }
