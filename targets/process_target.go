@@ -244,7 +244,7 @@ func (p linkPowers) DBLinkFaults() (bool, string) {
 	if why := p.NoDBLink(); why != "" {
 		return false, why
 	}
-	if p.link.PGSessions() > 0 {
+	if p.link.DBSessions() > 0 {
 		return true, ""
 	}
 	return false, "no PostgreSQL session came through the database link idemcheck handed the target (DATABASE_URL) by the time it was ready and answering: " +

@@ -1,0 +1,260 @@
+package faults
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// myShop is shop on MariaDB: a fresh database with an orders table, a
+// direct pool to it (never through a fault), and a database Link in front
+// of its server that reads the MySQL protocol.
+type myShop struct {
+	addr, name string // the server's host:port, the database
+	direct     *sql.DB
+	link       *Link
+	ids        atomic.Int64
+}
+
+func newMyShop(t *testing.T) *myShop {
+	t.Helper()
+	u, err := url.Parse(testMySQLDSN(t))
+	require.NoError(t, err)
+	s := &myShop{addr: u.Host, name: strings.TrimPrefix(u.Path, "/")}
+	s.direct = s.open(t, s.addr, false)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	_, err = s.direct.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY) ENGINE=InnoDB")
+	require.NoError(t, err)
+	s.link, err = NewDBLink(s.addr, WithEngine(EngineMySQL))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.link.Close() })
+	return s
+}
+
+// open opens a pool of one connection to addr: statements with arguments
+// go as prepared statements (COM_STMT_PREPARE, COM_STMT_EXECUTE), or, with
+// text, in the text protocol (COM_QUERY, the driver interpolating them).
+func (s *myShop) open(t *testing.T, addr string, text bool) *sql.DB {
+	t.Helper()
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "root", "tcp", addr, s.name
+	cfg.InterpolateParams = text
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// through opens a pool through f's proxy (None: the watched one).
+func (s *myShop) through(t *testing.T, f Fault, text bool) *sql.DB {
+	t.Helper()
+	var addr string
+	var err error
+	if f.IsNone() {
+		addr, err = s.link.WatchedAddr()
+	} else {
+		addr, err = s.link.Addr(f)
+	}
+	require.NoError(t, err)
+	return s.open(t, addr, text)
+}
+
+func (s *myShop) rows(t *testing.T, id int64) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var n int
+	require.NoError(t, s.direct.QueryRowContext(ctx, "SELECT count(*) FROM orders WHERE id = ?", id).Scan(&n))
+	return n
+}
+
+// write inserts a new row, in a transaction or with autocommit, and
+// returns its id and the error the target saw.
+func (s *myShop) write(db *sql.DB, inTx bool) (int64, error) {
+	id := s.ids.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if !inTx {
+		_, err := db.ExecContext(ctx, "INSERT INTO orders (id) VALUES (?)", id)
+		return id, err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return id, err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id) VALUES (?)", id); err != nil {
+		_ = tx.Rollback()
+		return id, err
+	}
+	return id, tx.Commit()
+}
+
+// myCase is one way a target writes: protocol and transaction.
+type myCase struct {
+	name       string
+	text, inTx bool
+	kind       string // the landing of the default match
+}
+
+var myCases = []myCase{
+	{"text/autocommit", true, false, idemcheck.LandedAutocommitWrite},
+	{"prepared/autocommit", false, false, idemcheck.LandedAutocommitWrite},
+	{"text/transaction", true, true, idemcheck.LandedCommit},
+	{"prepared/transaction", false, true, idemcheck.LandedCommit},
+}
+
+// db-cut on MySQL cuts the effect write before the server sees it: the
+// autocommitted INSERT never ran, the COMMIT never came and the
+// transaction rolled back; the target saw an error.
+func TestMySQLDBCut(t *testing.T) {
+	for _, c := range myCases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newMyShop(t)
+			f := DBCut("", 2)
+			db := s.through(t, f, c.text)
+			first, err := s.write(db, c.inTx)
+			require.NoError(t, err, "the first effect write passes (nth=2)")
+			id, err := s.write(db, c.inTx)
+			require.Error(t, err, "the second is cut")
+			assert.Equal(t, 1, s.rows(t, first))
+			assert.Equal(t, 0, s.rows(t, id), "the cut write did not take effect")
+			l, ok := s.link.Landing(f)
+			require.True(t, ok)
+			assert.Equal(t, c.kind, l.Kind)
+			assert.Equal(t, 2, l.Match)
+			if c.inTx {
+				assert.Equal(t, "COMMIT", l.SQL)
+			} else {
+				assert.Contains(t, l.SQL, "INSERT INTO orders")
+			}
+			_, err = s.write(db, c.inTx)
+			assert.NoError(t, err, "the pool reconnects, and the fault acted once")
+		})
+	}
+}
+
+// db-hold on MySQL, armed on the watched proxy, holds the effect write:
+// until it is released, the held INSERT has not run and the held COMMIT
+// has not committed; released, it takes effect and the target goes on.
+func TestMySQLDBHold(t *testing.T) {
+	for _, c := range myCases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newMyShop(t)
+			db := s.through(t, None, c.text)
+			_, err := s.write(db, c.inTx)
+			require.NoError(t, err, "clean until armed")
+			disarm, err := s.link.Arm(DBHold("", 1))
+			require.NoError(t, err)
+			defer disarm()
+			done := make(chan error, 1)
+			var id int64
+			go func() {
+				var err error
+				id, err = s.write(db, c.inTx)
+				done <- err
+			}()
+			ev := held(t, s.link)
+			assert.Equal(t, c.kind, ev.Landing)
+			assert.Equal(t, 0, s.rows(t, s.ids.Load()), "held: no effect yet")
+			select {
+			case err := <-done:
+				t.Fatalf("the write returned (%v) while held", err)
+			default:
+			}
+			require.NoError(t, ev.Release())
+			require.NoError(t, waitErr(t, done))
+			assert.Equal(t, 1, s.rows(t, id))
+			assert.Equal(t, int64(1), s.link.DBSessions(), "one MySQL session came through the watched proxy")
+		})
+	}
+}
+
+// An explicit match holds the statement it names, prepared or not: the
+// INSERT of a transaction, which has not run while held.
+func TestMySQLDBHoldMatch(t *testing.T) {
+	for _, text := range []bool{true, false} {
+		s := newMyShop(t)
+		db := s.through(t, None, text)
+		disarm, err := s.link.Arm(DBHold(`^INSERT INTO orders`, 1))
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.write(db, true)
+			done <- err
+		}()
+		ev := held(t, s.link)
+		assert.Equal(t, LandedStatement, ev.Landing)
+		var n int
+		require.NoError(t, s.direct.QueryRow("SELECT count(*) FROM information_schema.innodb_trx").Scan(&n))
+		assert.Equal(t, 0, n, "text=%v: the held INSERT has not run: no transaction has written", text)
+		require.NoError(t, ev.Release())
+		require.NoError(t, waitErr(t, done))
+		assert.Equal(t, 1, s.rows(t, s.ids.Load()))
+		disarm()
+	}
+}
+
+// db-cut-after on MySQL lets the effect write run and commit, and cuts the
+// link once its answer has come, before the target read it: committed,
+// and the target saw an error.
+func TestMySQLDBCutAfter(t *testing.T) {
+	for _, c := range myCases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newMyShop(t)
+			db := s.through(t, None, c.text)
+			disarm, err := s.link.Arm(DBCutAfter("", 1))
+			require.NoError(t, err)
+			id, err := s.write(db, c.inTx)
+			require.Error(t, err, "the target never heard the answer")
+			l := disarm()
+			assert.Equal(t, c.kind, l.Kind)
+			assert.Equal(t, 1, s.rows(t, id), "the write committed")
+			id, err = s.write(db, c.inTx)
+			require.NoError(t, err, "disarmed: clean again")
+			assert.Equal(t, 1, s.rows(t, id))
+		})
+	}
+}
+
+// ReleaseHoldingAnswer on MySQL: the released COMMIT has committed when
+// the answer is held, and the target has not heard it until Forward.
+func TestMySQLDBHoldAnswer(t *testing.T) {
+	s := newMyShop(t)
+	db := s.through(t, None, false)
+	disarm, err := s.link.Arm(DBHold("", 1))
+	require.NoError(t, err)
+	defer disarm()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.write(db, true)
+		done <- err
+	}()
+	ev := held(t, s.link)
+	a, err := ev.ReleaseHoldingAnswer()
+	require.NoError(t, err)
+	select {
+	case <-a.Held():
+	case <-time.After(testTimeout):
+		t.Fatal("the answer was not held")
+	}
+	assert.Equal(t, 1, s.rows(t, s.ids.Load()), "committed before the answer goes")
+	select {
+	case err := <-done:
+		t.Fatalf("the target heard the answer (%v) while it was held", err)
+	default:
+	}
+	a.Forward()
+	require.NoError(t, waitErr(t, done))
+}
