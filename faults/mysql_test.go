@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"database/sql"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -257,4 +259,61 @@ func TestMySQLDBHoldAnswer(t *testing.T) {
 	}
 	a.Forward()
 	require.NoError(t, waitErr(t, done))
+}
+
+// mysqlGreeting is a MariaDB server's Initial Handshake Packet that offers
+// TLS (CLIENT_SSL), framed as packet 0.
+func mysqlGreeting() []byte {
+	const caps = 1<<3 | 1<<9 | 1<<11 | 1<<13 | 1<<15 | 1<<19 // CONNECT_WITH_DB, PROTOCOL_41, SSL, TRANSACTIONS, SECURE_CONNECTION, PLUGIN_AUTH
+	p := []byte{10}
+	p = append(p, "5.5.5-10.11.14-MariaDB\x00"...)
+	p = append(p, 1, 0, 0, 0)                             // connection id
+	p = append(p, "abcdefgh"...)                          // scramble, first part
+	p = append(p, 0, caps&0xff, caps>>8&0xff, 0x21, 2, 0) // filler, capabilities (low), charset, status
+	p = append(p, caps>>16&0xff, caps>>24&0xff, 21)       // capabilities (high), scramble length
+	p = append(p, make([]byte, 10)...)                    // reserved, MariaDB's extended capabilities
+	p = append(p, "ijklmnopqrst\x00"...)
+	p = append(p, "mysql_native_password\x00"...)
+	return append([]byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), 0}, p...)
+}
+
+// A client that asks for TLS on a MySQL link is refused: the stream would
+// hide its statements. Its connection is closed before any TLS byte
+// passes, and Refused says why.
+func TestMySQLLinkRefusesTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	got := make(chan int, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write(mysqlGreeting())
+		n, _ := io.Copy(io.Discard, c) // what came after the greeting, up to the close
+		got <- int(n)
+	}()
+	link, err := NewDBLink(ln.Addr().String(), WithEngine(EngineMySQL))
+	require.NoError(t, err)
+	defer link.Close()
+	addr, err := link.WatchedAddr()
+	require.NoError(t, err)
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr, cfg.DBName, cfg.TLSConfig = "root", "tcp", addr, "shop", "skip-verify"
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	require.Error(t, db.PingContext(ctx))
+	select {
+	case n := <-got:
+		assert.Zero(t, n, "no byte of the SSLRequest or the TLS handshake reached the server")
+	case <-time.After(testTimeout):
+		t.Fatal("the server's connection was not closed")
+	}
+	assert.Contains(t, link.Refused(), "the client asked for TLS on the database link")
+	assert.Zero(t, link.DBSessions())
 }
