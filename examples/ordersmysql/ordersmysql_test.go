@@ -35,7 +35,7 @@ var checks = []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialR
 
 // certifyCmd certifies the variant started by idemcheck (--cmd) on a
 // throwaway MariaDB (--db-engine mysql), effects counted in it in SQL.
-func certifyCmd(t *testing.T, variant string, checks []string) idemcheck.Report {
+func certifyCmd(t *testing.T, variant string, checks []string) *certify.Result {
 	t.Helper()
 	mysqltest.Server(t) // skips where MariaDB is missing, outside CI
 	pol, err := idemcheck.Preset("ietf")
@@ -56,7 +56,7 @@ func certifyCmd(t *testing.T, variant string, checks []string) idemcheck.Report 
 	b.Attach(started)
 	res, err := certify.Run(ctx, b.Config)
 	require.NoError(t, err)
-	return res.Report
+	return res
 }
 
 // quick is a smaller run than the default, enough for the race: ten
@@ -77,7 +77,7 @@ func listen(t *testing.T) net.Listener {
 // The checks that fault the database link run on MariaDB: the link reads
 // the MySQL protocol, so the reference passes every one of them.
 func TestReferenceOnMariaDBPasses(t *testing.T) {
-	r := certifyCmd(t, ordersmysql.Reference, nil) // every check
+	r := certifyCmd(t, ordersmysql.Reference, nil).Report // every check
 	assert.Equal(t, idemcheck.Pass, r.Verdict, "%+v", r.Anomalies)
 	linkChecks := map[string]bool{idemcheck.CheckFailedAttempt: true, idemcheck.CheckCrashLease: true, idemcheck.CheckCrashAfterCommit: true,
 		idemcheck.CheckInFlightRetry: true}
@@ -96,9 +96,20 @@ func TestReferenceOnMariaDBPasses(t *testing.T) {
 	assert.GreaterOrEqual(t, ran, 13, "the link checks, concurrent-burst, restart-replay and the wire checks ran")
 }
 
+// check-then-insert is caught, its race scheduled at the database link
+// (the write barrier held every attempt's INSERT until each had read),
+// not left to timing.
 func TestCheckThenInsertOnMariaDBFails(t *testing.T) {
-	r := certifyCmd(t, ordersmysql.CheckThenInsert, checks)
+	res := certifyCmd(t, ordersmysql.CheckThenInsert, checks)
+	r := res.Report
 	assert.Equal(t, idemcheck.Fail, r.Verdict)
+	scheduled := 0
+	for _, b := range res.History.Bursts {
+		if b.RaceScheduled() {
+			scheduled++
+		}
+	}
+	assert.Positive(t, scheduled, "a burst's race was scheduled at the database link")
 	kinds := map[idemcheck.Kind]bool{}
 	for _, a := range r.Anomalies {
 		kinds[a.Kind] = true
