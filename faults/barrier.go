@@ -128,20 +128,6 @@ const SessionsQuery = `SELECT
 FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
 
-// MySQLSessionsQuery is SessionsQuery on MySQL and MariaDB: it reads the
-// client sessions of the current database but the one running it from
-// information_schema.PROCESSLIST, and nothing else, and writes nothing. A
-// session whose command is Sleep waits for its client (what the session of
-// a held write looks like, in a transaction or not); one waits on a lock
-// when its InnoDB transaction is in LOCK WAIT (a row lock: SELECT ... FOR
-// UPDATE, a claim INSERT that waits on another's key) or its state says so
-// (a user lock, GET_LOCK; a table or metadata lock); the others work.
-const MySQLSessionsQuery = `SELECT COALESCE(SUM(waiting), 0), COALESCE(SUM(1 - waiting), 0)
-FROM (SELECT (p.STATE = 'User lock' OR p.STATE LIKE 'Waiting for %lock%' OR EXISTS (
-		SELECT 1 FROM information_schema.INNODB_TRX t WHERE t.trx_mysql_thread_id = p.ID AND t.trx_state = 'LOCK WAIT')) AS waiting
-	FROM information_schema.PROCESSLIST p
-	WHERE p.DB = DATABASE() AND p.ID <> CONNECTION_ID() AND p.COMMAND <> 'Sleep') AS s`
-
 // BarrierOptions configure a write barrier (Link.Barrier).
 type BarrierOptions struct {
 	// Attempts is how many attempts the burst sends.

@@ -45,16 +45,12 @@ func (s *myShop) watchedPool(t *testing.T, conns int, text bool) *sql.DB {
 }
 
 // sessions reads the database's sessions as the harness does
-// (MySQLSessionsQuery), on a pool of its own, never through the link.
+// (MySQLSessions), on a pool of its own, never through the link.
 func (s *myShop) sessions(t *testing.T) func(ctx context.Context) (Sessions, error) {
 	t.Helper()
 	db := s.open(t, s.addr, false)
 	db.SetMaxOpenConns(2)
-	return func(ctx context.Context) (Sessions, error) {
-		var ss Sessions
-		err := db.QueryRowContext(ctx, MySQLSessionsQuery).Scan(&ss.Waiting, &ss.Working)
-		return ss, err
-	}
+	return func(ctx context.Context) (Sessions, error) { return MySQLSessions(ctx, db) }
 }
 
 func (s *myShop) seen(t *testing.T, key int) int {
@@ -153,7 +149,7 @@ func TestMySQLBarrierForcesTheCheckThenInsertRace(t *testing.T) {
 
 // A handler that locks a row before it writes makes the other attempts
 // wait on that row lock in InnoDB: the barrier reads them waiting
-// (MySQLSessionsQuery) and releases the one held write at once.
+// (MySQLSessions) and releases the one held write at once.
 func TestMySQLBarrierReleasesALockFirstHandler(t *testing.T) {
 	s := newMyShop(t)
 	const n = 4
@@ -167,7 +163,7 @@ func TestMySQLBarrierReleasesALockFirstHandler(t *testing.T) {
 		err = burst(n, func() error { return myLockFirst(ctx, db, round) })
 		cancel()
 		sched := release()
-		require.NoError(t, err)
+		require.NoError(t, err, "round %d: %s (open %d, waiting %d, held %+v)", round, sched.Detail(), sched.Open, sched.Waiting, sched.Held)
 		assert.Equal(t, 1, s.seen(t, round), "round %d", round)
 		assert.Equal(t, idemcheck.ReleaseBlocked, sched.Reason, "round %d: %s (open %d, waiting %d)", round, sched.Detail(), sched.Open, sched.Waiting)
 		assert.Equal(t, 1, sched.ReleasedTogether(), "round %d: %s", round, sched.Detail())
@@ -216,4 +212,30 @@ func TestMySQLBarrierInTurn(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lockWaits finds the transactions in LOCK WAIT in MariaDB's and MySQL's
+// status text, whichever comes first in a transaction's block.
+func TestLockWaits(t *testing.T) {
+	status := `------------
+TRANSACTIONS
+------------
+LIST OF TRANSACTIONS FOR EACH SESSION:
+---TRANSACTION 16, ACTIVE 0 sec starting index read
+mysql tables in use 1, locked 1
+LOCK WAIT 2 lock struct(s), heap size 1128, 1 row lock(s)
+MariaDB thread id 7, OS thread handle 140631323354816, query id 23 127.0.0.1 root Statistics
+SELECT k FROM locks WHERE k = ? FOR UPDATE
+---TRANSACTION 13, ACTIVE 0 sec
+2 lock struct(s), heap size 1128, 1 row lock(s)
+MariaDB thread id 8, OS thread handle 140631323047616, query id 25 127.0.0.1 root
+---TRANSACTION 421, ACTIVE 3 sec inserting
+MySQL thread id 12, OS thread handle 1402, query id 95 localhost root update
+LOCK WAIT 2 lock struct(s), heap size 1136, 1 row lock(s)
+---TRANSACTION (0x7fe7481c1b80), not started
+0 lock struct(s), heap size 1128, 0 row lock(s)
+--------
+FILE I/O
+`
+	assert.Equal(t, map[int64]bool{7: true, 12: true}, lockWaits(status))
 }

@@ -355,7 +355,7 @@ func (p *ProcessPowers) Revive(ctx context.Context, i int) (bool, error) {
 // before it writes makes the other attempts of a burst wait there) and how
 // many are at work, so the held writes go at once when nothing else can
 // reach a write. It reads pg_stat_activity, or on MySQL and MariaDB
-// information_schema.PROCESSLIST (faults.MySQLSessionsQuery), nothing
+// information_schema.PROCESSLIST (faults.MySQLSessions), nothing
 // being written, through the pool that counts effects, which reaches the
 // database directly, never through the target's link.
 func sessions(db *Database) func(ctx context.Context) (faults.Sessions, error) {
@@ -363,11 +363,7 @@ func sessions(db *Database) func(ctx context.Context) (faults.Sessions, error) {
 		return nil
 	}
 	if m := db.SQL; m != nil {
-		return func(ctx context.Context) (faults.Sessions, error) {
-			var s faults.Sessions
-			err := m.DB().QueryRowContext(ctx, faults.MySQLSessionsQuery).Scan(&s.Waiting, &s.Working)
-			return s, err
-		}
+		return func(ctx context.Context) (faults.Sessions, error) { return faults.MySQLSessions(ctx, m.DB()) }
 	}
 	if db.Pool == nil {
 		return nil
