@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/internal/mysqlwire"
 )
 
 // myShop is shop on MariaDB: a fresh database with an orders table, a
@@ -261,20 +262,70 @@ func TestMySQLDBHoldAnswer(t *testing.T) {
 	require.NoError(t, waitErr(t, done))
 }
 
-// mysqlGreeting is a MariaDB server's Initial Handshake Packet that offers
-// TLS (CLIENT_SSL), framed as packet 0.
-func mysqlGreeting() []byte {
-	const caps = 1<<3 | 1<<9 | 1<<11 | 1<<13 | 1<<15 | 1<<19 // CONNECT_WITH_DB, PROTOCOL_41, SSL, TRANSACTIONS, SECURE_CONNECTION, PLUGIN_AUTH
+// Capabilities of a greeting: CONNECT_WITH_DB, PROTOCOL_41, TRANSACTIONS,
+// SECURE_CONNECTION, PLUGIN_AUTH; and SSL.
+const (
+	myCaps    = 1<<3 | 1<<9 | 1<<13 | 1<<15 | 1<<19
+	myCapsSSL = myCaps | 1<<11
+)
+
+// mysqlPacket frames payload as packet seq.
+func mysqlPacket(seq byte, payload []byte) []byte {
+	n := len(payload)
+	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}, payload...)
+}
+
+// mysqlGreeting is a MariaDB server's Initial Handshake Packet offering
+// caps, framed as packet 0.
+func mysqlGreeting(caps uint32) []byte {
 	p := []byte{10}
 	p = append(p, "5.5.5-10.11.14-MariaDB\x00"...)
-	p = append(p, 1, 0, 0, 0)                             // connection id
-	p = append(p, "abcdefgh"...)                          // scramble, first part
-	p = append(p, 0, caps&0xff, caps>>8&0xff, 0x21, 2, 0) // filler, capabilities (low), charset, status
-	p = append(p, caps>>16&0xff, caps>>24&0xff, 21)       // capabilities (high), scramble length
-	p = append(p, make([]byte, 10)...)                    // reserved, MariaDB's extended capabilities
+	p = append(p, 1, 0, 0, 0)                               // connection id
+	p = append(p, "abcdefgh"...)                            // scramble, first part
+	p = append(p, 0, byte(caps), byte(caps>>8), 0x21, 2, 0) // filler, capabilities (low), charset, status
+	p = append(p, byte(caps>>16), byte(caps>>24), 21)       // capabilities (high), scramble length
+	p = append(p, make([]byte, 10)...)                      // reserved, MariaDB's extended capabilities
 	p = append(p, "ijklmnopqrst\x00"...)
 	p = append(p, "mysql_native_password\x00"...)
-	return append([]byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), 0}, p...)
+	return mysqlPacket(0, p)
+}
+
+// A client that pipelines its commands (sends several before the answers
+// come, in one chunk) has each held or let through on its own: the
+// scanner reports them one at a time, each a whole packet.
+func TestMyScannerPipelined(t *testing.T) {
+	caps := uint32(myCaps)
+	resp := []byte{byte(caps), byte(caps >> 8), byte(caps >> 16), byte(caps >> 24), 0, 0, 0, 1, 0x21} // capabilities, max packet, charset
+	resp = append(resp, make([]byte, 23)...)
+	resp = append(resp, "root\x00\x00"...) // user, an empty auth response
+	var cmds []byte
+	for _, q := range []string{"BEGIN", "INSERT INTO t VALUES (1)", "SELECT 1", "COMMIT", "INSERT INTO t VALUES (2)"} {
+		cmds = append(cmds, mysqlPacket(0, append([]byte{mysqlwire.ComQuery}, q...))...)
+	}
+	segs := []segment{
+		{client: false, b: mysqlGreeting(myCaps)},
+		{client: true, b: mysqlPacket(1, resp)},
+		{client: false, b: mysqlPacket(2, []byte{0, 0, 0, 2, 0, 0, 0})}, // OK, autocommit
+		{client: true, b: cmds},
+	}
+	for _, k := range []int{1, 5, 1 << 30} {
+		evs, passed := replayMySQL(t, segs, k)
+		assert.Equal(t, append(mysqlPacket(1, resp), cmds...), passed, "chunks of %d", k)
+		var got []string
+		for _, ev := range evs {
+			got = append(got, ev.sql+" "+ev.kind+" "+ev.writeKind)
+		}
+		assert.Equal(t, []string{
+			"BEGIN statement ",
+			"INSERT INTO t VALUES (1) statement " + idemcheck.LandedWrite,
+			"SELECT 1 statement ",
+			"COMMIT " + idemcheck.LandedCommit + " " + idemcheck.LandedCommit,
+			"INSERT INTO t VALUES (2) " + idemcheck.LandedAutocommitWrite + " " + idemcheck.LandedAutocommitWrite,
+		}, got, "chunks of %d", k)
+		for i, ev := range evs {
+			assert.Equal(t, int64(i), ev.prior, "chunks of %d: command %d follows %d", k, i+1, i)
+		}
+	}
 }
 
 // A client that asks for TLS on a MySQL link is refused: the stream would
@@ -291,7 +342,7 @@ func TestMySQLLinkRefusesTLS(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		_, _ = c.Write(mysqlGreeting())
+		_, _ = c.Write(mysqlGreeting(myCapsSSL))
 		n, _ := io.Copy(io.Discard, c) // what came after the greeting, up to the close
 		got <- int(n)
 	}()
