@@ -180,16 +180,16 @@ type hub struct {
 // itself, in the extended protocol the Sync that ends the implicit
 // transaction the write ran in (the write has run, its commit has not).
 //
-// Whether a connection is inside a transaction block is followed from the
-// frontend side alone (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK,
+// On PostgreSQL, whether a connection is inside a transaction block is
+// followed from the frontend side alone (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK,
 // ABORT, in simple queries and prepared statements), not from the status
 // byte of the backend's ReadyForQuery. The frontend knows its state when it
 // sends a statement, and the watcher sees it in the same order; the
 // backend's status arrives a round trip later, so a client that pipelines
 // BEGIN with its first write (pgx batches, any pipelining driver) would have
-// that write taken for an autocommitted one. Reading it would also mean
-// pairing the two directions of a connection, whose toxic states toxiproxy
-// keeps apart with nothing that ties them. What the frontend cannot show
+// that write taken for an autocommitted one. (The MySQL scanner takes the
+// server's status flags only from an answer with no command after it
+// pending, for the same reason.) What the frontend cannot show
 // (transaction control inside a procedure, a write inside a function) is
 // out of reach either way for a watcher that must act before the statement
 // runs.
