@@ -60,14 +60,14 @@ func TestPackagesKeepTheirLayers(t *testing.T) {
 		"assert":             {"."},
 		"history":            {"."},
 		"internal/render":    {"."},
-		"faults":             {".", "internal/tcprelay"},
+		"faults":             {".", "internal/tcprelay", "internal/mysqlwire"},
 		"internal/netguard":  {"."},
 		"internal/mysqlwire": {},
 		"internal/wire":      {"."},
 		"internal/linkemu":   {"internal/tcprelay"},
 		"targets/provider":   {"."},
-		"targets":            {".", "faults", "targets/provider", "internal/netguard", "internal/tcprelay"},
-		"scenarios":          {".", "faults", "history", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/wire"},
+		"targets":            {".", "faults", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/mysqlwire"},
+		"scenarios":          {".", "faults", "history", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/wire", "internal/mysqlwire"},
 	}
 	for name, allowed := range mayUse {
 		p, ok := pkgs[name]

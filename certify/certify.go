@@ -173,8 +173,8 @@ type Config struct {
 	// NoDBLinkFaults, when set, says why no database-link fault can act on
 	// the target (a database engine idemcheck cannot fault): the checks
 	// that need one are skipped with it. Empty: decided from the link
-	// itself, which skips them when no PostgreSQL session came through it
-	// (scenarios.Runner.DBLinkFaults).
+	// itself, which skips them when no session of the database's engine
+	// came through it (scenarios.Runner.DBLinkFaults).
 	NoDBLinkFaults string
 	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
 	MaxDuration time.Duration

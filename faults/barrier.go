@@ -60,8 +60,9 @@ import (
 // same rules, and then releases them one at a time, in the reverse of the
 // order they were held: the attempt whose write came first writes last,
 // the interleaving a timed race almost never gives. Each goes once the
-// database has answered the one before (its connection's ReadyForQuery,
-// followed on the backend side of the link) and the target has gone quiet
+// database has answered the one before (its connection's answer, a
+// PostgreSQL ReadyForQuery or a MySQL OK, ERR or result set, followed on
+// the database side of the link) and the target has gone quiet
 // after it: every session of the database idle or waiting on a lock, as
 // read by a look that started an idle settle after the last activity on
 // the link (the previous attempt has done what it does after its write),
@@ -261,7 +262,7 @@ func (s Schedule) detail() string {
 // barrier is one armed write barrier on a watched proxy.
 type barrier struct {
 	opts    BarrierOptions
-	toxic   *pgWatchToxic
+	toxic   *watchToxic
 	maxWait time.Duration
 
 	mu        sync.Mutex
@@ -282,8 +283,8 @@ type barrierHold struct {
 	h *hold
 	w HeldWrite
 	// conn and prior tell when the database has answered the write
-	// (pgConn.finished).
-	conn  *pgConn
+	// (dbConn.finished).
+	conn  *dbConn
 	prior int64
 }
 
@@ -342,7 +343,7 @@ func (b *barrier) poke() {
 }
 
 // hold takes conn's write ev, unless the barrier has released already.
-func (b *barrier) hold(conn int, pc *pgConn, ev pgEvent) *hold {
+func (b *barrier) hold(conn int, pc *dbConn, ev wireEvent) *hold {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -58,10 +58,11 @@ func (e HoldEvent) Release() error {
 // ReleaseHoldingAnswer forwards the held message as Release does, and
 // stops the database's answer to it on its way back: the returned
 // AnswerHold's Held is closed once the database has answered the message
-// (its ReadyForQuery came back) and the answer was held, before the target
-// received it. A COMMIT or an autocommitted write held so has committed in
-// the database while the target does not know it yet, so it has done
-// nothing after it, in this database or anywhere else (a key store in
+// (its answer came back whole: a ReadyForQuery on PostgreSQL, an OK or
+// ERR on MySQL) and the answer was held, before the target received it.
+// A COMMIT or an autocommitted write held so has committed in the
+// database while the target does not know it yet, so it has done nothing
+// after it, in this database or anywhere else (a key store in
 // Redis, a file, its memory). Forward or Drop the answer afterwards. Only
 // the watched proxy (Link.WatchedAddr, Link.Arm) follows answers; on
 // another, it returns ErrAnswerNotFollowed and releases nothing.
@@ -115,9 +116,9 @@ type hold struct {
 	// received from Link.Held, or will never be (the Link closed).
 	delivered bool
 	// conn and prior place the held message on its connection, for
-	// ReleaseHoldingAnswer: its answer is the ReadyForQuery after prior
-	// others. conn is nil for a hold that cannot follow its answer.
-	conn  *pgConn
+	// ReleaseHoldingAnswer: its answer is the first numbered past prior
+	// (answerMark). conn is nil for a hold that cannot follow its answer.
+	conn  *dbConn
 	prior int64
 	// linkDone is closed when the hold's Link closes (nil for a hold no
 	// Link reports).

@@ -9,3 +9,10 @@ var testDSN func(testing.TB) string
 
 // UseDatabases sets where the package's tests get their databases.
 func UseDatabases(dsn func(testing.TB) string) { testDSN = dsn }
+
+// testMySQLDSN gives a test a fresh MariaDB database (mysqltest.DSN), a
+// mysql:// URL; set by TestMain as testDSN is.
+var testMySQLDSN func(testing.TB) string
+
+// UseMySQL sets where the package's tests get their MariaDB databases.
+func UseMySQL(dsn func(testing.TB) string) { testMySQLDSN = dsn }

@@ -3,7 +3,8 @@
 //
 // A fault is a value: a stable name, the link it acts on and parameters. The
 // client link runs between the harness and the target (NewLink); the
-// database link runs between the target and PostgreSQL (NewDBLink, with
+// database link runs between the target and its database, PostgreSQL or,
+// with WithEngine(EngineMySQL), MySQL or MariaDB (NewDBLink, with
 // RewriteDSN to point the target at it). A Link puts an in-process toxiproxy
 // in front of one upstream and gives each fault its own proxy, built from
 // toxics before it accepts a connection, so the harness chooses per attempt
@@ -172,7 +173,11 @@ func DBLatency(delay time.Duration) Fault {
 // a simple query never runs; one in the extended protocol has run and is
 // cut at the Sync that would commit it, so it is rolled back. Either way the
 // target sees a connection error. The match CommitPattern cuts COMMIT and
-// END only.
+// END only. On MySQL and MariaDB the statement is a query (COM_QUERY) or
+// the execution of a prepared one (COM_STMT_EXECUTE), matched on its
+// prepared text; the effect write is a COMMIT, a statement that commits
+// implicitly (BEGIN or DDL in an open transaction), or a write run with
+// autocommit on, which never runs.
 //
 // Matches are counted over every connection through the fault's proxy, and
 // the fault acts once: later matches pass, so the target's retry can
@@ -389,7 +394,7 @@ var registry = map[string]kind{
 	"db-cut": {
 		link:   LinkDB,
 		params: watchParams,
-		toxics: func(p map[string]string) []toxic { return watchToxic("db-cut", actionCut, p) },
+		toxics: func(p map[string]string) []toxic { return watchToxics("db-cut", actionCut, p) },
 	},
 	"db-cut-after": {
 		link:   LinkDB,
@@ -397,14 +402,14 @@ var registry = map[string]kind{
 		toxics: func(p map[string]string) []toxic {
 			// The watch lets the statement pass and marks its answer; the
 			// database side's replies toxic withholds that answer and cuts.
-			return append(watchToxic("db-cut-after", actionCutAfter, p),
+			return append(watchToxics("db-cut-after", actionCutAfter, p),
 				toxic{Name: "db-cut-after-answers", Type: pgRepliesType, Stream: "downstream", Toxicity: 1})
 		},
 	},
 	"db-hold": {
 		link:   LinkDB,
 		params: watchParams,
-		toxics: func(p map[string]string) []toxic { return watchToxic("db-hold", actionHold, p) },
+		toxics: func(p map[string]string) []toxic { return watchToxics("db-hold", actionHold, p) },
 	},
 }
 
@@ -414,8 +419,8 @@ var watchParams = []param{
 	{name: "nth", def: "1", norm: normCount},
 }
 
-func watchToxic(name, action string, p map[string]string) []toxic {
-	// "match" is "" when not given: the effect write (pgwatch.go).
+func watchToxics(name, action string, p map[string]string) []toxic {
+	// "match" is "" when not given: the effect write (watch.go).
 	return []toxic{{
 		Name: name, Type: pgWatchType, Stream: "upstream", Toxicity: 1,
 		Attributes: map[string]any{"match": p["match"], "nth": atoi(p["nth"]), "action": action},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -30,14 +31,15 @@ var ErrClosed = errors.New("faults: link closed")
 type Link struct {
 	upstream string
 	link     string
+	engine   string // a database link's: EnginePostgres or EngineMySQL
 	srv      *toxiproxy.ApiServer
 	hub      *hub
 
 	mu       sync.Mutex
-	addrs    map[string]string        // Fault.String() -> listen address
-	watchers map[string]*pgWatchToxic // Fault.String() -> its watch toxic
-	watched  *toxiproxy.Proxy         // the proxy WatchedAddr started, if any
-	watch    *pgWatchToxic            // its watch toxic
+	addrs    map[string]string      // Fault.String() -> listen address
+	watchers map[string]*watchToxic // Fault.String() -> its watch toxic
+	watched  *toxiproxy.Proxy       // the proxy WatchedAddr started, if any
+	watch    *watchToxic            // its watch toxic
 	closed   bool
 }
 
@@ -65,8 +67,36 @@ func NewLink(upstream string) (*Link, error) {
 // database's host:port). The target is then handed a DSN whose host and port
 // are a proxy's (RewriteDSN), so its database traffic goes through the
 // faults of the database link: db-latency, db-cut, db-cut-after and db-hold.
-func NewDBLink(upstream string) (*Link, error) {
-	return newLink(upstream, LinkDB)
+// The database speaks PostgreSQL unless an option says otherwise
+// (WithEngine).
+func NewDBLink(upstream string, opts ...DBLinkOption) (*Link, error) {
+	l, err := newLink(upstream, LinkDB)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// DBLinkOption changes how NewDBLink makes a database Link.
+type DBLinkOption func(*Link) error
+
+// WithEngine says which engine's wire protocol the database link carries:
+// EnginePostgres (the default) or EngineMySQL (MySQL and MariaDB). Its
+// faults read that protocol to find statements, so one that reads the
+// wrong one acts on nothing (DBSessions stays 0).
+func WithEngine(engine string) DBLinkOption {
+	return func(l *Link) error {
+		if err := checkEngine(engine); err != nil {
+			return err
+		}
+		l.engine = engine
+		return nil
+	}
 }
 
 func newLink(upstream, link string) (*Link, error) {
@@ -74,11 +104,14 @@ func newLink(upstream, link string) (*Link, error) {
 		return nil, fmt.Errorf("faults: upstream %q: %w", upstream, err)
 	}
 	return &Link{
-		upstream: upstream, link: link, srv: newServer(),
+		upstream: upstream, link: link, engine: EnginePostgres, srv: newServer(),
 		hub:   &hub{held: make(chan HoldEvent), done: make(chan struct{})},
-		addrs: map[string]string{}, watchers: map[string]*pgWatchToxic{},
+		addrs: map[string]string{}, watchers: map[string]*watchToxic{},
 	}, nil
 }
+
+// Engine is the engine whose protocol a database Link reads (WithEngine).
+func (l *Link) Engine() string { return l.engine }
 
 // Upstream returns the address the Link forwards to.
 func (l *Link) Upstream() string { return l.upstream }
@@ -109,7 +142,12 @@ func (l *Link) Addr(f Fault) (string, error) {
 		return addr, nil
 	}
 	p := toxiproxy.NewProxy(l.srv, key, "127.0.0.1:0", l.upstream)
-	var watch *pgWatchToxic
+	var watch *watchToxic
+	if l.engine == EngineMySQL && len(ts) > 0 && ts[0].Type == pgWatchType && !slices.ContainsFunc(ts, func(t toxic) bool { return t.Type == pgRepliesType }) {
+		// The client's commands are read with what the server's greeting
+		// said: the server's side must be read too.
+		ts = append(ts, toxic{Name: key + "-answers", Type: pgRepliesType, Stream: "downstream", Toxicity: 1})
+	}
 	for _, t := range ts {
 		js, err := json.Marshal(t)
 		if err != nil {
@@ -122,15 +160,15 @@ func (l *Link) Addr(f Fault) (string, error) {
 		// toxiproxy made the toxic from its JSON; the Go-side wiring (the
 		// channel its hold events go to) is added here, before any
 		// connection can reach it.
-		if pw, ok := w.Toxic.(*pgWatchToxic); ok {
-			if err := pw.bind(l.hub, f); err != nil {
+		if pw, ok := w.Toxic.(*watchToxic); ok {
+			if err := pw.bind(l.hub, f, l.engine); err != nil {
 				return "", fmt.Errorf("faults: %s: %w", key, err)
 			}
 			watch = pw
 		}
 		// A replies toxic follows the database side of the connections
 		// whose other side the watch toxic (added before it) reads.
-		if pr, ok := w.Toxic.(*pgRepliesToxic); ok {
+		if pr, ok := w.Toxic.(*repliesToxic); ok {
 			pr.up = watch
 		}
 	}
@@ -227,18 +265,19 @@ func (l *Link) WatchedAddr() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("faults: watched proxy: %w", err)
 	}
-	pw := w.Toxic.(*pgWatchToxic)
-	if err := pw.bind(l.hub, Fault{Name: "watched", Link: LinkDB}); err != nil {
+	pw := w.Toxic.(*watchToxic)
+	if err := pw.bind(l.hub, Fault{Name: "watched", Link: LinkDB}, l.engine); err != nil {
 		return "", err
 	}
-	// Its replies toxic counts each connection's ReadyForQuery messages,
-	// for a barrier that releases writes one at a time.
+	// Its replies toxic numbers each connection's answers, for a barrier
+	// that releases writes one at a time (and on MySQL reads the server's
+	// side, which the client's is read with).
 	js, _ = json.Marshal(toxic{Name: "replies", Type: pgRepliesType, Stream: "downstream", Toxicity: 1})
 	r, err := p.Toxics.AddToxicJson(bytes.NewReader(js))
 	if err != nil {
 		return "", fmt.Errorf("faults: watched proxy: %w", err)
 	}
-	r.Toxic.(*pgRepliesToxic).up = pw
+	r.Toxic.(*repliesToxic).up = pw
 	if err := l.srv.Collection.Add(p, true); err != nil {
 		return "", fmt.Errorf("faults: watched proxy: start: %w", err)
 	}
@@ -246,22 +285,38 @@ func (l *Link) WatchedAddr() (string, error) {
 	return p.Listen, nil
 }
 
-// PGSessions is how many connections through the watched proxy have
-// started a PostgreSQL session (sent a StartupMessage of protocol 3) so
-// far: none, once the target has been ready and answered requests, means
-// its database traffic does not pass here (another engine, or a DSN of its
-// own), and no database-link fault can act on it.
-func (l *Link) PGSessions() int64 {
+// DBSessions is how many connections through the watched proxy have
+// started a session of the link's engine so far (on PostgreSQL, sent a
+// StartupMessage of protocol 3; on MySQL, sent a command, the connection
+// phase over): none, once the target has been ready and answered
+// requests, means its database traffic does not pass here (another
+// engine, a DSN of its own, a stream refused: Refused), and no
+// database-link fault can act on it.
+func (l *Link) DBSessions() int64 {
+	if w := l.watchedToxic(); w != nil {
+		return w.sessions.Load()
+	}
+	return 0
+}
+
+// Refused says why the watched proxy last closed a connection whose
+// stream it could not follow (TLS, say), "" if it never did.
+func (l *Link) Refused() string {
+	if w := l.watchedToxic(); w != nil {
+		if why := w.refused.Load(); why != nil {
+			return *why
+		}
+	}
+	return ""
+}
+
+func (l *Link) watchedToxic() *watchToxic {
 	if l == nil {
-		return 0
+		return nil
 	}
 	l.mu.Lock()
-	w := l.watch
-	l.mu.Unlock()
-	if w == nil {
-		return 0
-	}
-	return w.sessions.Load()
+	defer l.mu.Unlock()
+	return l.watch
 }
 
 // Arm puts a database-link fault on the watched proxy until the returned

@@ -24,9 +24,9 @@ type pgPhase int
 
 type scanResult int
 
-// pgEvent is a message that runs a statement, or commits one: what a rule
+// wireEvent is a message that runs a statement, or commits one: what a rule
 // may act on.
-type pgEvent struct {
+type wireEvent struct {
 	// sql is the statement's text (for a Sync, the write it commits).
 	sql string
 	// kind is what the statement is, as a Landing's Kind.
@@ -45,7 +45,7 @@ type pgEvent struct {
 	// prior counts the messages the database answers with a ReadyForQuery
 	// (a simple Query, a Sync, a function call) that the connection sent
 	// before this one: the statement has finished once more replies than
-	// that came back (pgConn.finished).
+	// that came back (dbConn.finished).
 	prior int64
 }
 
@@ -85,7 +85,7 @@ func newPGScanner() pgScanner {
 // needs more bytes, or b[n:n+size] is a whole message that runs a statement
 // (ev), or the stream cannot be followed. After an event the caller either
 // passes the message and scans on from b[n+size:], or keeps it.
-func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent) {
+func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev wireEvent) {
 	for {
 		rest := b[n:]
 		if s.skip > 0 {
@@ -93,23 +93,23 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 			n += k
 			s.skip -= k
 			if s.skip > 0 {
-				return n, scanMore, 0, pgEvent{}
+				return n, scanMore, 0, wireEvent{}
 			}
 			continue
 		}
 		switch s.phase {
 		case phasePassive:
-			return len(b), scanMore, 0, pgEvent{}
+			return len(b), scanMore, 0, wireEvent{}
 		case phaseStartup:
 			if len(rest) < 8 {
-				return n, scanMore, 0, pgEvent{}
+				return n, scanMore, 0, wireEvent{}
 			}
 			length := int(binary.BigEndian.Uint32(rest[0:4]))
 			code := binary.BigEndian.Uint32(rest[4:8])
 			if length < 8 || length > maxStartup {
 				// A TLS record (0x16 0x03 ...) or a GSS token after the
 				// server accepted encryption: the SQL would be invisible.
-				return n, scanRefuse, 0, pgEvent{}
+				return n, scanRefuse, 0, wireEvent{}
 			}
 			switch {
 			case code == pgSSLRequest || code == pgGSSENCRequest:
@@ -123,17 +123,17 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 				s.phase = phaseTyped
 				s.ready++
 			default:
-				return n, scanRefuse, 0, pgEvent{}
+				return n, scanRefuse, 0, wireEvent{}
 			}
 			s.skip = length
 		case phaseTyped:
 			if len(rest) < 5 {
-				return n, scanMore, 0, pgEvent{}
+				return n, scanMore, 0, wireEvent{}
 			}
 			typ := rest[0]
 			length := int(binary.BigEndian.Uint32(rest[1:5]))
 			if length < 4 {
-				return n, scanRefuse, 0, pgEvent{} // not the protocol: its framing is lost
+				return n, scanRefuse, 0, wireEvent{} // not the protocol: its framing is lost
 			}
 			total := 1 + length
 			switch typ {
@@ -146,7 +146,7 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 				continue
 			}
 			if len(rest) < total {
-				return n, scanMore, 0, pgEvent{}
+				return n, scanMore, 0, wireEvent{}
 			}
 			prior := s.ready
 			if typ == 'Q' || typ == 'S' {
@@ -164,7 +164,7 @@ func (s *pgScanner) scan(b []byte) (n int, res scanResult, size int, ev pgEvent)
 // inspect follows the statement and portal names a message creates or
 // destroys and the connection's transaction state, and reports whether the
 // message runs a statement, or commits one.
-func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
+func (s *pgScanner) inspect(typ byte, body []byte) (wireEvent, bool) {
 	switch typ {
 	case 'Q', 'P':
 		s.statements = true
@@ -175,7 +175,7 @@ func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
 		// A simple query destroys the unnamed statement and portal.
 		delete(s.stmts, "")
 		delete(s.portals, "")
-		ev := pgEvent{sql: q, kind: LandedStatement}
+		ev := wireEvent{sql: q, kind: LandedStatement}
 		for _, c := range classifySQL(q) {
 			if ev.writeKind == "" && (c == sqlWrite || c == sqlCommit || c == sqlChain) {
 				ev.writeKind = kindOfWrite(c, s.inBlock)
@@ -205,9 +205,9 @@ func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
 		portal, _ := cstring(body)
 		st, ok := s.portals[portal]
 		if !ok {
-			return pgEvent{}, false
+			return wireEvent{}, false
 		}
-		ev := pgEvent{sql: st.sql, kind: LandedStatement}
+		ev := wireEvent{sql: st.sql, kind: LandedStatement}
 		if c := st.class; c == sqlWrite || c == sqlCommit || c == sqlChain {
 			ev.writeKind = kindOfWrite(c, s.inBlock)
 		}
@@ -226,9 +226,9 @@ func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
 		return ev, true
 	case 'S': // Sync: an implicit transaction ends here, and commits
 		if s.pending == "" || s.inBlock {
-			return pgEvent{}, false
+			return wireEvent{}, false
 		}
-		ev := pgEvent{sql: s.pending, kind: idemcheck.LandedAutocommitWrite, effect: true, sync: true}
+		ev := wireEvent{sql: s.pending, kind: idemcheck.LandedAutocommitWrite, effect: true, sync: true}
 		s.pending = ""
 		return ev, true
 	case 'C': // 'S' or 'P', name
@@ -242,7 +242,7 @@ func (s *pgScanner) inspect(typ byte, body []byte) (pgEvent, bool) {
 			}
 		}
 	}
-	return pgEvent{}, false
+	return wireEvent{}, false
 }
 
 // step moves the connection's transaction state past a statement of class

@@ -12,11 +12,12 @@ import (
 // DBLinkFaults says whether database-link faults (a cut, a held
 // statement, a write barrier) can act on the target, and why not: the
 // Runner's NoDBLinkFaults (a reason its caller knows), the Powers' own
-// (targets.NoDBLink: a MySQL-family database, known before any traffic,
-// whose checks Plan skips already), or Powers that report no database
-// traffic through the link they offered
-// (targets.DBLinkReporter: no PostgreSQL session came through it, so the
-// target's database is another engine or it connects elsewhere). A
+// (targets.NoDBLink: no link, known before any traffic, whose checks
+// Plan skips already), or Powers that report no database traffic through
+// the link they offered (targets.DBLinkReporter: no session of the
+// database's engine, PostgreSQL or MySQL, came through it, so the
+// target's database is another engine, it connects elsewhere, or the link
+// refused its stream). A
 // target without Powers has no database link at all, and the checks that
 // need one are skipped by the plan already: it reports true.
 func (r *Runner) DBLinkFaults() (bool, string) {

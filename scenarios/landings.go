@@ -47,9 +47,8 @@ func faultLinks(fs ...faults.Fault) []string {
 	return links
 }
 
-// noDBLink says why the target's database link cannot be faulted (a
-// MySQL-family database: targets.NoDBLink), "" when it can or there are
-// no powers.
+// noDBLink says why the target's database link cannot be faulted (there
+// is none: targets.NoDBLink), "" when it can or there are no powers.
 func noDBLink(p targets.Powers) string {
 	if nl, ok := p.(targets.NoDBLink); ok {
 		return nl.NoDBLink()

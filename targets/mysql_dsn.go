@@ -158,22 +158,3 @@ func MySQLDSNs(user, password, hostport, db string) (urlForm, goForm string) {
 	u := &url.URL{Scheme: "mysql", User: url.UserPassword(user, password), Host: hostport, Path: "/" + db}
 	return u.String(), user + ":" + password + "@tcp(" + hostport + ")/" + db
 }
-
-// mysqlTargetDSNs gives a started target its MySQL-family database in
-// both forms (MySQLDSNs): DATABASE_URL's URL and MYSQL_DSN's Go form.
-// The DSN's parameters are not carried over.
-func mysqlTargetDSNs(dsn string) (urlForm, goForm string, err error) {
-	cfg, err := mysqlConfig(dsn)
-	if err != nil {
-		return "", "", err
-	}
-	if cfg.Net == "unix" {
-		return "", "", errors.New("it is on a Unix socket: give a DSN with a TCP host, such as mysql://user@127.0.0.1:3306/db")
-	}
-	urlForm, goForm = MySQLDSNs(cfg.User, cfg.Passwd, cfg.Addr, cfg.DBName)
-	if cfg.Passwd == "" {
-		urlForm = strings.Replace(urlForm, cfg.User+":@", cfg.User+"@", 1)
-		goForm = strings.Replace(goForm, cfg.User+":@", cfg.User+"@", 1)
-	}
-	return urlForm, goForm, nil
-}

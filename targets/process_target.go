@@ -44,9 +44,9 @@ type ProcessOptions struct {
 	// binaries.
 	DSN string
 	// Engine is the engine of the database to start when DSN is empty:
-	// EnginePostgres (empty) or EngineMySQL. A MySQL-family database is
-	// handed to the target directly: its link cannot be faulted yet
-	// (MySQLLinkReason), so the checks that fault it are skipped.
+	// EnginePostgres (empty) or EngineMySQL. Either is handed to the
+	// target through a database link that reads its protocol, so every
+	// check that faults the link runs on both.
 	Engine string
 	Env    []string
 	Logs   io.Writer
@@ -91,8 +91,8 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	env := o.Env
 	if mysqlTarget {
 		var goDSN string
-		if targetDSN, goDSN, err = mysqlTargetDSNs(pt.DB.DSN); err != nil {
-			return nil, idemcheck.Usagef("database %s: %v", RedactDSN(pt.DB.DSN), err)
+		if pt.link, targetDSN, goDSN, err = proxyMySQLDatabase(ctx, pt.DB, o.AllowRemote); err != nil {
+			return nil, err
 		}
 		env = append(slices.Clone(env), "MYSQL_DSN="+goDSN)
 	} else if pt.link, targetDSN, err = proxyDatabase(ctx, pt.DB, o.AllowRemote); err != nil {
@@ -134,31 +134,68 @@ func proxyDatabase(ctx context.Context, db *Database, allowRemote bool) (*faults
 		// The fault proxy, and so the target, reach the database over TCP.
 		return nil, "", idemcheck.Usagef("database %s is on a Unix socket: give a DSN with a TCP host, such as host=127.0.0.1", RedactDSN(db.DSN))
 	}
-	upstream, err := netguard.Pin(ctx, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), allowRemote, 3*time.Second)
+	link, addr, err := watchDatabase(ctx, db, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), faults.EnginePostgres, allowRemote)
+	if err != nil {
+		return nil, "", err
+	}
+	dsn, err := faults.RewriteDSN(db.DSN, addr)
+	if err != nil {
+		_ = link.Close()
+		return nil, "", idemcheck.Unavailablef("database link: %v", err)
+	}
+	return link, dsn, nil
+}
+
+// proxyMySQLDatabase is proxyDatabase for a MySQL-family database: the
+// link reads the MySQL protocol, and the target is handed the database
+// through it in both forms (MySQLDSNs: DATABASE_URL's URL, MYSQL_DSN's Go
+// form), without the DSN's parameters.
+func proxyMySQLDatabase(ctx context.Context, db *Database, allowRemote bool) (_ *faults.Link, urlForm, goForm string, err error) {
+	cfg, err := mysqlConfig(db.DSN)
+	if err == nil && cfg.Net == "unix" {
+		err = errors.New("it is on a Unix socket: give a DSN with a TCP host, such as mysql://user@127.0.0.1:3306/db")
+	}
+	if err != nil {
+		return nil, "", "", idemcheck.Usagef("database %s: %v", RedactDSN(db.DSN), err)
+	}
+	link, addr, err := watchDatabase(ctx, db, cfg.Addr, faults.EngineMySQL, allowRemote)
+	if err != nil {
+		return nil, "", "", err
+	}
+	urlForm, goForm = MySQLDSNs(cfg.User, cfg.Passwd, addr, cfg.DBName)
+	if cfg.Passwd == "" {
+		urlForm = strings.Replace(urlForm, cfg.User+":@", cfg.User+"@", 1)
+		goForm = strings.Replace(goForm, cfg.User+":@", cfg.User+"@", 1)
+	}
+	return link, urlForm, goForm, nil
+}
+
+// watchDatabase puts a database Link of engine in front of hostport, the
+// database's server, pinned to the address that was checked and reached,
+// and returns it with its watched proxy's address.
+func watchDatabase(ctx context.Context, db *Database, hostport, engine string, allowRemote bool) (*faults.Link, string, error) {
+	upstream, err := netguard.Pin(ctx, hostport, allowRemote, 3*time.Second)
 	if err != nil {
 		if errors.Is(err, netguard.ErrNotLoopback) {
 			return nil, "", idemcheck.Fieldf(idemcheck.ExitUsage, "DSN", "%s %s: %v; %s to use a database off this machine", idemcheck.Field("DSN"), RedactDSN(db.DSN), err, idemcheck.Setting("AllowRemote"))
 		}
 		return nil, "", idemcheck.Unavailablef("database %s: %v", RedactDSN(db.DSN), err)
 	}
-	link, err := faults.NewDBLink(upstream)
+	link, err := faults.NewDBLink(upstream, faults.WithEngine(engine))
 	if err != nil {
 		return nil, "", idemcheck.Unavailablef("database link: %v", err)
 	}
 	addr, err := link.WatchedAddr()
-	if err == nil {
-		var dsn string
-		if dsn, err = faults.RewriteDSN(db.DSN, addr); err == nil {
-			return link, dsn, nil
-		}
+	if err != nil {
+		_ = link.Close()
+		return nil, "", idemcheck.Unavailablef("database link: %v", err)
 	}
-	_ = link.Close()
-	return nil, "", idemcheck.Unavailablef("database link: %v", err)
+	return link, addr, nil
 }
 
-// MySQLLinkReason is why the database-link checks are skipped for a
-// target whose database is of the MySQL family.
-const MySQLLinkReason = "database-link faults speak the PostgreSQL protocol; this target's database is MySQL"
+// NoLinkReason is why the database-link checks are skipped for Powers
+// without a database link.
+const NoLinkReason = "idemcheck put no fault proxy in front of the target's database"
 
 // NoDBLink is Powers over a target whose database link idemcheck cannot
 // fault: NoDBLink says why, "" when it can. The checks that fault the
@@ -167,11 +204,11 @@ type NoDBLink interface {
 	NoDBLink() string
 }
 
-// NoDBLink says why the target's database link cannot be faulted: its
-// database is of the MySQL family (MySQLLinkReason); "" for PostgreSQL.
+// NoDBLink says why the target's database link cannot be faulted: there
+// is none (NoLinkReason); "" when there is, on PostgreSQL as on MySQL.
 func (p linkPowers) NoDBLink() string {
 	if p.link == nil {
-		return MySQLLinkReason
+		return NoLinkReason
 	}
 	return ""
 }
@@ -213,7 +250,7 @@ type linkPowers struct {
 // it landed (see faults.Link.Arm).
 func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 	if p.link == nil {
-		return nil, errors.New(MySQLLinkReason)
+		return nil, errors.New(NoLinkReason)
 	}
 	return p.link.Arm(f)
 }
@@ -222,7 +259,7 @@ func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
 // (see faults.Link.Barrier and Scheduler).
 func (p linkPowers) Barrier(attempts int, inTurn bool) (func() faults.Schedule, error) {
 	if p.link == nil {
-		return nil, errors.New(MySQLLinkReason)
+		return nil, errors.New(NoLinkReason)
 	}
 	return p.link.Barrier(faults.BarrierOptions{Attempts: attempts, Sessions: sessions(p.db), InTurn: inTurn})
 }
@@ -237,18 +274,26 @@ func (p *ProcessPowers) ArmProvider(f provider.Fault) func() bool { return p.pt.
 // ProviderNames names the target's doubles (see Downstream).
 func (p *ProcessPowers) ProviderNames() []string { return p.pt.Providers.Names() }
 
-// DBLinkFaults reports whether a PostgreSQL session has come through the
-// target's database link (see DBLinkReporter): with none once the target
-// was ready and had answered, its database traffic goes elsewhere.
+// DBLinkFaults reports whether a session of the database's engine has
+// come through the target's database link (see DBLinkReporter): with none
+// once the target was ready and had answered, its database traffic goes
+// elsewhere, or the link could not follow it (Refused: TLS, say).
 func (p linkPowers) DBLinkFaults() (bool, string) {
 	if why := p.NoDBLink(); why != "" {
 		return false, why
 	}
-	if p.link.PGSessions() > 0 {
+	if p.link.DBSessions() > 0 {
 		return true, ""
 	}
-	return false, "no PostgreSQL session came through the database link idemcheck handed the target (DATABASE_URL) by the time it was ready and answering: " +
-		"its database is not PostgreSQL, or it connects to it without DATABASE_URL"
+	engine := "PostgreSQL"
+	if p.link.Engine() == faults.EngineMySQL {
+		engine = "MySQL"
+	}
+	if why := p.link.Refused(); why != "" {
+		return false, fmt.Sprintf("no %s session came through the database link idemcheck handed the target (DATABASE_URL): the link refused its connections: %s", engine, why)
+	}
+	return false, fmt.Sprintf("no %s session came through the database link idemcheck handed the target (DATABASE_URL) by the time it was ready and answering: "+
+		"its database is not %s, or it connects to it without DATABASE_URL", engine, engine)
 }
 
 // Held delivers the hold events of db-hold faults.
@@ -309,11 +354,18 @@ func (p *ProcessPowers) Revive(ctx context.Context, i int) (bool, error) {
 // (faults.SessionsQuery): how many wait on a lock (a handler that locks
 // before it writes makes the other attempts of a burst wait there) and how
 // many are at work, so the held writes go at once when nothing else can
-// reach a write. It reads pg_stat_activity (nothing is written) through the
-// pool that counts effects, which reaches the database directly, never
-// through the target's link.
+// reach a write. It reads pg_stat_activity, or on MySQL and MariaDB
+// information_schema.PROCESSLIST (faults.MySQLSessions), nothing
+// being written, through the pool that counts effects, which reaches the
+// database directly, never through the target's link.
 func sessions(db *Database) func(ctx context.Context) (faults.Sessions, error) {
-	if db == nil || db.Pool == nil {
+	if db == nil {
+		return nil
+	}
+	if m := db.SQL; m != nil {
+		return func(ctx context.Context) (faults.Sessions, error) { return faults.MySQLSessions(ctx, m.DB()) }
+	}
+	if db.Pool == nil {
 		return nil
 	}
 	return func(ctx context.Context) (faults.Sessions, error) {

@@ -115,14 +115,14 @@ func TestDBEngineUsageErrors(t *testing.T) {
 	}
 }
 
-// A soak's database-link fault on a MySQL-family target is refused before
-// any traffic: the link speaks MySQL, which the faults do not read.
-func TestSoakRefusesDBFaultsOnMariaDB(t *testing.T) {
+// A soak's database-link fault acts on a MySQL-family target as on a
+// PostgreSQL one: the link the target is handed reads the MySQL protocol.
+func TestSoakFaultsTheDatabaseLinkOnMariaDB(t *testing.T) {
 	_, dsn, _ := ordersOnMariaDB(t)
 	code, out, errOut := cli(t, "soak", "--cmd", ordersMySQLBin.Path(t), "--db", dsn, "--path", "/orders", "--body", mysqlBody,
-		"--fault", "db-latency:ms=5", "--duration", "1s", "--rate", "5")
-	require.Equal(t, idemcheck.ExitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	assert.Contains(t, errOut, "--fault db-latency acts on the target's database link, and database-link faults speak the PostgreSQL protocol")
-	assert.NotContains(t, errOut, "intents/s", "refused before the soak began")
+		"--effect-sql", "SELECT count(*) FROM orders WHERE customer_id = ?", "--effect-arg", "{{intent}}",
+		"--fault", "db-latency:ms=5", "--duration", "1s", "--rate", "5", "--no-color")
+	require.Equal(t, idemcheck.ExitHeld, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Regexp(t, `effects counted for \d+ intents: 0 duplicated, 0 lost`, out)
 	assert.NotContains(t, out+errOut, "hunter22secret")
 }

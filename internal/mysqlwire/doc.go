@@ -4,26 +4,27 @@
 // targets act on, as faults/' pgScanner is for PostgreSQL. It imports only
 // the standard library, so any layer may use it.
 //
-// # How faults/ is meant to use it
+// # How faults/ uses it
 //
-// One Scanner per connection through the watched link. The client-to-
-// server side calls Client with each chunk before forwarding any of it,
+// One Scanner per connection through the watched link (faults/wire.go:
+// myScanner on the client's side, myAnswers on the server's). The client-
+// to-server side calls Client with each chunk before forwarding any of it,
 // the server-to-client side calls Server likewise (a command must be
 // scanned before its answer can come, an answer before the client can
 // send what follows it). In toxiproxy the two directions are two toxics
-// whose states are made in a fixed order, which is how pgRepliesToxic
-// finds its pgConn (pgWatchToxic.last): the same trick hands both the
-// connection's Scanner. Each call returns the chunk's events in order,
-// with offsets in that chunk; the client side keeps back the bytes of an
-// unfinished command (ClientPartial), as pgwatch keeps pend, so that what
-// it holds is whole (an event's negative Start then reaches back into the
-// bytes kept).
+// whose states are made in a fixed order, which is how repliesToxic finds
+// its dbConn (watchToxic.last): the same trick hands both the
+// connection's Scanner (dbConn.my). Each call returns the chunk's events
+// in order, with offsets in that chunk; the client side keeps back the
+// bytes of an unfinished command (ClientPartial), as the watch toxic keeps
+// pend, so that what it holds is whole (an event's negative Start then
+// reaches back into the bytes kept).
 //
-//   - An EventCommand stands for pgwatch's scanEvent, before the command
-//     is forwarded: Command.SQL is pgEvent.sql; Command.Effect is the
-//     landing (EffectCommit: idemcheck.LandedCommit, the default match of
+//   - An EventCommand stands for the watch toxic's scanEvent, before the
+//     command is forwarded: Command.SQL is wireEvent.sql; Command.Effect
+//     is the landing (EffectCommit: idemcheck.LandedCommit, the default match of
 //     db-cut and db-hold; EffectAutocommitWrite: LandedAutocommitWrite;
-//     NoEffect: LandedStatement); Command.Write is pgEvent.writeKind
+//     NoEffect: LandedStatement); Command.Write is wireEvent.writeKind
 //     (WriteCommit, WriteAutocommit, WriteInTransaction: LandedCommit,
 //     LandedAutocommitWrite, LandedWrite).
 //   - db-cut (a cut before the command): forward b[:Start], close.
@@ -33,7 +34,7 @@
 //   - The write barrier: a connection's first EventCommand with a Write
 //     since the barrier was armed is held as db-hold holds; the barrier
 //     releases them together, or in turn: one, then the next once the
-//     EventAnswer with that Command.ID has come (pgConn.finished: the
+//     EventAnswer with that Command.ID has come (dbConn.finished: the
 //     answers are counted by command, not by ReadyForQuery).
 //   - db-cut-after (cut after a COMMIT's answer reached the link, before
 //     the target read it): at the matching EventCommand (a COMMIT, or an
@@ -48,11 +49,12 @@
 //     and it closes both sides without forwarding a byte of it.
 //   - TestFaultsActOnEvents does a hold and a cut after a COMMIT so,
 //     against MariaDB: the held INSERT has not run until released, and
-//     the cut COMMIT has committed though its client never heard.
-//   - EventConnected (OK) is pgwatch's session; a connection has started
-//     once it sends its first command.
-//   - EventStop with TLS is the SSLRequest pgwatch refuses (scanRefuse:
-//     close it, and say why); any other EventStop is a stream that cannot
+//     the cut COMMIT has committed though its client never heard; faults/'
+//     TestMySQL* do the same through a database Link.
+//   - A connection has started, and counts as a session, once it sends
+//     its first command.
+//   - EventStop with TLS is the SSLRequest the watch toxic refuses
+//     (scanRefuse: close it, and say why: Link.Refused); any other EventStop is a stream that cannot
 //     be followed, refused likewise with its Reason. After it the scanner
 //     says nothing, and every byte passes.
 //

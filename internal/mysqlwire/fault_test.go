@@ -1,4 +1,4 @@
-package mysqlwire
+package mysqlwire_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/idemcheck/idemcheck/internal/mysqlwire"
 	"github.com/idemcheck/idemcheck/targets/mysqltest"
 )
 
@@ -28,7 +29,7 @@ type faultRelay struct {
 	cutAfter string
 	held     chan struct{} // closed once the command is held
 	release  chan struct{}
-	cut      chan Answer // the withheld answer, once the connection is cut
+	cut      chan mysqlwire.Answer // the withheld answer, once the connection is cut
 
 	cutAt atomic.Uint64 // the ID of the command whose answer is cut
 	wg    sync.WaitGroup
@@ -41,7 +42,7 @@ func startFaultRelay(t *testing.T, target, hold, cutAfter string) *faultRelay {
 		t.Fatal(err)
 	}
 	r := &faultRelay{ln: ln, target: target, hold: hold, cutAfter: cutAfter,
-		held: make(chan struct{}), release: make(chan struct{}), cut: make(chan Answer, 1)}
+		held: make(chan struct{}), release: make(chan struct{}), cut: make(chan mysqlwire.Answer, 1)}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -55,7 +56,7 @@ func startFaultRelay(t *testing.T, target, hold, cutAfter string) *faultRelay {
 				c.Close()
 				continue
 			}
-			sc := New()
+			sc := mysqlwire.New()
 			r.wg.Add(2)
 			go r.upstream(c, s, sc)
 			go r.downstream(s, c, sc)
@@ -70,7 +71,7 @@ func startFaultRelay(t *testing.T, target, hold, cutAfter string) *faultRelay {
 
 // upstream forwards the client's bytes, keeping back an unfinished
 // command, and holds or marks the commands it acts on.
-func (r *faultRelay) upstream(client, server net.Conn, sc *Scanner) {
+func (r *faultRelay) upstream(client, server net.Conn, sc *mysqlwire.Scanner) {
 	defer r.wg.Done()
 	defer server.Close()
 	var pend []byte
@@ -84,7 +85,7 @@ func (r *faultRelay) upstream(client, server net.Conn, sc *Scanner) {
 		base := len(pend) // where this chunk starts in pend
 		pend = append(pend, buf[:n]...)
 		for _, e := range evs {
-			if e.Kind != EventCommand {
+			if e.Kind != mysqlwire.EventCommand {
 				continue
 			}
 			sql := e.Command.SQL
@@ -114,7 +115,7 @@ func (r *faultRelay) upstream(client, server net.Conn, sc *Scanner) {
 // downstream forwards the server's bytes, except, once a cut is armed,
 // those past the end of the answer before the cut command's; at the end
 // of that command's answer it closes both sides.
-func (r *faultRelay) downstream(server, client net.Conn, sc *Scanner) {
+func (r *faultRelay) downstream(server, client net.Conn, sc *mysqlwire.Scanner) {
 	defer r.wg.Done()
 	defer client.Close()
 	buf := make([]byte, 4096)
@@ -128,10 +129,10 @@ func (r *faultRelay) downstream(server, client net.Conn, sc *Scanner) {
 		if at := r.cutAt.Load(); at != 0 {
 			pass = 0
 			for _, e := range evs {
-				if e.Kind == EventAnswer && e.Command.ID < at {
+				if e.Kind == mysqlwire.EventAnswer && e.Command.ID < at {
 					pass = e.End
 				}
-				if e.Kind == EventAnswer && e.Command.ID == at {
+				if e.Kind == mysqlwire.EventAnswer && e.Command.ID == at {
 					_, _ = client.Write(buf[:pass])
 					r.cut <- e.Answer
 					server.Close()

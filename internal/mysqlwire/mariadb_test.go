@@ -1,4 +1,4 @@
-package mysqlwire
+package mysqlwire_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/idemcheck/idemcheck/internal/mysqlwire"
 	"github.com/idemcheck/idemcheck/targets/mysqltest"
 )
 
@@ -35,11 +36,11 @@ type seen struct {
 	down    []byte // server to client
 	bad     []string
 	done    sync.WaitGroup // both directions have ended
-	scanner *Scanner
+	scanner *mysqlwire.Scanner
 }
 
 type absEvent struct {
-	Event
+	mysqlwire.Event
 	start, end int // offsets in the direction's whole stream
 	up         bool
 }
@@ -83,7 +84,7 @@ func (r *relay) accept() {
 			c.Close()
 			continue
 		}
-		sc, rec := New(), &seen{}
+		sc, rec := mysqlwire.New(), &seen{}
 		rec.scanner = sc
 		r.mu.Lock()
 		r.conns = append(r.conns, rec)
@@ -96,7 +97,7 @@ func (r *relay) accept() {
 }
 
 // pipe scans what src sends, then forwards it to dst.
-func (r *relay) pipe(src, dst net.Conn, scan func([]byte) []Event, rec *seen, up bool) {
+func (r *relay) pipe(src, dst net.Conn, scan func([]byte) []mysqlwire.Event, rec *seen, up bool) {
 	defer r.wg.Done()
 	defer rec.done.Done()
 	defer dst.Close()
@@ -298,21 +299,21 @@ func describe(evs []absEvent) []string {
 	for _, e := range evs {
 		c, a := e.Command, e.Answer
 		switch e.Kind {
-		case EventConnected:
+		case mysqlwire.EventConnected:
 			out = append(out, "connected "+okOrErr(a))
-		case EventCommand:
+		case mysqlwire.EventCommand:
 			s := fmt.Sprintf("command %s %s %s", c.Name(), c.Class(), c.SQL)
-			if c.Effect != NoEffect {
+			if c.Effect != mysqlwire.NoEffect {
 				s += " effect=" + c.Effect.String()
 			}
-			if c.Write != NoWrite {
+			if c.Write != mysqlwire.NoWrite {
 				s += " write=" + c.Write.String()
 			}
 			if !c.Reply {
 				s += " noreply"
 			}
 			out = append(out, s)
-		case EventAnswer:
+		case mysqlwire.EventAnswer:
 			s := fmt.Sprintf("answer %s %s", c.Name(), okOrErr(a))
 			if a.HasStatus {
 				s += fmt.Sprintf(" trans=%v auto=%v", a.InTransaction(), a.Autocommit())
@@ -328,7 +329,7 @@ func describe(evs []absEvent) []string {
 	return out
 }
 
-func okOrErr(a Answer) string {
+func okOrErr(a mysqlwire.Answer) string {
 	if a.OK {
 		return "OK"
 	}
@@ -349,7 +350,7 @@ func checkOffsets(t *testing.T, rec *seen) {
 			t.Errorf("%s %s: %d..%d are not whole packets of the stream", e.Kind, e.Command.Name(), e.start, e.end)
 			continue
 		}
-		if e.Kind == EventCommand && (stream[e.start+3] != 0 || stream[e.start+4] != e.Command.Code) {
+		if e.Kind == mysqlwire.EventCommand && (stream[e.start+3] != 0 || stream[e.start+4] != e.Command.Code) {
 			t.Errorf("command %s does not start at %d", e.Command.Name(), e.start)
 		}
 	}
@@ -401,7 +402,7 @@ func TestMariaDBCommandLineClient(t *testing.T) {
 	checkOffsets(t, rec)
 	// This client leaves CLIENT_DEPRECATE_EOF unset: its result sets end
 	// with EOF packets.
-	if caps, _ := rec.scanner.Capabilities(); caps&ClientDeprecateEOF != 0 || caps&ClientMultiStatements == 0 {
+	if caps, _ := rec.scanner.Capabilities(); caps&mysqlwire.ClientDeprecateEOF != 0 || caps&mysqlwire.ClientMultiStatements == 0 {
 		t.Logf("capabilities %#x: the test no longer covers EOF packets or several statements a query", caps)
 	}
 	got := describe(rec.events)

@@ -176,7 +176,7 @@ type Command struct {
 	// or COM_STMT_SEND_LONG_DATA).
 	Reply bool
 	// Effect is where the command's first durable write lands; Write the
-	// kind of its first write or commit (faults/' pgEvent kind, effect and
+	// kind of its first write or commit (faults/' wireEvent kind, effect and
 	// writeKind).
 	Effect Effect
 	Write  WriteKind
@@ -351,7 +351,7 @@ func (s *Scanner) Capabilities() (caps, mariadb uint32) {
 // ClientPartial is how many of the client's bytes scanned so far belong
 // to a command (or other payload) not yet complete: the last ones, which
 // may run back into earlier chunks. A relay that keeps them back, as
-// faults/' pgwatch keeps an incomplete message, never forwards part of a
+// faults/' watch toxic keeps an incomplete message, never forwards part of a
 // command it may yet hold; the server would otherwise sit on a partial
 // packet, and drop the connection after its net_read_timeout.
 func (s *Scanner) ClientPartial() int {
@@ -493,4 +493,18 @@ func lenenc(b []byte) (v uint64, n int, ok bool) {
 		return binary.LittleEndian.Uint64(b[1:9]), 9, true
 	}
 	return 0, 0, false
+}
+
+// Answering returns the ID of the command whose answer the server's next
+// bytes belong to: the oldest command still awaiting its answer, or, with
+// none, the next command's. A relay that cuts after an answer passes the
+// bytes that follow the last answer it saw end only while they answer an
+// earlier command.
+func (s *Scanner) Answering() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		return s.pending[0].cmd.ID
+	}
+	return s.ids + 1
 }

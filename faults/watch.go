@@ -10,10 +10,11 @@ import (
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
-// pgWatchType is the toxiproxy type name of pgWatchToxic.
+// pgWatchType is the toxiproxy type name of watchToxic (the name it had
+// when it read PostgreSQL only).
 const pgWatchType = "idemcheck_pg_watch"
 
-// What pgWatchToxic does to the message it acts on. actionArmed defers
+// What watchToxic does to the message it acts on. actionArmed defers
 // to the rule armed at run time (Link.Arm).
 const (
 	actionCut      = "cut"
@@ -88,7 +89,7 @@ func newWatchRule(match string, nth int64, action string, f Fault) (*watchRule, 
 }
 
 // match reports whether ev is a statement the rule counts.
-func (r *watchRule) match(ev pgEvent) bool {
+func (r *watchRule) match(ev wireEvent) bool {
 	if r.re == nil {
 		return ev.effect
 	}
@@ -98,7 +99,7 @@ func (r *watchRule) match(ev pgEvent) bool {
 // land counts a match and reports whether the rule acts on it, with the
 // landing it records. The landing is recorded before the toxic acts, so
 // whoever learns of the act (a connection error, a HoldEvent) finds it.
-func (r *watchRule) land(ev pgEvent) (Landing, bool) {
+func (r *watchRule) land(ev wireEvent) (Landing, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.off {
@@ -140,7 +141,7 @@ func (r *watchRule) result() Landing {
 }
 
 func init() {
-	toxics.Register(pgWatchType, new(pgWatchToxic))
+	toxics.Register(pgWatchType, new(watchToxic))
 }
 
 // hub is how a Link's watch toxics reach the harness.
@@ -149,13 +150,21 @@ type hub struct {
 	done chan struct{} // closed by Link.Close
 }
 
-// pgWatchToxic follows the PostgreSQL frontend protocol on the upstream
-// direction of a database link and acts on the nth statement, counted over
+// watchToxic follows the client's side of a database link (the upstream
+// direction) and acts on the nth statement, counted over
 // every connection through its proxy, that its rule matches: "cut" closes
 // both sides without forwarding it, "hold" keeps it and reports a HoldEvent.
 // Everything else passes unchanged, and at once: it buffers only the message
 // it is reading, and only for the message types that carry SQL, name it or
 // end an implicit transaction.
+//
+// How it reads the bytes is its engine's (a wireScanner, see wire.go):
+// PostgreSQL's frontend protocol, as told below, or the MySQL
+// client/server protocol (mysqlwire), where a COM_QUERY or the execution of
+// a prepared statement (COM_STMT_EXECUTE) is what runs a statement, the
+// effect write is a COMMIT (or a statement that commits implicitly) or a
+// write run with autocommit on, and the transaction state is the client's
+// commands as the server's status flags of each answer correct them.
 //
 // With an explicit match it acts at the moment a statement whose SQL matches
 // is about to run: a simple Query ('Q'), or an Execute ('E') of a portal
@@ -171,27 +180,28 @@ type hub struct {
 // itself, in the extended protocol the Sync that ends the implicit
 // transaction the write ran in (the write has run, its commit has not).
 //
-// Whether a connection is inside a transaction block is followed from the
-// frontend side alone (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK,
+// On PostgreSQL, whether a connection is inside a transaction block is
+// followed from the frontend side alone (BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK,
 // ABORT, in simple queries and prepared statements), not from the status
 // byte of the backend's ReadyForQuery. The frontend knows its state when it
 // sends a statement, and the watcher sees it in the same order; the
 // backend's status arrives a round trip later, so a client that pipelines
 // BEGIN with its first write (pgx batches, any pipelining driver) would have
-// that write taken for an autocommitted one. Reading it would also mean
-// pairing the two directions of a connection, whose toxic states toxiproxy
-// keeps apart with nothing that ties them. What the frontend cannot show
+// that write taken for an autocommitted one. (The MySQL scanner takes the
+// server's status flags only from an answer with no command after it
+// pending, for the same reason.) What the frontend cannot show
 // (transaction control inside a procedure, a write inside a function) is
 // out of reach either way for a watcher that must act before the statement
 // runs.
-type pgWatchToxic struct {
+type watchToxic struct {
 	Match  string `json:"match"`
 	Nth    int64  `json:"nth"`
 	Action string `json:"action"`
 
 	// Set by bind before the proxy accepts a connection, read-only after.
-	rule *watchRule // nil on a watched proxy
-	hub  *hub
+	rule   *watchRule // nil on a watched proxy
+	hub    *hub
+	engine string
 
 	// armed is the rule in force on a watched proxy (action "armed"); nil
 	// lets everything pass.
@@ -203,24 +213,27 @@ type pgWatchToxic struct {
 	// connection, whose session may not show in pg_stat_activity before
 	// it is ready).
 	conns, live, starting atomic.Int64
-	// sessions counts the connections that started a PostgreSQL session
-	// (Link.PGSessions).
+	// sessions counts the connections that started a session of the
+	// engine's protocol (Link.DBSessions).
 	sessions atomic.Int64
+	// refused says why the last connection refused was (a stream that
+	// cannot be followed: TLS), if any (Link.Refused).
+	refused atomic.Pointer[string]
 	// last is the connection whose state was made last: the downstream
-	// toxic of a watched proxy takes it (see pgRepliesToxic).
-	last atomic.Pointer[pgConn]
+	// toxic of a watched proxy takes it (see repliesToxic).
+	last atomic.Pointer[dbConn]
 }
 
 // poke tells the armed barrier, if any, that something happened on a
 // connection.
-func (t *pgWatchToxic) poke() {
+func (t *watchToxic) poke() {
 	if b := t.barrier.Load(); b != nil {
 		b.touch()
 	}
 }
 
-func (t *pgWatchToxic) bind(h *hub, f Fault) error {
-	t.hub = h
+func (t *watchToxic) bind(h *hub, f Fault, engine string) error {
+	t.hub, t.engine = h, engine
 	if t.Action == actionArmed {
 		return nil
 	}
@@ -232,9 +245,9 @@ func (t *pgWatchToxic) bind(h *hub, f Fault) error {
 	return nil
 }
 
-// pgWatchState is one connection's state.
-type pgWatchState struct {
-	scan pgScanner
+// watchState is one connection's state.
+type watchState struct {
+	scan wireScanner
 	// pend holds the bytes read and not yet forwarded: an incomplete
 	// message, or a held one and what came after it.
 	pend     []byte
@@ -246,19 +259,26 @@ type pgWatchState struct {
 	ended bool
 	// started: the connection has sent a statement, or has ended.
 	started bool
-	// session: the connection sent a PostgreSQL StartupMessage.
+	// session: the connection started a session (a PostgreSQL
+	// StartupMessage; a MySQL command, its connection phase over).
 	session bool
 	// barrier is the last barrier this connection's first write met: it
 	// holds a connection's first write only.
 	barrier *barrier
 	// conn is what this connection's two directions share.
-	conn *pgConn
+	conn *dbConn
 }
 
 // NewState is called once for each connection: the watch toxic acts on
 // one direction only.
-func (t *pgWatchToxic) NewState() any {
-	st := &pgWatchState{scan: newPGScanner(), id: int(t.conns.Add(1)), conn: newPGConn()}
+func (t *watchToxic) NewState() any {
+	st := &watchState{id: int(t.conns.Add(1)), conn: t.newConn()}
+	if st.conn.my != nil {
+		st.scan = newMyScanner(st.conn.my)
+	} else {
+		pg := newPGScanner()
+		st.scan = &pg
+	}
 	t.last.Store(st.conn)
 	t.live.Add(1)
 	t.starting.Add(1)
@@ -269,7 +289,7 @@ func (t *pgWatchToxic) NewState() any {
 }
 
 // closeConn closes the connection, both sides, and stops counting it.
-func (t *pgWatchToxic) closeConn(stub *toxics.ToxicStub, st *pgWatchState) {
+func (t *watchToxic) closeConn(stub *toxics.ToxicStub, st *watchState) {
 	stub.Close()
 	t.markStarted(st)
 	if !st.ended {
@@ -282,8 +302,8 @@ func (t *pgWatchToxic) closeConn(stub *toxics.ToxicStub, st *pgWatchState) {
 	}
 }
 
-func (t *pgWatchToxic) Pipe(stub *toxics.ToxicStub) {
-	st := stub.State.(*pgWatchState)
+func (t *watchToxic) Pipe(stub *toxics.ToxicStub) {
+	st := stub.State.(*watchState)
 	for {
 		if st.held != nil {
 			if !t.waitHold(stub, st) {
@@ -311,7 +331,7 @@ func (t *pgWatchToxic) Pipe(stub *toxics.ToxicStub) {
 }
 
 // markStarted stops counting the connection as starting.
-func (t *pgWatchToxic) markStarted(st *pgWatchState) {
+func (t *watchToxic) markStarted(st *watchState) {
 	if !st.started {
 		st.started = true
 		t.starting.Add(-1)
@@ -320,14 +340,14 @@ func (t *pgWatchToxic) markStarted(st *pgWatchState) {
 
 // advance forwards what the scanner lets pass and acts on a match. It
 // reports false when the connection has been closed.
-func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
+func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 	pass := 0
 	for {
 		n, res, size, ev := st.scan.scan(st.pend[pass:])
-		if st.scan.statements {
+		if st.scan.started() {
 			t.markStarted(st)
 		}
-		if !st.session && st.scan.phase == phaseTyped {
+		if !st.session && st.scan.session() {
 			st.session = true
 			t.sessions.Add(1)
 		}
@@ -337,6 +357,8 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 			forward(stub, st, pass)
 			return true
 		case scanRefuse:
+			why := st.scan.refusal()
+			t.refused.Store(&why)
 			forward(stub, st, pass)
 			t.closeConn(stub, st)
 			drain(stub)
@@ -351,7 +373,7 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 				if r.action == actionCutAfter {
 					// The matching message reaches the database too, which
 					// runs it; its answer is the database side's to cut
-					// (pgRepliesToxic.cutAnswer), set before the message
+					// (repliesToxic.cutAnswer), set before the message
 					// goes so that no byte of the answer can slip past.
 					st.conn.cutAt.Store(ev.prior + 1)
 					pass += size
@@ -390,7 +412,7 @@ func (t *pgWatchToxic) advance(stub *toxics.ToxicStub, st *pgWatchState) bool {
 
 // waitHold waits for one thing to happen to a held message and reports
 // false when the connection has been closed (or the toxic interrupted).
-func (t *pgWatchToxic) waitHold(stub *toxics.ToxicStub, st *pgWatchState) bool {
+func (t *watchToxic) waitHold(stub *toxics.ToxicStub, st *watchState) bool {
 	h := st.held
 	var deliver chan<- HoldEvent
 	var linkDone <-chan struct{}
@@ -438,7 +460,7 @@ func (t *pgWatchToxic) waitHold(stub *toxics.ToxicStub, st *pgWatchState) bool {
 
 // forward passes the first n pending bytes. The slice handed on is never
 // written again: later appends to pend land beyond it.
-func forward(stub *toxics.ToxicStub, st *pgWatchState, n int) {
+func forward(stub *toxics.ToxicStub, st *watchState, n int) {
 	if n == 0 {
 		return
 	}

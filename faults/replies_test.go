@@ -28,7 +28,7 @@ func TestRepliesCountsReadyForQuery(t *testing.T) {
 	stream = append(stream, backendMsg('N', "a notice\x00")...) // a NoticeResponse, not a refusal
 	stream = append(stream, backendMsg('Z', "I")...)
 	for _, size := range []int{1, 2, 3, 5, 7, len(stream)} {
-		st := &pgRepliesState{conn: &pgConn{}}
+		st := &pgRepliesState{}
 		n := 0
 		for b := stream; len(b) > 0; {
 			k := min(size, len(b))
@@ -39,7 +39,7 @@ func TestRepliesCountsReadyForQuery(t *testing.T) {
 		}
 		assert.Equal(t, 3, n, "chunks of %d bytes", size)
 	}
-	st := &pgRepliesState{conn: &pgConn{}}
+	st := &pgRepliesState{}
 	n, _ := st.count(append([]byte{'S'}, backendMsg('Z', "I")...), 0)
 	assert.Equal(t, 0, n, "encrypted: nothing to follow")
 }
@@ -56,7 +56,7 @@ func TestRepliesCountStopsAfterReadyForQuery(t *testing.T) {
 	stream = append(stream, backendMsg('C', "INSERT 0 1\x00")...)
 	stream = append(stream, backendMsg('Z', "I")...)
 	for _, size := range []int{1, 2, 3, 5, 7, len(stream)} {
-		st := &pgRepliesState{conn: &pgConn{}}
+		st := &pgRepliesState{}
 		read, n := 0, 0
 		for b := stream; len(b) > 0 && n < 2; {
 			k := min(size, len(b))
@@ -73,7 +73,7 @@ func TestRepliesCountStopsAfterReadyForQuery(t *testing.T) {
 // A statement has finished once more replies came back than the ones
 // sent before it, or when its connection ended.
 func TestConnFinished(t *testing.T) {
-	c := &pgConn{}
+	c := &dbConn{}
 	c.replies.Store(2)
 	assert.True(t, c.finished(1))
 	assert.False(t, c.finished(2))
@@ -96,7 +96,7 @@ func TestScannerCountsPriorReplies(t *testing.T) {
 	for _, chunk := range []int{1, 3, len(stream)} {
 		s := newPGScanner()
 		var pend []byte
-		var writes []pgEvent
+		var writes []wireEvent
 		for off := 0; off < len(stream); off += chunk {
 			pend = append(pend, stream[off:min(off+chunk, len(stream))]...)
 			pass := 0

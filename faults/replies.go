@@ -8,23 +8,29 @@ import (
 
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/idemcheck/idemcheck/internal/mysqlwire"
 )
 
-// pgRepliesType is the toxiproxy type name of pgRepliesToxic.
+// pgRepliesType is the toxiproxy type name of repliesToxic.
 const pgRepliesType = "idemcheck_pg_replies"
 
 func init() {
-	toxics.Register(pgRepliesType, new(pgRepliesToxic))
+	toxics.Register(pgRepliesType, new(repliesToxic))
 }
 
-// pgConn is what the two directions of one connection through the watched
-// proxy share: how many statements that the database answers with a
-// ReadyForQuery the target has sent (upstream), and how many ReadyForQuery
-// messages came back (downstream). A statement has finished, the database
-// has answered it, once the replies outnumber the ones sent before it.
-type pgConn struct {
-	// replies counts the ReadyForQuery messages the database sent.
+// dbConn is what the two directions of one connection through the watched
+// proxy share: how far the database's answers have come (downstream), to
+// be compared with a statement's prior (upstream). A statement has
+// finished, the database has answered it, once replies passes its prior.
+type dbConn struct {
+	// replies numbers the last answer the database sent (answerMark): on
+	// PostgreSQL the count of its ReadyForQuery messages, on MySQL the ID
+	// of the command it answered.
 	replies atomic.Int64
+	// my is the connection's MySQL protocol scanner, which both directions
+	// feed (nil on PostgreSQL).
+	my *mysqlwire.Scanner
 	// ended: the connection was closed; gone is closed then too (end).
 	ended   atomic.Bool
 	gone    chan struct{}
@@ -35,19 +41,28 @@ type pgConn struct {
 	// gate, when set, holds the answer that brings replies past its after
 	// (HoldEvent.ReleaseHoldingAnswer).
 	gate atomic.Pointer[answerGate]
-	// cutAt, when not 0, is the number of the ReadyForQuery that answers
-	// the statement a db-cut-after let through: the database side passes
+	// cutAt, when not 0, is the number of the answer (answerMark) to the
+	// statement a db-cut-after let through: the database side passes
 	// every answer before it, withholds everything after those, and closes
-	// the connection once that ReadyForQuery has come (pgRepliesToxic).
+	// the connection once that answer has come whole (repliesToxic).
 	cutAt atomic.Int64
 }
 
-func newPGConn() *pgConn { return &pgConn{gone: make(chan struct{})} }
+func newDBConn() *dbConn { return &dbConn{gone: make(chan struct{})} }
+
+// newConn returns a connection's shared state for the toxic's engine.
+func (t *watchToxic) newConn() *dbConn {
+	c := newDBConn()
+	if t.engine == EngineMySQL {
+		c.my = mysqlwire.New()
+	}
+	return c
+}
 
 // end records that the connection was closed, by either direction, and
 // settles an answer gate still set on it: its answer will never come, so
 // whoever decides it (AnswerHold.Drop after a kill) must not wait for it.
-func (c *pgConn) end() {
+func (c *dbConn) end() {
 	c.ended.Store(true)
 	c.goneOne.Do(func() {
 		if c.gone != nil {
@@ -59,8 +74,8 @@ func (c *pgConn) end() {
 	}
 }
 
-// answerGate holds the backend's bytes that answer one statement: the
-// chunk in which the connection's ReadyForQuery count passes after. held
+// answerGate holds the database's bytes that answer one statement: the
+// chunk in which the connection's replies pass after. held
 // is closed when that chunk is held; the decision is true to forward it,
 // false to drop it.
 type answerGate struct {
@@ -94,18 +109,24 @@ func (a *AnswerHold) Forward() { a.g.decide(true, a.g.gone) }
 // to discard, and no answer will come to be held.
 func (a *AnswerHold) Drop() { a.g.decide(false, a.g.gone) }
 
-// finished reports whether the first statement sent after prior others
-// that each get a ReadyForQuery (a simple Query, a Sync, a function call)
-// has been answered, or the connection has ended.
-func (c *pgConn) finished(prior int64) bool {
+// finished reports whether the statement whose prior is prior (the
+// first sent after prior others that each get a ReadyForQuery on
+// PostgreSQL: a simple Query, a Sync, a function call; the command after
+// command number prior on MySQL) has been answered, or the connection has
+// ended.
+func (c *dbConn) finished(prior int64) bool {
 	return c.replies.Load() > prior || c.ended.Load()
 }
 
-// pgRepliesToxic follows the backend side of the watched proxy's
-// connections and counts each one's ReadyForQuery messages ('Z'), so that
-// a write barrier that releases held writes one at a time knows when the
-// database has answered the one it let go. It changes nothing: every byte
-// passes at once.
+// repliesToxic follows the database side of the watched proxy's
+// connections and numbers each one's answers (answerScanner: PostgreSQL's
+// ReadyForQuery messages, MySQL's answers by command), so that a write
+// barrier that releases held writes one at a time knows when the database
+// has answered the one it let go. Unless it cuts after an answer or holds
+// one (an answer gate), it changes nothing: every byte passes at once. On
+// MySQL it also feeds the connection's scanner the server's bytes, which
+// the client's side needs (the greeting's capabilities): a MySQL link puts
+// it on every proxy that watches.
 //
 // The toxic of one direction does not know the other's state; toxiproxy
 // ties them by nothing. It does start them in a fixed order: a proxy
@@ -113,18 +134,23 @@ func (c *pgConn) finished(prior int64) bool {
 // upstream link and then the downstream one, each making its toxics' states
 // as it starts, before the next connection is accepted. So the downstream
 // state made now belongs to the connection whose upstream state was made
-// last (pgWatchToxic.last). No other toxic with a state is ever added to
+// last (watchToxic.last). No other toxic with a state is ever added to
 // the watched proxy while it runs (db-latency is stateless), so nothing
 // else makes a state in between.
-type pgRepliesToxic struct {
+type repliesToxic struct {
 	// up is the watched proxy's upstream toxic, set by bind before the
 	// proxy accepts a connection.
-	up *pgWatchToxic
+	up *watchToxic
 }
 
-// pgRepliesState is one connection's backend side.
+// repliesState is one connection's database side.
+type repliesState struct {
+	conn *dbConn
+	scan answerScanner
+}
+
+// pgRepliesState follows PostgreSQL's backend messages (pgAnswers).
 type pgRepliesState struct {
-	conn *pgConn
 	// started: past the one-byte answers to SSLRequest or GSSENCRequest
 	// that may come before the first message.
 	started bool
@@ -139,17 +165,21 @@ type pgRepliesState struct {
 	ready bool
 }
 
-func (t *pgRepliesToxic) NewState() any {
+func (t *repliesToxic) NewState() any {
 	c := t.up.last.Load()
 	if c == nil {
-		c = newPGConn()
+		c = t.up.newConn()
 	}
 	c.followed.Store(true)
-	return &pgRepliesState{conn: c}
+	st := &repliesState{conn: c, scan: &pgAnswers{}}
+	if c.my != nil {
+		st.scan = myAnswers{s: c.my}
+	}
+	return st
 }
 
-func (t *pgRepliesToxic) Pipe(stub *toxics.ToxicStub) {
-	st := stub.State.(*pgRepliesState)
+func (t *repliesToxic) Pipe(stub *toxics.ToxicStub) {
+	st := stub.State.(*repliesState)
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -161,14 +191,16 @@ func (t *pgRepliesToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			if st.conn.cutAt.Load() > 0 {
-				if !t.cutAnswer(stub, st, c.Data) {
+			marks, next := st.scan.answers(c.Data)
+			if at := st.conn.cutAt.Load(); at > 0 {
+				if !t.cutAnswer(stub, st, c.Data, marks, next, at) {
 					return
 				}
 				continue
 			}
-			if n, _ := st.count(c.Data, 0); n > 0 {
-				got := st.conn.replies.Add(int64(n))
+			if len(marks) > 0 {
+				got := marks[len(marks)-1].n
+				st.conn.replies.Store(got)
 				t.up.poke()
 				if g := st.conn.gate.Load(); g != nil && got > g.after && st.conn.gate.CompareAndSwap(g, nil) {
 					forward, ok := holdAnswer(stub, g)
@@ -201,35 +233,37 @@ func holdAnswer(stub *toxics.ToxicStub, g *answerGate) (forward, ok bool) {
 }
 
 // cutAnswer passes the part of b that answers the statements sent before
-// the one a db-cut-after let through, and withholds the rest: once that
-// statement's own ReadyForQuery has come, the database has run it (and,
-// outside a transaction block, committed it), and the connection is
-// closed, both sides, before a byte of its answer reached the target. It
+// the one a db-cut-after let through (answer number at), and withholds the
+// rest: once that statement's own answer has come whole, the database has
+// run it (and, outside a transaction block, committed it), and the
+// connection is closed, both sides, before a byte of its answer reached
+// the target. marks and next are what the answerScanner read in b. It
 // reports false once the connection is closed.
-func (t *pgRepliesToxic) cutAnswer(stub *toxics.ToxicStub, st *pgRepliesState, b []byte) bool {
-	for len(b) > 0 {
-		left := st.conn.cutAt.Load() - st.conn.replies.Load()
-		if left > 1 {
-			// Answers to earlier statements: they pass.
-			n, end := st.count(b, int(left-1))
-			if end > 0 {
-				stub.Output <- &stream.StreamChunk{Data: b[:end], Timestamp: time.Now()}
+func (t *repliesToxic) cutAnswer(stub *toxics.ToxicStub, st *repliesState, b []byte, marks []answerMark, next, at int64) bool {
+	pass := 0
+	for _, m := range marks {
+		if m.n >= at {
+			// The cut statement's answer: withheld, and the end of it ends
+			// the connection.
+			if pass > 0 {
+				stub.Output <- &stream.StreamChunk{Data: b[:pass], Timestamp: time.Now()}
 			}
-			st.conn.replies.Add(int64(n))
-			b = b[end:]
-			continue
+			st.conn.replies.Store(m.n)
+			st.conn.end()
+			t.up.poke()
+			stub.Close()
+			drain(stub)
+			return false
 		}
-		// The cut statement's answer: withheld, and the end of it ends the
-		// connection.
-		if n, _ := st.count(b, 1); n == 0 {
-			return true
-		}
-		st.conn.replies.Add(1)
-		st.conn.end()
-		t.up.poke()
-		stub.Close()
-		drain(stub)
-		return false
+		// An answer to an earlier statement: it passes.
+		pass = m.end
+		st.conn.replies.Store(m.n)
+	}
+	if next < at {
+		pass = len(b) // the bytes after the last answer answer an earlier statement too
+	}
+	if pass > 0 {
+		stub.Output <- &stream.StreamChunk{Data: b[:pass], Timestamp: time.Now()}
 	}
 	return true
 }
