@@ -55,10 +55,34 @@ func TestContainerTargetOnMariaDB(t *testing.T) {
 	requireRemoved(t, docker, dbID, "ContainerTarget.Close")
 }
 
-// StartMariaDBContainer reports a missing image as ErrNoImage, so that
-// ProvideMySQLDatabaseWith falls back to the local binaries.
-func TestMariaDBContainerMissingImage(t *testing.T) {
-	requireContainers(t)
-	_, err := StartMariaDBContainer(context.Background(), missingImage)
-	require.ErrorIs(t, err, ErrNoImage)
+// Without the MariaDB image (or without Docker) ProvideMySQLDatabaseWith
+// says why in one line and starts the local MariaDB; a DSN comes first,
+// with nothing to say.
+func TestProvideMySQLDatabaseWithFallsBack(t *testing.T) {
+	if _, err := FindMariaDB(); err != nil {
+		t.Skipf("needs the MariaDB server binary: %v", err)
+	}
+	ctx := testctx.UntilDeadline(t)
+	var lines []string
+	db, err := ProvideMySQLDatabaseWith(ctx, "", ProvideOptions{DBImage: missingImage, Log: func(s string) { lines = append(lines, s) }})
+	require.NoError(t, err)
+	defer db.Close()
+	assert.Equal(t, SourceLocal, db.Source)
+	assert.Equal(t, EngineMySQL, db.Engine)
+	require.Len(t, lines, 1)
+	assert.NotContains(t, lines[0], "\n")
+	if DockerAvailable(ctx) == nil {
+		assert.Contains(t, lines[0], missingImage)
+		_, err := StartMariaDBContainer(context.Background(), missingImage)
+		require.ErrorIs(t, err, ErrNoImage)
+	} else {
+		assert.Contains(t, lines[0], "no Docker engine")
+	}
+
+	lines = nil
+	byDSN, err := ProvideMySQLDatabaseWith(ctx, db.DSN, ProvideOptions{DBImage: missingImage, Log: func(s string) { lines = append(lines, s) }})
+	require.NoError(t, err)
+	defer byDSN.Close()
+	assert.Equal(t, SourceDSN, byDSN.Source)
+	assert.Empty(t, lines)
 }
