@@ -77,8 +77,11 @@ const killTimeout = 30 * time.Second
 // StartContainerTarget provides the database, puts a fault proxy on the
 // target's link to it, and starts the image on host networking with PORT,
 // ADDR=127.0.0.1 and DATABASE_URL naming the proxy, so the container's
-// database traffic crosses the faults the checks arm. It returns once the
-// readiness path answers 2xx. Close undoes all of it; after a failed start
+// database traffic crosses the faults the checks arm. A database of the
+// MySQL family (Engine EngineMySQL, or a MySQL DSN) is a MariaDB container
+// instead (ProvideMySQLDatabaseWith), handed over directly in DATABASE_URL
+// and MYSQL_DSN with no proxy, as to a command (MySQLLinkReason). It
+// returns once the readiness path answers 2xx. Close undoes all of it; after a failed start
 // everything started so far is already undone.
 //
 // The error wraps ErrNoDocker when no engine answers and
