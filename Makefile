@@ -127,13 +127,13 @@ vet:
 docker-setup:
 	@.ci/docker-setup
 
-## images: build idemcheck/orders:local, idemcheck/idemcheck:local and idemcheck/postgres:15-local from this machine's own binaries (no base image, no registry).
-images: postgres docker-setup
+## images: build idemcheck/orders:local, idemcheck/ordersmysql:local, idemcheck/idemcheck:local, idemcheck/postgres:15-local and idemcheck/mariadb:local from this machine's own binaries (no base image, no registry).
+images: postgres mariadb docker-setup
 	@GO="$(GO)" docker/build-images
 
 # Outside CI the container tests run where an engine already answers and
 # skip, with the reason, where none does.
-images-if-docker: postgres
+images-if-docker: postgres mariadb
 	@if docker info >/dev/null 2>&1; then GO="$(GO)" docker/build-images; \
 	else echo "make: no Docker engine answers, so the container tests will skip (make docker-setup installs and starts one)"; fi
 

@@ -85,10 +85,11 @@ type Target struct {
 	// A MySQL-family DSN (mysql://, user:pw@tcp(host)/db) works too, its
 	// EffectSQL taking ? placeholders.
 	DSN string
-	// DBEngine, for a Command target without a DSN, is the engine of the
-	// throwaway database: "postgres" (empty) or "mysql", a MariaDB from
-	// the local binaries, on which the checks that fault the database
-	// link are skipped.
+	// DBEngine, for a Command or Image target without a DSN, is the
+	// engine of the throwaway database: "postgres" (empty) or "mysql", a
+	// MariaDB (from the local binaries for a Command; a container of
+	// idemcheck/mariadb:local, else the local binaries, for an Image), on
+	// which the checks that fault the database link are skipped.
 	DBEngine string
 	// Method defaults to POST.
 	Method string

@@ -90,6 +90,8 @@ func TestSuiteSchema(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "examples", "suites", "orders.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, s.Validate(yamlFile(t, b)), "the example suite")
+	mariadb := "target: {image: idemcheck/ordersmysql:local, db_engine: mysql}\nendpoints:\n  - path: /orders\n"
+	require.NoError(t, s.Validate(yamlFile(t, []byte(mariadb))), "an image on a MariaDB container")
 
 	for _, bad := range []string{
 		"endpoints: []\n",
@@ -97,6 +99,7 @@ func TestSuiteSchema(t *testing.T) {
 		"checks: [concurrent burst]\nendpoints:\n  - path: /a\n",
 		"endpoints:\n  - path: /a\n    efect: {sql: x}\n",
 		"target: {url: x}\n",
+		"target: {image: x, db_engine: oracle}\nendpoints:\n  - path: /a\n",
 		// A certification makes no random choice: a suite has no seed.
 		"options: {seed: 1}\nendpoints:\n  - path: /a\n",
 	} {

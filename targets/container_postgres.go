@@ -163,8 +163,8 @@ func randomPassword() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// closeContainer removes the PostgreSQL container behind a database from
-// StartPostgresContainer, with its volumes; for any other database it does
+// closeContainer removes the database container behind a database from
+// StartPostgresContainer or StartMariaDBContainer, with its volumes; for any other database it does
 // nothing. Database.Close calls it after closing the pool.
 func (d *Database) closeContainer() error {
 	v, ok := containerDatabases.LoadAndDelete(d)
@@ -176,7 +176,7 @@ func (d *Database) closeContainer() error {
 	ctr := v.(*engineContainer)
 	defer ctr.docker.Close()
 	if err := ctr.remove(ctx, containerStopGrace); err != nil {
-		return fmt.Errorf("remove PostgreSQL container %s: %v: remove it with docker rm -fv %s", ctr.id, oneLine(err.Error()), ctr.id)
+		return fmt.Errorf("remove database container %s: %v: remove it with docker rm -fv %s", ctr.id, oneLine(err.Error()), ctr.id)
 	}
 	return nil
 }

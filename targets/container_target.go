@@ -38,12 +38,18 @@ type ContainerOptions struct {
 	// Image is the target's image. It must be on the Docker host already:
 	// idemcheck never pulls.
 	Image string
-	// DBImage is the PostgreSQL image started for the target's database
-	// when DSN is empty (default DefaultPostgresImage).
+	// DBImage is the database image started for the target's database
+	// when DSN is empty (default DefaultPostgresImage, or
+	// DefaultMariaDBImage when the database is of the MySQL family).
 	DBImage string
+	// Engine is the engine of the database to start when DSN is empty:
+	// EnginePostgres (empty) or EngineMySQL, as ProcessOptions.Engine.
+	Engine string
 	// DSN is the database to hand the target; empty provides one with
 	// ProvideDatabaseWith: a PostgreSQL container, else a throwaway
-	// PostgreSQL from the local binaries.
+	// PostgreSQL from the local binaries; for EngineMySQL, with
+	// ProvideMySQLDatabaseWith: a MariaDB container, else a throwaway
+	// MariaDB from the local binaries.
 	DSN string
 	// Env holds extra variables for the container, such as ORDERS_VARIANT.
 	// PORT, ADDR and DATABASE_URL are idemcheck's (see ParseEnv).
@@ -71,9 +77,12 @@ const killTimeout = 30 * time.Second
 // StartContainerTarget provides the database, puts a fault proxy on the
 // target's link to it, and starts the image on host networking with PORT,
 // ADDR=127.0.0.1 and DATABASE_URL naming the proxy, so the container's
-// database traffic crosses the faults the checks arm. It returns once the
-// readiness path answers 2xx. Close undoes all of it; after a failed start
-// everything started so far is already undone.
+// database traffic crosses the faults the checks arm. A database of the
+// MySQL family (Engine EngineMySQL, or a MySQL DSN) is a MariaDB container
+// instead (ProvideMySQLDatabaseWith), handed over through a link that reads
+// the MySQL protocol in DATABASE_URL and MYSQL_DSN, as to a command. It
+// returns once the readiness path answers 2xx. Close undoes all of it;
+// after a failed start everything started so far is already undone.
 //
 // The error wraps ErrNoDocker when no engine answers and
 // ErrNoImage when the image is missing, so a caller can tell a
@@ -97,10 +106,15 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	if err := CheckDSN(o.DSN, "DSN", o.AllowRemote); err != nil {
 		return nil, err
 	}
-	if o.AllowRemote && o.DSN != "" {
+	mysqlTarget := MySQLFamily(o.Engine, o.DSN)
+	provide := ProvideOptions{DBImage: o.DBImage, Log: logLine(o.Log)}
+	switch {
+	case o.AllowRemote && o.DSN != "":
 		ct.DB, err = OpenRemoteDatabase(ctx, o.DSN)
-	} else {
-		ct.DB, err = ProvideDatabaseWith(ctx, o.DSN, ProvideOptions{DBImage: o.DBImage, Log: logLine(o.Log)})
+	case mysqlTarget:
+		ct.DB, err = ProvideMySQLDatabaseWith(ctx, o.DSN, provide)
+	default:
+		ct.DB, err = ProvideDatabaseWith(ctx, o.DSN, provide)
 	}
 	if err != nil {
 		return nil, idemcheck.Unavailablef("%w", err)
@@ -108,10 +122,20 @@ func StartContainerTarget(ctx context.Context, o ContainerOptions) (_ *Container
 	// The proxy listens on 127.0.0.1, which the container reaches because
 	// it shares the host's network.
 	var targetDSN string
-	if ct.link, targetDSN, err = proxyDatabase(ctx, ct.DB, o.AllowRemote); err != nil {
+	env := o.Env
+	if mysqlTarget {
+		var goDSN string
+		if ct.link, targetDSN, goDSN, err = proxyMySQLDatabase(ctx, ct.DB, o.AllowRemote); err != nil {
+			return nil, err
+		}
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["MYSQL_DSN"] = goDSN
+	} else if ct.link, targetDSN, err = proxyDatabase(ctx, ct.DB, o.AllowRemote); err != nil {
 		return nil, err
 	}
-	env := o.Env
 	if len(o.Providers) > 0 {
 		var penv []string
 		if err := CheckProviderEnv(o.Providers); err != nil {

@@ -75,7 +75,7 @@ func StartProcessTarget(ctx context.Context, o ProcessOptions) (_ *ProcessTarget
 	if err := CheckDSN(o.DSN, "DSN", o.AllowRemote); err != nil {
 		return nil, err
 	}
-	mysqlTarget := o.Engine == EngineMySQL || (o.DSN != "" && DSNEngine(o.DSN) == EngineMySQL)
+	mysqlTarget := MySQLFamily(o.Engine, o.DSN)
 	switch {
 	case o.AllowRemote && o.DSN != "":
 		pt.DB, err = OpenRemoteDatabase(ctx, o.DSN)

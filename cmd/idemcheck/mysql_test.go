@@ -106,7 +106,7 @@ func TestDBEngineUsageErrors(t *testing.T) {
 		{[]string{"--cmd", "true", "--db-engine", "oracle"}, `--db-engine "oracle" is not an engine`},
 		{[]string{"--url", "http://127.0.0.1:1/orders", "--db-engine", "mysql"}, "--db-engine goes with --cmd"},
 		{[]string{"--cmd", "true", "--db-engine", "postgres", "--db", "mysql://app:hunter22secret@127.0.0.1/shop"}, "does not match the database mysql://app:xxxxx@127.0.0.1/shop"},
-		{[]string{"--image", "x", "--db", "app:hunter22secret@tcp(127.0.0.1:3306)/shop"}, "goes with --cmd or --url, not --image"},
+		{[]string{"--image", "x", "--db-engine", "postgres", "--db", "app:hunter22secret@tcp(127.0.0.1:3306)/shop"}, "does not match the database app:xxxxx@tcp(127.0.0.1:3306)/shop"},
 	} {
 		code, out, errOut := cli(t, append([]string{"certify", "--body", mysqlBody, "--no-color"}, tc.args...)...)
 		assert.Equal(t, idemcheck.ExitUsage, code, "%v\nstdout:\n%s\nstderr:\n%s", tc.args, out, errOut)

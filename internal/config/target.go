@@ -107,14 +107,12 @@ func (s Spec) checkStartSettings() error {
 		return usage("DBImage", "%s goes with %s", idemcheck.Field("DBImage"), idemcheck.Field("Image"))
 	case s.DBEngine != "" && s.DBEngine != targets.EnginePostgres && s.DBEngine != targets.EngineMySQL && s.DBEngine != "mariadb":
 		return usage("DBEngine", "%s %q is not an engine idemcheck starts: use postgres or mysql (a MariaDB server)", idemcheck.Field("DBEngine"), s.DBEngine)
-	case s.DBEngine != "" && s.Command == "":
-		return usage("DBEngine", "%s goes with %s: it is the database idemcheck starts for the target", idemcheck.Field("DBEngine"), idemcheck.Field("Command"))
+	case s.DBEngine != "" && !started:
+		return usage("DBEngine", "%s goes with %s or %s: it is the database idemcheck starts for the target", idemcheck.Field("DBEngine"),
+			idemcheck.Field("Command"), idemcheck.Field("Image"))
 	case s.DBEngine != "" && s.DSN != "" && dbEngine(s.DBEngine, "") != targets.DSNEngine(s.DSN):
 		return usage("DBEngine", "%s %s does not match the database %s, a %s DSN: leave %s out, or give a DSN of its kind",
 			idemcheck.Field("DBEngine"), s.DBEngine, targets.RedactDSN(s.DSN), targets.DSNEngine(s.DSN), idemcheck.Field("DBEngine"))
-	case s.Image != "" && s.DSN != "" && targets.DSNEngine(s.DSN) == targets.EngineMySQL:
-		return usage("DSN", "a MySQL-family database (%s) goes with %s or %s, not %s yet: start the target with %s",
-			targets.RedactDSN(s.DSN), idemcheck.Field("Command"), idemcheck.Field("URL"), idemcheck.Field("Image"), idemcheck.Field("Command"))
 	case !started && len(s.Env) > 0:
 		return usage("Env", "%s goes with %s or %s, a target idemcheck starts", idemcheck.Field("Env"), idemcheck.Field("Command"), idemcheck.Field("Image"))
 	case !started && len(s.Providers) > 0:
@@ -174,7 +172,7 @@ func (l *Launch) Start(ctx context.Context, output, log io.Writer) (*Started, er
 			return nil, usage("Env", "%s %v", idemcheck.Field("Env"), err)
 		}
 		ct, err := targets.StartContainerTarget(ctx, targets.ContainerOptions{
-			Image: l.Image, DBImage: l.DBImage, DSN: l.DSN, Env: env, Ready: l.Ready, Log: log, Output: output,
+			Image: l.Image, DBImage: l.DBImage, Engine: l.DBEngine, DSN: l.DSN, Env: env, Ready: l.Ready, Log: log, Output: output,
 			AllowRemote: l.AllowRemote, Providers: l.Providers,
 		})
 		if err != nil {

@@ -106,7 +106,7 @@ func TestErrors(t *testing.T) {
 		{"reserved env", "target:\n  image: orders:local\n  env:\n    PORT: '9'\nendpoints: [{path: /a}]\n", "s.yaml:4: target.env.PORT: PORT: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
 		{"reserved provider", "target:\n  cmd: ./orders\n  providers: [DATABASE_URL]\nendpoints: [{path: /a}]\n", "s.yaml:3: target.providers: DATABASE_URL: idemcheck sets PORT, ADDR and DATABASE_URL itself"},
 		{"providers without a started target", "target:\n  url: http://127.0.0.1\n  providers: [PROVIDER_URL]\nendpoints: [{path: /a}]\n", "s.yaml:3: target.providers goes with cmd or image"},
-		{"db engine without cmd", "target: {url: 'http://127.0.0.1', db_engine: mysql}\nendpoints: [{path: /a}]\n", "s.yaml:1: target.db_engine goes with cmd: it is the database idemcheck starts for the target"},
+		{"db engine without cmd", "target: {url: 'http://127.0.0.1', db_engine: mysql}\nendpoints: [{path: /a}]\n", "s.yaml:1: target.db_engine goes with cmd or image: it is the database idemcheck starts for the target"},
 		{"unknown db engine", "target: {cmd: ./orders, db_engine: oracle}\nendpoints: [{path: /a}]\n", `s.yaml:1: target.db_engine: "oracle" is not an engine idemcheck starts: use postgres or mysql (a MariaDB server)`},
 		{"endpoints not a list", "endpoints: {path: /a}\n", "s.yaml:1: endpoints: expected a non-empty list of endpoints, got a mapping"},
 		{"replay header with a space", "policy:\n  preset: stripe\n  replay_header: 'bad header'\nendpoints: [{url: 'http://127.0.0.1', path: /a}]\n",

@@ -4,6 +4,9 @@
 //
 //	PORT=8080 MYSQL_DSN='user:pw@tcp(127.0.0.1:3306)/shop' ordersmysql [-variant check-then-insert]
 //
+// ORDERS_VARIANT names the variant too (the flag wins), for its container
+// image, whose command line idemcheck --image does not set.
+//
 // It reads MYSQL_DSN (the Go driver's form), else DATABASE_URL (a
 // mysql:// URL), both of which idemcheck --cmd --db-engine mysql sets, and
 // listens on 127.0.0.1:$PORT until SIGINT or SIGTERM.
@@ -32,7 +35,11 @@ func main() {
 }
 
 func run() error {
-	variant := flag.String("variant", ordersmysql.Reference, "reference, check-then-insert or no-fingerprint")
+	def := os.Getenv("ORDERS_VARIANT")
+	if def == "" {
+		def = ordersmysql.Reference
+	}
+	variant := flag.String("variant", def, "reference, check-then-insert or no-fingerprint (default $ORDERS_VARIANT, else reference)")
 	flag.Parse()
 	dsn := os.Getenv("MYSQL_DSN")
 	if dsn == "" {
