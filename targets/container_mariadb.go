@@ -1,9 +1,9 @@
 package targets
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -28,29 +28,7 @@ const DefaultMariaDBImage = "idemcheck/mariadb:local"
 // The error wraps ErrNoDocker when no engine answers and ErrNoImage when
 // the image is not on the Docker host, so a caller can fall back.
 func StartMariaDBContainer(ctx context.Context, image string) (*Database, error) {
-	if image == "" {
-		image = DefaultMariaDBImage
-	}
-	docker, err := dockerFor(ctx, image)
-	if err != nil {
-		return nil, err
-	}
-	for attempt := 0; ; attempt++ {
-		port, err := pickPort()
-		if err != nil {
-			_ = docker.Close()
-			return nil, fmt.Errorf("cannot find a free port on 127.0.0.1: %v", err)
-		}
-		// On success the container keeps the client, until closeContainer.
-		db, err := startMariaDBContainer(ctx, docker, image, port)
-		if err == nil {
-			return db, nil
-		}
-		if !errors.Is(err, errPortTaken) || attempt == portRetries {
-			_ = docker.Close()
-			return nil, err
-		}
-	}
+	return startDBContainer(ctx, cmp.Or(image, DefaultMariaDBImage), startMariaDBContainer)
 }
 
 func startMariaDBContainer(ctx context.Context, docker *client.Client, image string, port int) (*Database, error) {
@@ -83,16 +61,7 @@ func startMariaDBContainer(ctx context.Context, docker *client.Client, image str
 	if err != nil {
 		return nil, failedStart(ctr, fmt.Sprintf("MariaDB container %s on %s", image, addr), err)
 	}
-	db, err := OpenDatabase(ctx, urlDSN)
-	if err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), containerCleanupTimeout)
-		defer cancel()
-		_ = ctr.remove(ctx, 0)
-		return nil, err
-	}
-	db.Source = SourceContainer
-	containerDatabases.Store(db, ctr)
-	return db, nil
+	return openContainerDB(ctx, ctr, urlDSN)
 }
 
 // mysqlReady is the readiness wait of a MariaDB container: connect to dsn

@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,9 +53,14 @@ var containerDatabases sync.Map // *Database -> *engineContainer
 // The error wraps ErrNoDocker when no engine answers and ErrNoImage when
 // the image is not on the Docker host, so a caller can fall back.
 func StartPostgresContainer(ctx context.Context, image string) (*Database, error) {
-	if image == "" {
-		image = DefaultPostgresImage
-	}
+	return startDBContainer(ctx, cmp.Or(image, DefaultPostgresImage), startPostgresContainer)
+}
+
+// startDBContainer starts a database container of image with start, at a
+// free loopback port, trying another port when the one picked was taken
+// meanwhile.
+func startDBContainer(ctx context.Context, image string,
+	start func(ctx context.Context, docker *client.Client, image string, port int) (*Database, error)) (*Database, error) {
 	docker, err := dockerFor(ctx, image)
 	if err != nil {
 		return nil, err
@@ -66,7 +72,7 @@ func StartPostgresContainer(ctx context.Context, image string) (*Database, error
 			return nil, fmt.Errorf("cannot find a free port on 127.0.0.1: %v", err)
 		}
 		// On success the container keeps the client, until closeContainer.
-		db, err := startPostgresContainer(ctx, docker, image, port)
+		db, err := start(ctx, docker, image, port)
 		if err == nil {
 			return db, nil
 		}
@@ -75,6 +81,22 @@ func StartPostgresContainer(ctx context.Context, image string) (*Database, error
 			return nil, err
 		}
 	}
+}
+
+// openContainerDB opens the database of a container that is ready, and
+// keeps the container with it, to be removed by Database.Close; when the
+// database cannot be opened, the container is removed at once.
+func openContainerDB(ctx context.Context, ctr *engineContainer, dsn string) (*Database, error) {
+	db, err := OpenDatabase(ctx, dsn)
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), containerCleanupTimeout)
+		defer cancel()
+		_ = ctr.remove(ctx, 0)
+		return nil, err
+	}
+	db.Source = SourceContainer
+	containerDatabases.Store(db, ctr)
+	return db, nil
 }
 
 func startPostgresContainer(ctx context.Context, docker *client.Client, image string, port int) (*Database, error) {
@@ -102,16 +124,7 @@ func startPostgresContainer(ctx context.Context, docker *client.Client, image st
 	if err != nil {
 		return nil, failedStart(ctr, fmt.Sprintf("PostgreSQL container %s on 127.0.0.1:%d", image, port), err)
 	}
-	db, err := OpenDatabase(ctx, containerDSN(password, port, ""))
-	if err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), containerCleanupTimeout)
-		defer cancel()
-		_ = ctr.remove(ctx, 0)
-		return nil, err
-	}
-	db.Source = SourceContainer
-	containerDatabases.Store(db, ctr)
-	return db, nil
+	return openContainerDB(ctx, ctr, containerDSN(password, port, ""))
 }
 
 // sqlReady is the readiness wait of a PostgreSQL container: connect to dsn

@@ -47,20 +47,6 @@ func main() {
 	}
 }
 
-// serverCommand reports whether args start the server, and returns the
-// options to pass it: "mariadbd --port=3307" and "--port=3307" both do.
-func serverCommand(args []string) (options []string, server bool) {
-	switch {
-	case len(args) == 0:
-		return nil, true
-	case strings.HasPrefix(args[0], "-"):
-		return args, true
-	case args[0] == "mariadbd" || args[0] == "mysqld":
-		return args[1:], true
-	}
-	return nil, false
-}
-
 // serverArgv is the server's argument vector: on the data directory, and
 // listening on loopback unless the options say otherwise (a later option
 // wins), since the image runs on host networking, where every address of

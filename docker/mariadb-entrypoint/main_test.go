@@ -1,30 +1,9 @@
 package main
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
-
-func TestServerCommand(t *testing.T) {
-	cases := []struct {
-		args    []string
-		options []string
-		server  bool
-	}{
-		{nil, nil, true},
-		{[]string{"mariadbd"}, []string{}, true},
-		{[]string{"mysqld", "--port=3307"}, []string{"--port=3307"}, true},
-		{[]string{"--port=3307"}, []string{"--port=3307"}, true},
-		{[]string{"mariadb", "-e", "SELECT 1"}, nil, false},
-	}
-	for _, c := range cases {
-		options, server := serverCommand(c.args)
-		if server != c.server || (server && !slices.Equal(options, c.options)) {
-			t.Errorf("serverCommand(%q) = %q, %v; want %q, %v", c.args, options, server, c.options, c.server)
-		}
-	}
-}
 
 // The official image's variables, MARIADB_* first, MYSQL_* as well, and
 // its refusals: no root password unless an empty one is allowed, no user

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/idemcheck/idemcheck/docker/internal/entry"
 )
 
 // shareDir holds the system-table scripts, where Debian's MariaDB keeps them.
@@ -20,20 +20,16 @@ const shareDir = "/usr/share/mysql"
 const socketDir = "/run/mysqld"
 
 func run(args []string) error {
-	options, server := serverCommand(args)
+	options, server := entry.ServerCommand(args, "mariadbd", "mysqld")
 	if !server {
-		path, err := exec.LookPath(args[0])
-		if err != nil {
-			return err
-		}
-		return syscall.Exec(path, args, os.Environ())
+		return entry.Exec(args)
 	}
 	s, err := readSettings(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if os.Geteuid() == 0 {
-		if err := becomeMySQL(s.dataDir); err != nil {
+		if err := entry.Become("mysql", 0o750, s.dataDir, socketDir); err != nil {
 			return err
 		}
 	}
@@ -49,39 +45,6 @@ func run(args []string) error {
 		return err
 	}
 	return syscall.Exec(mariadbd, serverArgv(s, options), serverEnv(os.Environ()))
-}
-
-// becomeMySQL hands the data and socket folders to the mysql user and
-// switches this process to it. Since Go 1.16 the set*id calls apply to every
-// thread, so the children and the exec that follow all run as mysql.
-func becomeMySQL(dataDir string) error {
-	u, err := user.Lookup("mysql")
-	if err != nil {
-		return fmt.Errorf("the image has no mysql user: %w", err)
-	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err := errors.Join(err1, err2); err != nil {
-		return fmt.Errorf("mysql user: %w", err)
-	}
-	for _, dir := range []string{dataDir, socketDir} {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return err
-		}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return err
-		}
-	}
-	if err := syscall.Setgroups(nil); err != nil {
-		return fmt.Errorf("setgroups: %w", err)
-	}
-	if err := syscall.Setgid(gid); err != nil {
-		return fmt.Errorf("setgid: %w", err)
-	}
-	if err := syscall.Setuid(uid); err != nil {
-		return fmt.Errorf("setuid: %w", err)
-	}
-	return nil
 }
 
 // initDataDir creates the system tables, the accounts and the database

@@ -44,20 +44,6 @@ func main() {
 	}
 }
 
-// serverCommand reports whether args start the server, and returns the
-// options to pass it: "postgres -c x=y" and "-c x=y" both do.
-func serverCommand(args []string) (options []string, server bool) {
-	switch {
-	case len(args) == 0:
-		return nil, true
-	case strings.HasPrefix(args[0], "-"):
-		return args, true
-	case args[0] == "postgres":
-		return args[1:], true
-	}
-	return nil, false
-}
-
 // serverArgv is the server's argument vector: listening on loopback unless
 // the options say otherwise (a later -c wins), since the image runs on host
 // networking, where "*" would mean every address of the machine.

@@ -5,27 +5,6 @@ import (
 	"testing"
 )
 
-func TestServerCommand(t *testing.T) {
-	cases := []struct {
-		args    []string
-		options []string
-		server  bool
-	}{
-		{nil, nil, true},
-		{[]string{"postgres"}, []string{}, true},
-		// What the testcontainers module passes.
-		{[]string{"postgres", "-c", "fsync=off"}, []string{"-c", "fsync=off"}, true},
-		{[]string{"-c", "port=5433"}, []string{"-c", "port=5433"}, true},
-		{[]string{"psql", "-l"}, nil, false},
-	}
-	for _, c := range cases {
-		options, server := serverCommand(c.args)
-		if server != c.server || (server && !slices.Equal(options, c.options)) {
-			t.Errorf("serverCommand(%q) = %q, %v; want %q, %v", c.args, options, server, c.options, c.server)
-		}
-	}
-}
-
 func TestServerArgvListensOnLoopbackUnlessTold(t *testing.T) {
 	got := serverArgv([]string{"-c", "port=5433"})
 	want := []string{"postgres", "-c", "listen_addresses=127.0.0.1", "-c", "port=5433"}

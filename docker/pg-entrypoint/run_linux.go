@@ -6,28 +6,24 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/idemcheck/idemcheck/docker/internal/entry"
 )
 
 // socketDir is the Unix socket folder Debian's PostgreSQL is built with.
 const socketDir = "/var/run/postgresql"
 
 func run(args []string) error {
-	options, server := serverCommand(args)
+	options, server := entry.ServerCommand(args, "postgres")
 	if !server {
-		path, err := exec.LookPath(args[0])
-		if err != nil {
-			return err
-		}
-		return syscall.Exec(path, args, os.Environ())
+		return entry.Exec(args)
 	}
 	s := readSettings(os.Getenv)
 	if os.Geteuid() == 0 {
-		if err := becomePostgres(s.dataDir); err != nil {
+		if err := entry.Become("postgres", 0o700, s.dataDir, socketDir); err != nil {
 			return err
 		}
 	}
@@ -43,43 +39,6 @@ func run(args []string) error {
 		return err
 	}
 	return syscall.Exec(postgres, serverArgv(options), serverEnv(os.Environ()))
-}
-
-// becomePostgres hands the data and socket folders to the postgres user and
-// switches this process to it. Since Go 1.16 the set*id calls apply to every
-// thread, so the children and the exec that follow all run as postgres.
-func becomePostgres(dataDir string) error {
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return fmt.Errorf("the image has no postgres user: %w", err)
-	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
-	if err := errors.Join(err1, err2); err != nil {
-		return fmt.Errorf("postgres user: %w", err)
-	}
-	for _, dir := range []string{dataDir, socketDir} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return err
-		}
-	}
-	// initdb insists on a private data folder.
-	if err := os.Chmod(dataDir, 0o700); err != nil {
-		return err
-	}
-	if err := syscall.Setgroups(nil); err != nil {
-		return fmt.Errorf("setgroups: %w", err)
-	}
-	if err := syscall.Setgid(gid); err != nil {
-		return fmt.Errorf("setgid: %w", err)
-	}
-	if err := syscall.Setuid(uid); err != nil {
-		return fmt.Errorf("setuid: %w", err)
-	}
-	return nil
 }
 
 // initCluster runs initdb, then creates the database in single-user mode,
