@@ -55,7 +55,11 @@ func newLimitedTarget(t *testing.T, inFlight, refuseFirst int) *limitedTarget {
 			lt.saved[key] = body
 		}
 		lt.mu.Unlock()
-		time.Sleep(20 * time.Millisecond) // in the handler a while, as real work is
+		// In the handler a while, as real work is, and long enough that the
+		// other copies of a burst arrive while it is there even on a loaded
+		// machine (at 20 ms, one copy in some runs came after the first had
+		// finished, was admitted, and the burst counted as concurrent).
+		time.Sleep(250 * time.Millisecond)
 		lt.mu.Lock()
 		lt.busy--
 		lt.mu.Unlock()
