@@ -14,7 +14,7 @@ import (
 // statement, a write barrier) can act on the target, and why not: the
 // Runner's NoDBLinkFaults (a reason its caller knows), the Powers' own
 // (targets.NoDBLink: no link, known before any traffic, whose checks
-// Plan skips already), or Powers that report no database traffic through
+// scenarios.Plan skips already), or Powers that report no database traffic through
 // the link they offered (targets.DBLinkReporter: no session of the
 // database's engine, PostgreSQL or MySQL, came through it, so the
 // target's database is another engine, it connects elsewhere, or the link

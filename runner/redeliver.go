@@ -14,8 +14,8 @@ import (
 
 // redeliver is a webhook sender's answer to a step none of whose
 // deliveries (sent) was acknowledged: it delivers the same request again,
-// through the clean link, after the backoff of Redelivery, until a
-// delivery is acknowledged or MaxRedeliveries were made. A 5xx, any other
+// through the clean link, after the backoff of scenarios.Redelivery, until a
+// delivery is acknowledged or scenarios.MaxRedeliveries were made. A 5xx, any other
 // status outside the policy's successes, and no reply at all (a timeout, a
 // reset) are not acknowledgements.
 func (s *session) redeliver(ctx context.Context, req wire.Request, base idemcheck.Attempt, sent []idemcheck.Attempt) error {

@@ -168,7 +168,7 @@ func (s *session) replyHold() (*faults.ReplyHold, error) {
 	return s.replies, nil
 }
 
-// killAfterCommit runs a HoldKillAfterCommit step and the retry after it
+// killAfterCommit runs a scenarios.HoldKillAfterCommit step and the retry after it
 // (crash-after-commit). The first attempt goes through a proxy that holds
 // its reply at the first byte, and st.DBFault (a db-hold on the round's
 // effect write: a COMMIT or an autocommitted write) is armed on the
