@@ -22,15 +22,18 @@
 //   - faults (how to break the client's or the database's link) and
 //     targets (where the API and its database live: a URL, a process, a
 //     container, a DSN; with targets/provider, the payment provider double
-//     a started target calls): never scenarios, assert or certify.
-//   - scenarios: the checks as values in one registry, what each sends,
-//     and the runner that sends it with faults applied and records every
-//     attempt into a history; a soak is the runner's other mode, recording
-//     through the same fill and recorder, streamed. It never imports
-//     assert: the checker learns what it needs of a check from the
-//     history's plan, and counts a soak from its records.
+//     a started target calls): never scenarios, runner, assert or certify.
+//   - scenarios: what to send, as values: the checks in one registry, the
+//     scenarios each sends and their steps. It sends nothing and never
+//     imports runner or assert.
+//   - runner: how it is sent: the runner that sends the scenarios with
+//     faults applied and records every attempt into a history; a soak is
+//     the runner's other mode, recording through the same fill and
+//     recorder, streamed. It never imports assert: the checker learns what
+//     it needs of a check from the history's plan, and counts a soak from
+//     its records.
 //   - certify: the public entry point; it joins a target and its powers,
-//     the scenarios and assert into one certification. It never imports a
+//     the scenarios, the runner and assert into one certification. It never imports a
 //     front end or a renderer.
 //   - internal/config: the one place a certification's configuration is
 //     checked; it turns a description every front end fills into a

@@ -67,7 +67,8 @@ func TestPackagesKeepTheirLayers(t *testing.T) {
 		"internal/linkemu":   {"internal/tcprelay"},
 		"targets/provider":   {"."},
 		"targets":            {".", "faults", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/mysqlwire"},
-		"scenarios":          {".", "faults", "history", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/wire", "internal/mysqlwire"},
+		"scenarios":          {".", "faults", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/mysqlwire"},
+		"runner":             {".", "faults", "history", "scenarios", "targets", "targets/provider", "internal/netguard", "internal/tcprelay", "internal/wire", "internal/mysqlwire"},
 	}
 	for name, allowed := range mayUse {
 		p, ok := pkgs[name]

@@ -40,7 +40,7 @@ var (
 // Redactor hides the credentials of a run in every string that leaves
 // idemcheck: the terminal, the history, the reports, the error messages,
 // the target's output it quotes. It lives in the root package, which needs
-// only the standard library, so that every layer that writes (scenarios,
+// only the standard library, so that every layer that writes (runner,
 // certify, the command, the renderers' callers) holds the same one; a run
 // makes one, the command at its start, and every layer teaches it what it
 // learns (a header's value, a query value, a field of a body).

@@ -242,7 +242,7 @@ func (s Shard) Seq(n int64) int64 {
 
 // SoakFaultResult is one fault a soak ran under, and what it hit: the
 // report's side of a fault whose setting, the fault and the share it was
-// asked to hit, is scenarios.SoakFault.
+// asked to hit, is runner.SoakFault.
 type SoakFaultResult struct {
 	// Fault is the fault as the faults package writes it: "reset",
 	// "slow-reply:delay=2s", "latency:jitter=0,ms=20".

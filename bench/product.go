@@ -10,6 +10,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -48,7 +49,7 @@ func ProductConfig(addr string, n, rounds int, p wire.Protocol) certify.Config {
 				Method: "POST", Path: idemcheck.MustTemplate(Path), Body: idemcheck.MustTemplate(BodyTemplate),
 			},
 			Policy:  idemcheck.IETF(),
-			Rate:    scenarios.DefaultRate,
+			Rate:    runner.DefaultRate,
 			Timeout: 10 * time.Second,
 			MaxBody: 64 << 10,
 		},
@@ -78,7 +79,7 @@ func ProductConfigTLS(addr string, n, rounds int, p wire.Protocol) certify.Confi
 // loose ones included) with the check's progress, on the run's own
 // goroutine, so that other drivers' bursts can be interleaved with the
 // product's one by one. The burst keys are in the history's intents.
-func RunProduct(ctx context.Context, cfg certify.Config, between func(scenarios.Progress)) (*certify.Result, error) {
+func RunProduct(ctx context.Context, cfg certify.Config, between func(runner.Progress)) (*certify.Result, error) {
 	cfg.Progress = between
 	return certify.Run(ctx, cfg)
 }

@@ -7,7 +7,7 @@
 //
 // Soak is the other mode of the same run: it checks the configuration by
 // the same rules, sends a pre-flight request, then a rate of intents under
-// the faults of a bad day (scenarios.Soak), counts every intent's effects,
+// the faults of a bad day (runner.Soak), counts every intent's effects,
 // writes the history as it goes (a file put in place only once the soak
 // has a report) and tallies it (assert.SoakTally) into a SoakReport with
 // its cost estimate. `idemcheck soak` runs through Soak. Both take one
@@ -41,7 +41,7 @@
 // names the Config or SoakConfig field it is about (an
 // *idemcheck.FieldError), which the command reports as its flag.
 //
-// It imports the layers below it (scenarios, targets, assert) and the
+// It imports the layers below it (scenarios, runner, targets, assert) and the
 // leaves (internal/wire, internal/netguard); never a front end (internal/config, internal/suite, idemchecktest, cmd), a
 // renderer (internal/render) or an example: they build on it
 // (layers_test.go in the root package keeps it so).
@@ -63,6 +63,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/internal/netguard"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -89,10 +90,10 @@ type Settings struct {
 	DSN        string
 	EffectSQL  string
 	EffectArgs []idemcheck.Template
-	// Timeout bounds each attempt (scenarios.DefaultTimeout when 0).
+	// Timeout bounds each attempt (runner.DefaultTimeout when 0).
 	Timeout time.Duration
 	// MaxBody is how many bytes of each reply body are kept
-	// (scenarios.DefaultMaxBody, 64 KiB, when 0).
+	// (runner.DefaultMaxBody, 64 KiB, when 0).
 	MaxBody int64
 	// Redactor hides the run's secrets in its history and report; the
 	// command passes the one its outputs go through, so that what the run
@@ -126,7 +127,7 @@ type Settings struct {
 	// a suite's keys. Nil says them in Go's words.
 	Words map[idemcheck.Field]idemcheck.Word
 	// Rate is the run's pace. For Run it caps requests per second
-	// (scenarios.DefaultRate when 0; a negative rate means no cap); for
+	// (runner.DefaultRate when 0; a negative rate means no cap); for
 	// Soak it is the intents started per second, a whole number from 1 to
 	// MaxSoakRate, their retries on top.
 	Rate float64
@@ -167,18 +168,18 @@ type Config struct {
 	// exited on its own during the run: for a log kept only then.
 	TargetLogOnExit bool
 	// Preflight sends one plain request before the checks and stops the
-	// run when the target refuses it (see scenarios.Runner.Preflight): the
-	// error is then a *scenarios.RefusedError.
+	// run when the target refuses it (see runner.Runner.Preflight): the
+	// error is then a *runner.RefusedError.
 	Preflight bool
 	// NoDBLinkFaults, when set, says why no database-link fault can act on
 	// the target (a database engine idemcheck cannot fault): the checks
 	// that need one are skipped with it. Empty: decided from the link
 	// itself, which skips them when no session of the database's engine
-	// came through it (scenarios.Runner.DBLinkFaults).
+	// came through it (runner.Runner.DBLinkFaults).
 	NoDBLinkFaults string
 	// MaxDuration caps the whole run (DefaultMaxDuration when 0).
 	MaxDuration time.Duration
-	Progress    func(scenarios.Progress)
+	Progress    func(runner.Progress)
 }
 
 // DefaultMaxDuration bounds a run unless told otherwise, so a
@@ -234,14 +235,14 @@ func (s *Settings) redactor() *idemcheck.Redactor {
 
 // sqlEffects is the effect count in SQL the settings describe, checked
 // (checkEffectSQL) before anything is sent; nil without EffectSQL.
-func (s *Settings) sqlEffects(ctx context.Context) (*scenarios.Effects, error) {
+func (s *Settings) sqlEffects(ctx context.Context) (*runner.Effects, error) {
 	if s.EffectSQL == "" {
 		return nil, nil
 	}
 	if s.DB == nil && s.EffectDB == nil {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s needs a database: %s", idemcheck.Field("EffectSQL"), idemcheck.Setting("DB"))
 	}
-	effects := &scenarios.Effects{Pool: s.DB, SQL: s.EffectSQL, Args: s.EffectArgs}
+	effects := &runner.Effects{Pool: s.DB, SQL: s.EffectSQL, Args: s.EffectArgs}
 	if s.DB == nil {
 		effects.DB = s.EffectDB
 	}
@@ -274,12 +275,12 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	var effects *scenarios.Effects
+	var effects *runner.Effects
 	if cfg.EffectHTTP != nil && cfg.EffectSQL != "" {
 		return nil, idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "give %s or %s, not both: one effect count per endpoint", idemcheck.Field("EffectSQL"), idemcheck.Field("EffectHTTP"))
 	}
 	if cfg.EffectHTTP != nil {
-		effects = &scenarios.Effects{HTTP: &scenarios.HTTPEffects{
+		effects = &runner.Effects{HTTP: &runner.HTTPEffects{
 			Base: cfg.Endpoint.Base, Upstream: upstream, Path: *cfg.EffectHTTP, Count: cfg.EffectCount,
 			Header: readBackHeader(cfg.Endpoint.Header, cfg.Policy.KeyHeader), AllowRemote: cfg.AllowRemote, TLS: cfg.TLS,
 		}}
@@ -323,7 +324,7 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 	}
 	rate := cfg.Rate
 	if rate == 0 {
-		rate = scenarios.DefaultRate
+		rate = runner.DefaultRate
 	}
 	maxDur := cfg.MaxDuration
 	if maxDur <= 0 {
@@ -331,14 +332,14 @@ func run(ctx context.Context, cfg Config, red *idemcheck.Redactor) (*Result, err
 	}
 	runCtx, cancel := context.WithTimeoutCause(ctx, maxDur, errMaxDuration)
 	defer cancel()
-	r := &scenarios.Runner{
+	r := &runner.Runner{
 		Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects,
 		Timeout: cfg.Timeout, Redactor: red, Redact: cfg.Redact, Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery, Progress: cfg.Progress, Rate: max(rate, 0), Powers: cfg.Powers, Protocol: cfg.Protocol, Timed: cfg.Timed,
 		Upstream: upstream, AllowRemote: cfg.AllowRemote, MaxBody: cfg.MaxBody, TLS: cfg.TLS, Preflight: cfg.Preflight,
 		NoDBLinkFaults: cfg.NoDBLinkFaults, Settle: cfg.Options.Settle,
 	}
 	if err := r.Run(runCtx, scs, h); err != nil {
-		var refusedErr *scenarios.RefusedError
+		var refusedErr *runner.RefusedError
 		var ie *idemcheck.Error
 		if (errors.As(err, &refusedErr) || errors.As(err, &ie) && ie.Code == idemcheck.ExitUsage) && ctx.Err() == nil {
 			// The pre-flight's verdict on the configuration.
@@ -413,7 +414,7 @@ func ResolveTargetTLS(ctx context.Context, base *url.URL, allowRemote bool, cfg 
 	if err := checkURL(base, "Endpoint.Base", allowRemote); err != nil {
 		return "", err
 	}
-	hostport := scenarios.Upstream(base)
+	hostport := runner.Upstream(base)
 	addr, err := netguard.Pin(ctx, hostport, allowRemote, 3*time.Second)
 	if err != nil {
 		if errors.Is(err, netguard.ErrNotLoopback) {
@@ -422,7 +423,7 @@ func ResolveTargetTLS(ctx context.Context, base *url.URL, allowRemote bool, cfg 
 		return "", idemcheck.Fieldf(idemcheck.ExitUnavailable, "Endpoint.Base", "cannot reach target %s: %v (is it running? check %s)", hostport, unwrapNet(err), idemcheck.Field("Endpoint.Base"))
 	}
 	if base.Scheme == "https" {
-		if err := checkSpeaksTLS(ctx, addr, scenarios.ClientTLS(cfg, base)); err != nil {
+		if err := checkSpeaksTLS(ctx, addr, runner.ClientTLS(cfg, base)); err != nil {
 			return "", err
 		}
 	}
@@ -533,14 +534,14 @@ func RequireLoopback(field, host string) error {
 // it takes as many parameters as there are arguments and returns one
 // column, asks PostgreSQL for every function it calls and refuses one that
 // may write past the read-only transaction (volatile, from an extension
-// such as dblink, administrative: scenarios.CheckFunctions), and only then
+// such as dblink, administrative: runner.CheckFunctions), and only then
 // runs it once, read-only, so a query that tries to write (a DELETE, an
 // UPDATE ... RETURNING, a data-modifying WITH) or runs past the statement
 // timeout is refused before anything is sent. It changes nothing.
 //
 // On a database of another engine (e.DB) that engine's Check does the
 // same, by its own means.
-func checkEffectSQL(ctx context.Context, e *scenarios.Effects) error {
+func checkEffectSQL(ctx context.Context, e *runner.Effects) error {
 	if e.DB != nil && e.Pool == nil {
 		return e.Try(ctx)
 	}
@@ -560,8 +561,8 @@ func checkEffectSQL(ctx context.Context, e *scenarios.Effects) error {
 	if len(sd.Fields) != 1 {
 		return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s must return one number (such as SELECT count(*) ...), it returns %d columns", idemcheck.Field("EffectSQL"), len(sd.Fields))
 	}
-	if err := scenarios.CheckFunctions(ctx, e.Pool, e.SQL); err != nil {
-		var wf *scenarios.WritingFunction
+	if err := runner.CheckFunctions(ctx, e.Pool, e.SQL); err != nil {
+		var wf *runner.WritingFunction
 		if errors.As(err, &wf) {
 			return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s must only read, and %v", idemcheck.Field("EffectSQL"), wf)
 		}
@@ -581,7 +582,7 @@ func effectSQLError(err error) error {
 		case "25006": // read_only_sql_transaction
 			return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s must only read, and this query writes (PostgreSQL refused it in a read-only transaction: %s): count with SELECT", idemcheck.Field("EffectSQL"), pe.Message)
 		case "57014": // query_canceled: the statement timeout
-			return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s took longer than %v for one intent: count over an indexed column", idemcheck.Field("EffectSQL"), scenarios.EffectTimeout)
+			return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s took longer than %v for one intent: count over an indexed column", idemcheck.Field("EffectSQL"), runner.EffectTimeout)
 		}
 		return idemcheck.Fieldf(idemcheck.ExitUsage, "EffectSQL", "%s: PostgreSQL says: %s (SQLSTATE %s)", idemcheck.Field("EffectSQL"), pe.Message, pe.Code)
 	}

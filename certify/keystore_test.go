@@ -11,7 +11,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/internal/testbin"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
@@ -64,7 +64,7 @@ func TestCrashAfterCommitCatchesAKeyStoreOutsideTheDatabase(t *testing.T) {
 			}
 			require.Len(t, landings, 2, "a kill per round")
 			first := landings[1]
-			assert.Equal(t, scenarios.LandedAfterCommit, first.Landing)
+			assert.Equal(t, runner.LandedAfterCommit, first.Landing)
 			assert.True(t, strings.HasPrefix(strings.ToUpper(first.SQL), strings.ToUpper(mode.sql)), first.SQL)
 			assert.Contains(t, first.Detail, "effects counted right after the kill: 1", "the order had committed when the target died")
 			assert.Equal(t, idemcheck.LandedReply, landings[2].Landing, "no second write: the kill lands at the reply, after the reply was saved")

@@ -12,6 +12,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/examples/orders"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
@@ -176,7 +177,7 @@ func TestReferenceIsCleanOnTheRestartClassWithEventsRecorded(t *testing.T) {
 					case idemcheck.LandedReply:
 						assert.Contains(t, k.Detail, "effects counted right after the kill: 1", "a held reply comes after the commit")
 						afterEffect++
-					case scenarios.LandedAfterCommit:
+					case runner.LandedAfterCommit:
 						// The claim's answer (no effect yet) or the order's
 						// COMMIT's (the effect committed, unknown to the
 						// target).

@@ -16,7 +16,7 @@ import (
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/estimate"
 	"github.com/idemcheck/idemcheck/internal/outfile"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -42,9 +42,9 @@ type SoakConfig struct {
 	// if Duration has not passed (with Shard, the whole soak's; the shard
 	// sends its part).
 	Intents int64
-	// Faults are the faults the soak runs under (scenarios.SoakFault);
+	// Faults are the faults the soak runs under (runner.SoakFault);
 	// those on the database link need Powers. None: a clean soak.
-	Faults []scenarios.SoakFault
+	Faults []runner.SoakFault
 	// Seed chooses which intents meet which fault.
 	Seed int64
 	// Shard, when its Count is above 1, makes this soak one part of a soak
@@ -54,10 +54,10 @@ type SoakConfig struct {
 	// Workers bounds the concurrent requests (DefaultSoakWorkers when 0).
 	Workers int
 	// CountDuring counts effects while the load runs, in batches as
-	// intents complete, instead of after it (scenarios.Soak.CountDuring).
+	// intents complete, instead of after it (runner.Soak.CountDuring).
 	CountDuring bool
 	// Settle is the longest to wait, after the load, for effects that land
-	// after the reply (scenarios.Soak.Settle); it needs EffectSQL.
+	// after the reply (runner.Soak.Settle); it needs EffectSQL.
 	Settle time.Duration
 	// EffectBatchSQL is EffectSQL's batch form on PostgreSQL, run once for
 	// many intents: its $1 is the array of their EffectArgs values (one
@@ -79,7 +79,7 @@ type SoakConfig struct {
 	KeepHistory bool
 	// VegetaResults, when set, is the file vegeta's result of every first
 	// attempt is written to, in vegeta's own encoding, atomically as
-	// HistoryFile is (scenarios.Soak.VegetaResults).
+	// HistoryFile is (runner.Soak.VegetaResults).
 	VegetaResults string
 	// Progress, when set, is given the running count every ProgressEvery
 	// (default one second) while the load runs, and once at its end.
@@ -107,7 +107,7 @@ type SoakResult struct {
 // the load under its faults, counts every intent's effects, tallies the
 // history (assert.SoakTally) and returns the report with its cost
 // estimate. Errors are *idemcheck.Error as Run's are: 2 for a
-// configuration the soak could not start with (a *scenarios.RefusedError
+// configuration the soak could not start with (a *runner.RefusedError
 // when the target refused the pre-flight), 3 for a target or harness that
 // could not run, such as a target that answered none of the intents.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
@@ -122,7 +122,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 type soakRun struct {
 	cfg     *SoakConfig
 	red     *idemcheck.Redactor
-	sk      *scenarios.Soak
+	sk      *runner.Soak
 	tally   *assert.SoakTally
 	target  idemcheck.Target
 	histOut *outfile.Output
@@ -155,7 +155,7 @@ func soak(ctx context.Context, cfg *SoakConfig, red *idemcheck.Redactor) (*SoakR
 		if ctx.Err() != nil {
 			return nil, idemcheck.Unavailablef("soak: %v", err)
 		}
-		// A *scenarios.RefusedError, or a TLS setting's usage error.
+		// A *runner.RefusedError, or a TLS setting's usage error.
 		return nil, err
 	}
 	if err := r.open(); err != nil {
@@ -263,7 +263,7 @@ func (cfg *SoakConfig) check() error {
 		return err
 	}
 	overTLS := cfg.Endpoint.Base.Scheme == "https"
-	if err := scenarios.CheckSoakFaults(cfg.Faults, cfg.Powers != nil, overTLS); err != nil {
+	if err := runner.CheckSoakFaults(cfg.Faults, cfg.Powers != nil, overTLS); err != nil {
 		return usage("Faults", "%s: %w", idemcheck.Field("Faults"), err)
 	}
 	if nl, ok := cfg.Powers.(targets.NoDBLink); ok && nl.NoDBLink() != "" {
@@ -299,7 +299,7 @@ func (r *soakRun) prepare(ctx context.Context, rate int, intents int64) error {
 	if effects != nil {
 		r.target.Database = cfg.DBName
 	}
-	r.sk = &scenarios.Soak{Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects, Rate: rate, Duration: cfg.Duration, Intents: intents,
+	r.sk = &runner.Soak{Endpoint: cfg.Endpoint, Policy: cfg.Policy, Effects: effects, Rate: rate, Duration: cfg.Duration, Intents: intents,
 		Faults: cfg.Faults, Powers: cfg.Powers, Seed: cfg.Seed, Shard: cfg.Shard, Workers: cmp.Or(cfg.Workers, DefaultSoakWorkers),
 		Timeout: cfg.Timeout, CountDuring: cfg.CountDuring, Settle: cfg.Settle,
 		Redactor: r.red, Redact: cfg.Redact, Secrets: cfg.Secrets, RedactFields: cfg.RedactFields, RedactQuery: cfg.RedactQuery,
@@ -315,7 +315,7 @@ func (r *soakRun) prepare(ctx context.Context, rate int, intents int64) error {
 }
 
 // batchEffects checks EffectBatchSQL and puts it on effects.
-func (cfg *SoakConfig) batchEffects(ctx context.Context, effects *scenarios.Effects) error {
+func (cfg *SoakConfig) batchEffects(ctx context.Context, effects *runner.Effects) error {
 	if cfg.EffectBatchSQL == "" || effects == nil {
 		return nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/idemcheck/idemcheck/examples/orders"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -34,7 +35,7 @@ func TestSoakFromGo(t *testing.T) {
 	cfg := certify.SoakConfig{
 		Settings: ordersConfig(base, pool).Settings,
 		Duration: 10 * time.Second, Intents: 60, Seed: 3, Value: 40,
-		Faults:      []scenarios.SoakFault{{Fault: faults.CutReply, Share: 0.2}},
+		Faults:      []runner.SoakFault{{Fault: faults.CutReply, Share: 0.2}},
 		HistoryFile: filepath.Join(t.TempDir(), "soak.jsonl"), KeepHistory: true,
 	}
 	cfg.Rate = 100
@@ -92,7 +93,7 @@ func TestSoakRedactsFieldsAndQueryValues(t *testing.T) {
 			RedactFields: []string{"/card/number"}, RedactQuery: []string{"api_key"},
 		},
 		Duration: 10 * time.Second, Intents: 20, Seed: 1,
-		Faults:      []scenarios.SoakFault{{Fault: faults.CutReply, Share: 0.2}},
+		Faults:      []runner.SoakFault{{Fault: faults.CutReply, Share: 0.2}},
 		HistoryFile: hist, KeepHistory: true,
 	}
 	cfg.Rate = 100
@@ -137,7 +138,7 @@ func TestSoakConfigErrorsNameFields(t *testing.T) {
 		{"EffectBatchSQL", func(c *certify.SoakConfig) { c.EffectBatchSQL = "SELECT 1" }, "EffectBatchSQL needs EffectSQL"},
 		{"Rate", func(c *certify.SoakConfig) { c.Rate, c.Shard = 3, idemcheck.Shard{Index: 3, Count: 4} }, "Rate 3 over 4 shards leaves shard 3 nothing to send: use Rate 4 or more"},
 		{"Faults", func(c *certify.SoakConfig) {
-			c.Faults = []scenarios.SoakFault{{Fault: faults.Fault{Name: "db-latency", Link: faults.LinkDB}}}
+			c.Faults = []runner.SoakFault{{Fault: faults.Fault{Name: "db-latency", Link: faults.LinkDB}}}
 		}, "Faults: "},
 		{"EffectSQL", func(c *certify.SoakConfig) { c.EffectSQL = "SELECT 1" }, "EffectSQL needs a database"},
 	} {

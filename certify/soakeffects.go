@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 )
 
 // effectBatchExample is how a batch form is written.
@@ -18,9 +18,9 @@ const effectBatchExample = "such as SELECT customer_id::text, count(*) FROM orde
 // any traffic is sent, as checkEffectSQL checks EffectSQL: it goes with
 // one EffectArgs value, takes one parameter, an array, returns the value
 // as text and a count, calls no function that may write
-// (scenarios.CheckFunctions), and runs once, read-only, within the
+// (runner.CheckFunctions), and runs once, read-only, within the
 // statement timeout. It changes nothing.
-func checkEffectBatchSQL(ctx context.Context, e *scenarios.Effects) error {
+func checkEffectBatchSQL(ctx context.Context, e *runner.Effects) error {
 	const f = idemcheck.Field("EffectBatchSQL")
 	if len(e.Args) != 1 {
 		return batchUsage("%s takes the values of one %s as an array, and %d were given: give one, or leave %s out", f, idemcheck.Field("EffectArgs"), len(e.Args), f)
@@ -56,8 +56,8 @@ func checkEffectBatchSQL(ctx context.Context, e *scenarios.Effects) error {
 	default:
 		return batchUsage("%s's second column %q is not a whole number: return count(*), as in %s", f, sd.Fields[1].Name, effectBatchExample)
 	}
-	if err := scenarios.CheckFunctions(ctx, e.Pool, e.BatchSQL); err != nil {
-		var wf *scenarios.WritingFunction
+	if err := runner.CheckFunctions(ctx, e.Pool, e.BatchSQL); err != nil {
+		var wf *runner.WritingFunction
 		if errors.As(err, &wf) {
 			return batchUsage("%s must only read, and %v", f, wf)
 		}
@@ -87,7 +87,7 @@ func effectBatchError(err error) error {
 		case "25006": // read_only_sql_transaction
 			return batchUsage("%s must only read, and this query writes (PostgreSQL refused it in a read-only transaction: %s): count with SELECT", f, pe.Message)
 		case "57014": // query_canceled: the statement timeout
-			return batchUsage("%s took longer than %v for one intent: count over an indexed column", f, scenarios.EffectTimeout)
+			return batchUsage("%s took longer than %v for one intent: count over an indexed column", f, runner.EffectTimeout)
 		}
 		return batchUsage("%s: PostgreSQL says: %s (SQLSTATE %s)", f, pe.Message, pe.Code)
 	}

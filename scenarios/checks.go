@@ -5,8 +5,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/idemcheck/idemcheck"
+	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -114,7 +116,7 @@ func Lookup(name string) (Check, error) {
 // every step that delivers a request to be processed redelivers it until
 // acknowledged, whatever the check.
 func Plan(names []string, o Options, p idemcheck.Policy, e Endpoint, powers targets.Powers, words map[idemcheck.Field]idemcheck.Word) ([]Scenario, []idemcheck.PlannedCheck, error) {
-	t := access{powers: powers != nil, noLink: noDBLink(powers)}
+	t := access{powers: powers != nil, noLink: NoDBLink(powers)}
 	if d, ok := powers.(targets.Downstream); ok && len(d.ProviderNames()) > 0 {
 		t.downstream = true
 	}
@@ -497,4 +499,41 @@ var registry = []Check{
 		},
 		skipWhy: skipWhen(keyPointer, unless(keyInBody+"the header's syntax does not apply")),
 	},
+}
+
+// NoDBLink says why the target's database link cannot be faulted (there
+// is none: targets.NoDBLink), "" when it can or there are no powers.
+func NoDBLink(p targets.Powers) string {
+	if nl, ok := p.(targets.NoDBLink); ok {
+		return nl.NoDBLink()
+	}
+	return ""
+}
+
+// FaultUses maps each fault a check sends to the checks that send it,
+// in registry order: each check built for a target with powers and an
+// endpoint with every optional part, so every half of it is seen.
+func FaultUses() map[string][]string {
+	failing, invalid := idemcheck.MustTemplate(`{"fail":true}`), idemcheck.MustTemplate(`{"a":1}`)
+	e := Endpoint{
+		Method: "POST", Path: idemcheck.MustTemplate("/"), Body: idemcheck.MustTemplate(`{"a":"{{intent}}"}`),
+		FailingBody: &failing, InvalidBody: &invalid,
+		Other:   &OtherEndpoint{Method: "POST", Path: idemcheck.MustTemplate("/other")},
+		Tenants: []Header{{Name: "Authorization", Value: idemcheck.MustTemplate("A")}, {Name: "Authorization", Value: idemcheck.MustTemplate("B")}},
+	}
+	o := Defaults
+	o.RetryWindow = time.Second
+	uses := map[string][]string{}
+	for _, c := range registry {
+		for _, sc := range c.build(o, e, access{powers: true}) {
+			for _, st := range sc.Steps {
+				for _, f := range []faults.Fault{st.Fault, st.DBFault} {
+					if !f.IsNone() && !slices.Contains(uses[f.Name], c.Name) {
+						uses[f.Name] = append(uses[f.Name], c.Name)
+					}
+				}
+			}
+		}
+	}
+	return uses
 }

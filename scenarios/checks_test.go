@@ -1,21 +1,15 @@
 package scenarios
 
 import (
-	"context"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
-	idemassert "github.com/idemcheck/idemcheck/assert"
-	"github.com/idemcheck/idemcheck/faults"
-	"github.com/idemcheck/idemcheck/internal/wire"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -71,111 +65,6 @@ func TestPlanRecordsRulesAndFaults(t *testing.T) {
 	}
 	want := slices.DeleteFunc(Names(), func(n string) bool { return slices.Contains(names, n) })
 	assert.Equal(t, want, restNames, "in run order")
-}
-
-// Every step of every check's scenarios records the links its faults act
-// on; a history without them (an older one) reads the same links from the
-// fault's name.
-func TestOlderHistoriesReadTheSameFaultLinks(t *testing.T) {
-	assert.Equal(t, idemcheck.LinkClient, faults.LinkClient)
-	assert.Equal(t, idemcheck.LinkDB, faults.LinkDB)
-	failing := idemcheck.MustTemplate(`{"a":2}`)
-	e := Endpoint{Body: idemcheck.MustTemplate(`{"a":1}`), FailingBody: &failing}
-	steps := 0
-	for _, c := range Checks() {
-		for _, sc := range c.build(Defaults, e, access{powers: true}) {
-			for _, st := range sc.Steps {
-				name := stepFault(st)
-				if name == "" {
-					continue
-				}
-				b, err := json.Marshal(idemcheck.Attempt{Check: c.Name, Fault: name})
-				require.NoError(t, err)
-				var old idemcheck.Attempt
-				require.NoError(t, json.Unmarshal(b, &old))
-				assert.Equal(t, stepLinks(st), old.FaultLinks, "%s: %s", c.Name, name)
-				steps++
-			}
-		}
-	}
-	assert.Greater(t, steps, 5)
-	b, _ := json.Marshal(idemcheck.Attempt{Fault: faults.CutReply.String(), FaultLinks: faultLinks(faults.CutReply)})
-	var soak idemcheck.Attempt
-	require.NoError(t, json.Unmarshal(b, &soak))
-	assert.Equal(t, []string{idemcheck.LinkClient}, soak.FaultLinks, "the soak's cut replies")
-}
-
-// register adds c to the registry for the rest of the test.
-func register(t *testing.T, c Check) {
-	t.Helper()
-	saved := registry
-	registry = append(slices.Clone(registry), c)
-	t.Cleanup(func() { registry = saved })
-}
-
-// A new check is one value: registered, it is known by name, planned with
-// its rule, run, judged, and its rule reaches the report and its
-// contract, held against a target that replays and broken against one
-// that executes every request again.
-func TestANewCheckIsOneValue(t *testing.T) {
-	const name = "triple-replay"
-	const rule = "A test rule: a completed request sent twice more gets its saved result both times, with one effect."
-	register(t, Check{
-		Name: name,
-		Rule: rule,
-		build: rounds(func(r int) Scenario {
-			return Scenario{Rounds: r, Steps: []Step{{Attempts: 1}, {Attempts: 1}, {Attempts: 1}}}
-		}),
-	})
-	require.Contains(t, Names(), name)
-
-	for _, racy := range []bool{false, true} {
-		rep, h := certifyOne(t, name, racy)
-		require.Equal(t, []idemcheck.PlannedCheck{{Name: name, Rule: rule}}, h.Run.Checks)
-		require.Len(t, h.Attempts, 3*Defaults.Rounds)
-		for _, in := range h.Intents {
-			assert.Equal(t, name, in.Check, "Plan labels a check's scenarios with its name")
-		}
-		require.Len(t, rep.Checks, 1)
-		assert.Equal(t, rule, rep.Checks[0].Rule)
-		require.Len(t, rep.Contract, len(Names()))
-		assert.Equal(t, name, rep.Contract[0].Check)
-		assert.Equal(t, rule, rep.Contract[0].Rule)
-		if racy {
-			assert.Equal(t, idemcheck.Fail, rep.Checks[0].Status)
-			assert.Equal(t, idemcheck.RuleBroken, rep.Contract[0].Status)
-			assert.Contains(t, kindsOf(rep.Anomalies), idemcheck.FreshResultOnReplay)
-		} else {
-			assert.Equal(t, idemcheck.Pass, rep.Checks[0].Status, rep.Checks[0].Reason)
-			assert.Equal(t, idemcheck.RuleHeld, rep.Contract[0].Status)
-		}
-	}
-}
-
-// certifyOne plans the check called name under the IETF policy, runs it
-// against a loopback target that replays (or, racy, executes every request
-// again) and returns the report and the history: a check's own test.
-func certifyOne(t *testing.T, name string, racy bool) (idemcheck.Report, *idemcheck.History) {
-	t.Helper()
-	target := newSeenTarget(t)
-	target.racy = racy
-	e := Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
-		Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}
-	p := idemcheck.IETF()
-	scs, plan, err := Plan([]string{name}, Defaults, p, e, nil, nil)
-	require.NoError(t, err)
-	h := &idemcheck.History{Run: idemcheck.Run{Policy: p, Checks: plan, NotAsked: NotAsked(plan)}}
-	r := &Runner{Endpoint: e, Policy: p, Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
-	require.NoError(t, r.Run(context.Background(), scs, h))
-	return idemassert.Report(h), h
-}
-
-func kindsOf(as []idemcheck.Anomaly) []idemcheck.Kind {
-	var out []idemcheck.Kind
-	for _, a := range as {
-		out = append(out, a.Kind)
-	}
-	return out
 }
 
 // noLinkPowers stands for a target the harness started on a database
@@ -254,7 +143,7 @@ func TestEveryStepSaysWhatItDoesInWaysRoundKnows(t *testing.T) {
 				if st.DBFaultAt != FaultsOwnWrite {
 					assert.False(t, st.DBFault.IsNone(), "%s step %d: %v with no database fault", c.Name, i+1, st.DBFaultAt)
 				}
-				if !st.Send.holds() {
+				if !st.Send.Holds() {
 					continue
 				}
 				holds++
@@ -266,11 +155,4 @@ func TestEveryStepSaysWhatItDoesInWaysRoundKnows(t *testing.T) {
 	}
 	assert.Equal(t, 4, holds, "crash-lease, crash-after-commit, in-flight-retry, lease-fencing")
 
-	target := newSeenTarget(t)
-	r := &Runner{Endpoint: Endpoint{Base: target.base, Method: "POST", Path: idemcheck.MustTemplate("/orders"),
-		Body: idemcheck.MustTemplate(`{"customerId":"{{intent}}"}`)}, Policy: idemcheck.IETF(), Timeout: 5 * time.Second, Protocol: wire.ProtocolHTTP1}
-	for _, st := range []Step{{Attempts: 1, Send: HoldInFlight}, {Attempts: 1, Send: Send(99)}} {
-		err := r.Run(context.Background(), []Scenario{{Check: "made-up", Rounds: 1, Steps: []Step{st}}}, &idemcheck.History{})
-		assert.ErrorContains(t, err, "step", "%v", st.Send)
-	}
 }

@@ -1,30 +1,23 @@
-// Package scenarios holds the checks and says what they send to a target.
-// A check is one value (Check: its name, its contract rule, whether it
-// breaks the target on purpose, its scenarios and when it does not apply)
-// in one ordered, closed registry (Checks, Lookup, Names); Plan records each
-// planned check's rule and fault flag in the run's plan, so the checker
-// reads them from the history. A scenario is a value too (how many rounds,
-// and per round the steps of attempts of one intent, released together or
-// one after another, through which fault), and Run sends them, recording
-// every attempt, with the links its fault acted on, in a History.
+// Package scenarios holds the checks and says what they send to a target,
+// as values. A check is one value (Check: its name, its contract rule,
+// whether it breaks the target on purpose, its scenarios and when it does
+// not apply) in one ordered, closed registry (Checks, Lookup, Names); Plan
+// records each planned check's rule and fault flag in the run's plan, so
+// the checker reads them from the history. A scenario is a value too (how
+// many rounds, and per round the steps of attempts of one intent), and a
+// step says what it does in a few typed values: Send (one after another,
+// released together, or held at a statement), DBFaultAt (which write its
+// database fault acts on) and Then (a redelivery, a kill and restart).
 //
-// A soak (Soak) is the same runner in another mode: vegeta paces its first
-// attempts instead of rounds of steps, but its sends become attempts
-// through the same fill, and every record of both modes goes through one
-// recorder interface: in memory for a certification, streamed to a
-// history encoder and a counter for a soak. Counting a soak's duplicates
-// and lost effects is the checker's (assert.SoakTally), from those records.
-// Both modes are run through certify, the entry point: certify.Run for a
-// certification, certify.Soak for a soak (its checks, pre-flight, outputs,
-// tally and report); the command never drives a Soak itself.
+// Whether a check applies to a target, and all of it, depends on what the
+// harness may do to the target; Plan reads that from the target's
+// targets.Powers as plain facts (a database link to fault, provider
+// doubles), so the registry needs nothing of the runner.
 //
-// It speaks the root package's vocabulary and drives the faults and wire
-// packages; it never imports the checker (assert), the reports or the
-// commands: they use it, and the checker learns what it needs of a check
-// from the history alone.
-//
-// The runner gets the Powers a started target lends it from package
-// targets; it never imports certify.
+// The package sends nothing: package runner sends the scenarios (a
+// certification) or a paced load (a soak), recording every attempt in a
+// History, and imports this one; this package imports no runner, no
+// checker (assert), no report and no command.
 package scenarios
 
 import (
@@ -134,9 +127,9 @@ func (s Send) String() string {
 // together reports whether s releases the step's attempts at once.
 func (s Send) together() bool { return s == Together || s == TogetherInTurn }
 
-// holds reports whether s holds the attempt's statement, the next step
+// Holds reports whether s holds the attempt's statement, the next step
 // being its retry.
-func (s Send) holds() bool { return s >= HoldCrash && s <= HoldInFlight }
+func (s Send) Holds() bool { return s >= HoldCrash && s <= HoldInFlight }
 
 // DBWrite is which of an attempt's writes a step's DBFault acts on. A
 // handler's writes come in order (a key's claim, the work's COMMIT, the
@@ -198,6 +191,10 @@ func (t Then) Has(u Then) bool { return t&u == u }
 // failed first delivery is delivered at most MaxRedeliveries+1 times in
 // all, as a webhook sender gives up on an event after a few tries.
 const MaxRedeliveries = 4
+
+// LeaseMargin is how long past the policy's lease a retry keeps trying
+// before a key still in progress counts as stuck.
+const LeaseMargin = 2 * time.Second
 
 // RedeliveryBackoff is the sender's first wait before a redelivery; each
 // later wait doubles it: 50, 100, 200 and 400 ms.
@@ -274,7 +271,7 @@ type Options struct {
 	Redeliveries int
 	// Settle, when set, is how long at most effects are waited for before
 	// they are judged: each intent's count is polled until it stays the
-	// same for SettleQuiet(Settle) (Runner.Settle). For a target whose
+	// same for runner.SettleQuiet(Settle) (runner.Runner.Settle). For a target whose
 	// effects land after the reply (202 Accepted, a background worker).
 	Settle time.Duration
 }
@@ -577,7 +574,7 @@ func senderRedelivers(scs []Scenario) []Scenario {
 	for i, sc := range scs {
 		sc.Steps = slices.Clone(sc.Steps)
 		for j := range sc.Steps {
-			if st := &sc.Steps[j]; !st.Send.holds() && st.Variant.Delivers() {
+			if st := &sc.Steps[j]; !st.Send.Holds() && st.Variant.Delivers() {
 				st.Then |= RedeliverUntilAck
 			}
 		}

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -79,29 +78,6 @@ func TestPlanSkipsWithReasons(t *testing.T) {
 	assert.Contains(t, plan[0].Skip, "not a JSON object")
 }
 
-func TestPacerHoldsTheRateAndKeepsBurstsWhole(t *testing.T) {
-	p := newPacer(1000, 32)
-	start := time.Now()
-	// The bucket starts full (1000 tokens); the 256 tokens asked beyond it
-	// can only come from refill at 1000/s: at least 0.25 s. This bounds the
-	// rate from above, which is what a cap promises; it cannot fail on a
-	// slow machine.
-	for range 1000 / 32 {
-		require.NoError(t, p.wait(context.Background(), 32))
-	}
-	for range 8 {
-		require.NoError(t, p.wait(context.Background(), 32)) // 256 more
-	}
-	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "the cap held")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	slow := newPacer(1, 1)
-	require.NoError(t, slow.wait(ctx, 1))
-	assert.ErrorIs(t, slow.wait(ctx, 1), context.Canceled, "a wait ends with its context")
-	assert.NoError(t, newPacer(0, 1).wait(ctx, 1000), "no cap")
-}
-
 // Crash checks run without a lease (a stuck key is then reported with what
 // the missing lease means); only lease-fencing needs one. Every check that
 // acts on the target skips, with the reason, on a URL target.
@@ -134,41 +110,6 @@ func TestPlanFaultChecksNeedPowersAndOnlyFencingALease(t *testing.T) {
 	_, plan, err = Plan(names[len(names)-1:], Defaults, p, e, stubPowers{}, words)
 	require.NoError(t, err)
 	assert.Contains(t, plan[0].Skip, "the policy names no lease (set --lease)")
-}
-
-// The restart-class scenarios: what each step does to the target, and the
-// fault names their first attempts carry.
-func TestRestartClassScenarios(t *testing.T) {
-	rr := RestartReplay(3)
-	require.Len(t, rr.Steps, 2)
-	assert.Equal(t, KillAndRestart, rr.Steps[0].Then)
-	assert.Equal(t, KillAfterReply, stepFault(rr.Steps[0]))
-	assert.Empty(t, stepFault(rr.Steps[1]))
-
-	cac := CrashAfterCommit(1)
-	assert.Equal(t, 2, cac.Rounds, "one round per landing window at least")
-	assert.Equal(t, HoldKillAfterCommit, cac.Steps[0].Send)
-	assert.Equal(t, NthByRound, cac.Steps[0].DBFaultAt)
-	assert.Equal(t, RetryWhileInProgress, cac.Steps[1].Send)
-	assert.Equal(t, "kill-after-commit+hold-reply+"+cac.Steps[0].DBFault.String(), stepFault(cac.Steps[0]))
-
-	ifr := InFlightRetry(2)
-	assert.Equal(t, HoldInFlight, ifr.Steps[0].Send)
-	assert.Equal(t, ifr.Steps[0].DBFault.String(), stepFault(ifr.Steps[0]))
-	assert.Equal(t, "kill-at-commit+"+CrashLease(1).Steps[0].DBFault.String(), stepFault(CrashLease(1).Steps[0]))
-
-	// And the links those faults act on, as the attempts record them.
-	assert.Nil(t, stepLinks(rr.Steps[0]), "a kill alone acts on no link")
-	assert.Equal(t, []string{idemcheck.LinkClient, idemcheck.LinkDB}, stepLinks(cac.Steps[0]), "the reply hold and the COMMIT hold")
-	assert.Equal(t, []string{idemcheck.LinkDB}, stepLinks(ifr.Steps[0]))
-	assert.Equal(t, []string{idemcheck.LinkDB}, stepLinks(CrashLease(1).Steps[0]))
-	assert.Equal(t, []string{idemcheck.LinkClient}, stepLinks(LostReply(1).Steps[0]))
-
-	for _, sql := range []string{"COMMIT", " end;", "INSERT INTO t VALUES (1)", "select 1"} {
-		assert.NotEmpty(t, landingOf(sql), sql)
-	}
-	assert.Equal(t, idemcheck.LandedCommit, landingOf("commit"))
-	assert.Equal(t, idemcheck.LandedAutocommitWrite, landingOf("update t set a = 1"))
 }
 
 func TestRemoveMember(t *testing.T) {

@@ -167,3 +167,11 @@ func (g Signing) Sign(h http.Header, id string, body []byte, now time.Time) {
 		h.Set(name, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	}
 }
+
+// Forged returns g with its secret replaced by one the target does not
+// know: the signature check's forged delivery, validly signed but by
+// someone else.
+func (g Signing) Forged() Signing {
+	g.Secret = forgedSecret
+	return g
+}

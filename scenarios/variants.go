@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -308,4 +310,18 @@ func padKey(key string, n int) string {
 		b.WriteByte('0' + byte(i%10))
 	}
 	return b.String()[:n]
+}
+
+// Fingerprint hashes method, path and the canonical JSON body (member order
+// and white space do not count), as a server's request fingerprint should.
+// It is what an attempt's Fingerprint in a history holds, so a reader can
+// tell which recorded attempts sent the same request.
+func Fingerprint(method, path string, body []byte) string {
+	if v, ok := decodeJSON(body); ok {
+		if b, err := json.Marshal(v); err == nil {
+			body = b
+		}
+	}
+	sum := sha256.Sum256([]byte(method + " " + path + "\n" + string(body)))
+	return hex.EncodeToString(sum[:8])
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/render"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/internal/userfile"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -135,7 +136,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.outputs.register(fs)
 	fs.StringVar(&r.protocol, "protocol", "auto", "burst engine: auto (HTTP/2 single-packet release where the target speaks h2, else HTTP/1.1 last-byte sync), http1 or h2")
 	fs.BoolVar(&r.timedBursts, "timed-bursts", false, "for a target idemcheck starts (--cmd, --image): do not schedule the bursts' writes at its database link; bursts are then timed only, as for a --url target, and races narrower than their spread may be missed")
-	fs.Float64Var(&r.rate, "rate", scenarios.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
+	fs.Float64Var(&r.rate, "rate", runner.DefaultRate, "cap on requests per second (a burst is released whole); raise it for production-like load")
 	fs.DurationVar(&r.maxDuration, "max-duration", certify.DefaultMaxDuration, "cap on the whole run's duration")
 	fs.DurationVar(&r.timeout, "timeout", config.DefaultTimeout, "per-attempt timeout")
 	fs.BoolVar(&r.allowRemote, "allow-remote", false, "allow traffic to a target or database that is not on loopback (without it, hosts must be loopback IPs, localhost, or names the hosts file maps to loopback; no DNS query is sent)")
@@ -577,11 +578,11 @@ func certifyOne(ctx context.Context, cfg certify.Config, out outputs, stdout, st
 		label = cfg.Endpoint.Base.Host
 	}
 	prog := &render.Progress{W: stderr, TTY: render.IsTerminal(stderr), Label: label}
-	cfg.Progress = func(s scenarios.Progress) { prog.Update(render.Step(s)) }
+	cfg.Progress = func(s runner.Progress) { prog.Update(render.Step(s)) }
 	started := time.Now()
 	res, err := certifyRun(ctx, cfg)
 	prog.Done()
-	var refused *scenarios.RefusedError
+	var refused *runner.RefusedError
 	if errors.As(err, &refused) {
 		return nil, idemcheck.Usagef("%s", refusedHint(refused.Status, 0))
 	}

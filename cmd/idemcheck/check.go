@@ -16,7 +16,7 @@ import (
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/internal/render"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 )
 
 // stdin is what `idemcheck check -` reads; a test puts a reader in its
@@ -136,11 +136,11 @@ func mixedOutputs(out outputs) error {
 }
 
 // soakMerge merges the soak histories that check reads: their counts
-// (assert.SoakMerge) and their load (scenarios.SoakLoad), both from one
+// (assert.SoakMerge) and their load (runner.SoakLoad), both from one
 // record at a time.
 type soakMerge struct {
 	merge assert.SoakMerge
-	load  scenarios.SoakLoad
+	load  runner.SoakLoad
 }
 
 func (m *soakMerge) attempt(a idemcheck.Attempt) {

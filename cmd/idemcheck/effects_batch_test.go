@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemcheck/idemcheck"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/targets/pgtest"
 )
 
@@ -34,12 +34,12 @@ func effectsDB(tb testing.TB, n int) (*pgxpool.Pool, []idemcheck.Intent) {
 	return pool, ins
 }
 
-func countQuery(pool *pgxpool.Pool, sql string) *scenarios.Effects {
+func countQuery(pool *pgxpool.Pool, sql string) *runner.Effects {
 	tpl, err := idemcheck.ParseTemplate("{{intent}}")
 	if err != nil {
 		panic(err)
 	}
-	return &scenarios.Effects{Pool: pool, SQL: sql, Args: []idemcheck.Template{tpl}}
+	return &runner.Effects{Pool: pool, SQL: sql, Args: []idemcheck.Template{tpl}}
 }
 
 // A batch counts each intent's effects as the query run for that intent
@@ -48,8 +48,8 @@ func TestEffectsCountBatch(t *testing.T) {
 	pool, ins := effectsDB(t, 700)
 	e := countQuery(pool, "SELECT count(*) FROM orders WHERE customer_id = $1")
 	ctx := context.Background()
-	for start := 0; start < len(ins); start += scenarios.EffectBatch {
-		batch := ins[start:min(start+scenarios.EffectBatch, len(ins))]
+	for start := 0; start < len(ins); start += runner.EffectBatch {
+		batch := ins[start:min(start+runner.EffectBatch, len(ins))]
 		obs, err := e.CountBatch(ctx, batch)
 		require.NoError(t, err)
 		require.Len(t, obs, len(batch))
@@ -94,12 +94,12 @@ func BenchmarkEffectsCount(b *testing.B) {
 	b.Run("batch", func(b *testing.B) {
 		n := 0
 		for b.Loop() {
-			start := (n * scenarios.EffectBatch) % (len(ins) - scenarios.EffectBatch)
-			_, err := e.CountBatch(ctx, ins[start:start+scenarios.EffectBatch])
+			start := (n * runner.EffectBatch) % (len(ins) - runner.EffectBatch)
+			_, err := e.CountBatch(ctx, ins[start:start+runner.EffectBatch])
 			require.NoError(b, err)
 			n++
 		}
-		b.ReportMetric(float64(n*scenarios.EffectBatch)/b.Elapsed().Seconds(), "intents/s")
+		b.ReportMetric(float64(n*runner.EffectBatch)/b.Elapsed().Seconds(), "intents/s")
 	})
 	// The batch form (--effect-batch-sql): the same batch as one query
 	// taking an array, with the query for the batch's first intent beside
@@ -109,12 +109,12 @@ func BenchmarkEffectsCount(b *testing.B) {
 		e.BatchSQL = arraySQL
 		n := 0
 		for b.Loop() {
-			start := (n * scenarios.EffectBatch) % (len(ins) - scenarios.EffectBatch)
-			_, err := e.CountBatch(ctx, ins[start:start+scenarios.EffectBatch])
+			start := (n * runner.EffectBatch) % (len(ins) - runner.EffectBatch)
+			_, err := e.CountBatch(ctx, ins[start:start+runner.EffectBatch])
 			require.NoError(b, err)
 			n++
 		}
-		b.ReportMetric(float64(n*scenarios.EffectBatch)/b.Elapsed().Seconds(), "intents/s")
+		b.ReportMetric(float64(n*runner.EffectBatch)/b.Elapsed().Seconds(), "intents/s")
 	})
 }
 
@@ -129,8 +129,8 @@ func TestEffectsCountBatchSQL(t *testing.T) {
 	e.BatchSQL = arraySQL
 	ctx := context.Background()
 	require.NoError(t, e.TryBatch(ctx))
-	for start := 0; start < len(ins); start += scenarios.EffectBatch {
-		batch := ins[start:min(start+scenarios.EffectBatch, len(ins))]
+	for start := 0; start < len(ins); start += runner.EffectBatch {
+		batch := ins[start:min(start+runner.EffectBatch, len(ins))]
 		obs, err := e.CountBatch(ctx, batch)
 		require.NoError(t, err)
 		require.Len(t, obs, len(batch))

@@ -24,6 +24,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/openapi"
 	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/internal/suite"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -243,7 +244,7 @@ func probe(ctx context.Context, cfg certify.Config) error {
 		return d.DialContext(ctx, network, addr)
 	}}
 	if cfg.Endpoint.Base.Scheme == "https" {
-		tr.TLSClientConfig = scenarios.ClientTLS(cfg.TLS, cfg.Endpoint.Base)
+		tr.TLSClientConfig = runner.ClientTLS(cfg.TLS, cfg.Endpoint.Base)
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: max(cfg.Timeout, 5*time.Second),

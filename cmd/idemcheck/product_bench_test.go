@@ -20,7 +20,7 @@ import (
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/internal/wire"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 )
 
 // The product-path burst benchmark (bench/cmd/productbench) runs
@@ -99,7 +99,7 @@ func TestProductBenchIsCertify(t *testing.T) {
 			steps := 0
 			benchCfg := c.via.cfg(addr, n, rounds, p)
 			benchCfg.Words = words
-			res, err := bench.RunProduct(context.Background(), benchCfg, func(scenarios.Progress) { steps++ })
+			res, err := bench.RunProduct(context.Background(), benchCfg, func(runner.Progress) { steps++ })
 			require.NoError(t, err)
 			fromBench := res.History
 			assert.Equal(t, len(fromBench.Bursts), steps, "the hook runs once after every burst")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/orders"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 )
 
 // An effect query runs read-only: a query that tries to write is refused
@@ -181,6 +181,6 @@ func TestEffectQueriesMayCallReadingFunctions(t *testing.T) {
 		"WITH o AS (SELECT customer_id, row_number() OVER (ORDER BY created_at) n FROM orders) SELECT count(*)::int FROM o WHERE customer_id = $1 AND (n, 1) > (0, 0)",
 		"SELECT sum(length(customer_id))::bigint FROM orders WHERE customer_id = $1 AND id::text LIKE '%' AND NULLIF(customer_id, '') IS NOT NULL",
 	} {
-		assert.NoError(t, scenarios.CheckFunctions(ctx, pool, q), q)
+		assert.NoError(t, runner.CheckFunctions(ctx, pool, q), q)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/internal/config"
 	"github.com/idemcheck/idemcheck/internal/render"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 )
 
 // soakFlags are the soak command's flags.
@@ -61,7 +61,7 @@ func (f *soakFlags) register() *flag.FlagSet {
 	fs.IntVar(&f.rate, "rate", 100, fmt.Sprintf("intents per second (1 to %d)", certify.MaxSoakRate))
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send")
 	fs.Int64Var(&f.intents, "intents", 0, "stop after this many intents, even before --duration has passed (0: no limit)")
-	fs.Float64Var(&f.cutShare, "cut-share", scenarios.DefaultSoakShare, "share of first attempts whose reply is cut after commit, then retried (0 to 1); the same as --fault cut-reply@SHARE; an https:// soak cuts none (TLS would put the cut in its handshake)")
+	fs.Float64Var(&f.cutShare, "cut-share", runner.DefaultSoakShare, "share of first attempts whose reply is cut after commit, then retried (0 to 1); the same as --fault cut-reply@SHARE; an https:// soak cuts none (TLS would put the cut in its handshake)")
 	fs.Var(&f.faultSpecs, "fault", "run the soak under a fault (repeatable): `SPEC` is NAME[:key=value,...][@SHARE], such as reset@0.02, timeout@1%, latency:ms=20 or db-latency:ms=5 (with --cmd); see docs/certify.md")
 	fs.IntVar(&f.workers, "workers", certify.DefaultSoakWorkers, fmt.Sprintf("concurrent requests at most (1 to %d)", certify.MaxSoakWorkers))
 	fs.DurationVar(&f.timeout, "timeout", config.DefaultTimeout, "per-attempt timeout")
@@ -214,7 +214,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		// The last count stays on screen, the report below it.
 		text.Done()
 	}
-	var refused *scenarios.RefusedError
+	var refused *runner.RefusedError
 	if errors.As(err, &refused) {
 		return 0, idemcheck.Usagef("%s", refusedHint(refused.Status, 0))
 	}
@@ -340,7 +340,7 @@ func soakShard(spec string, shards int, shardsSet bool, lookup func(string) (str
 }
 
 // faultsLine says what a soak runs under, for its progress line.
-func faultsLine(fs []scenarios.SoakFault) string {
+func faultsLine(fs []runner.SoakFault) string {
 	if len(fs) == 0 {
 		return "no faults"
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/internal/outfile"
 	"github.com/idemcheck/idemcheck/internal/render"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -114,7 +114,7 @@ func demoOne(ctx context.Context, self, dsn string, e zoo.Entry, label string, s
 	cfg.Options = zoo.Options()
 	cfg.Options.BurstRounds, cfg.Options.Rounds, cfg.Options.FaultRounds, cfg.Options.RetryWindow = 5, 2, 1, 0
 	prog := &render.Progress{W: stderr, TTY: render.IsTerminal(stderr), Label: label}
-	cfg.Progress = func(s scenarios.Progress) { prog.Update(render.Step(s)) }
+	cfg.Progress = func(s runner.Progress) { prog.Update(render.Step(s)) }
 	started := time.Now()
 	res, err := certify.Run(ctx, cfg)
 	prog.Done()

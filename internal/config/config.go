@@ -35,6 +35,7 @@ import (
 	"github.com/idemcheck/idemcheck/assert"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -50,9 +51,9 @@ const (
 	// meaning anything a run could reach.
 	MinRate = 0.1
 	// DefaultMaxBody is how much of each reply body is kept unless told
-	// otherwise: the library's own default (scenarios.DefaultMaxBody),
+	// otherwise: the library's own default (runner.DefaultMaxBody),
 	// one value for every front end.
-	DefaultMaxBody = scenarios.DefaultMaxBody
+	DefaultMaxBody = runner.DefaultMaxBody
 	// MaxMaxBody caps MaxBody: every attempt of a run keeps up to that
 	// much, in memory and in the history.
 	MaxMaxBody = 64 << 20
@@ -624,7 +625,7 @@ func (s Spec) limits(c *certify.Config) error {
 	}
 	c.Rate, c.Timeout, c.MaxDuration, c.MaxBody, c.Protocol = s.Rate, s.Timeout, s.MaxDuration, s.MaxBody, p
 	if c.Rate == 0 {
-		c.Rate = scenarios.DefaultRate
+		c.Rate = runner.DefaultRate
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout

@@ -19,6 +19,7 @@ import (
 	"github.com/idemcheck/idemcheck/internal/netns"
 	"github.com/idemcheck/idemcheck/internal/suite"
 	"github.com/idemcheck/idemcheck/internal/wire"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
@@ -279,7 +280,7 @@ func TestBuildFillsTheDefaults(t *testing.T) {
 	assert.Equal(t, &url.URL{Scheme: "http", Host: "127.0.0.1:8080"}, c.Endpoint.Base)
 	assert.Equal(t, "POST", c.Endpoint.Method)
 	assert.Equal(t, "/orders", c.Endpoint.Path.Fill(idemcheck.Intent{}))
-	assert.EqualValues(t, scenarios.DefaultRate, c.Rate)
+	assert.EqualValues(t, runner.DefaultRate, c.Rate)
 	assert.Equal(t, config.DefaultTimeout, c.Timeout)
 	assert.Equal(t, certify.DefaultMaxDuration, c.MaxDuration)
 	assert.EqualValues(t, config.DefaultMaxBody, c.MaxBody)

@@ -9,6 +9,7 @@ import (
 	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/certify"
 	"github.com/idemcheck/idemcheck/faults"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -24,7 +25,7 @@ type SoakSpec struct {
 	Duration time.Duration
 	Intents  int64
 	// Faults are the faults the soak runs under, each NAME[:key=value,...]
-	// [@SHARE] (scenarios.ParseSoakFault).
+	// [@SHARE] (runner.ParseSoakFault).
 	Faults []string
 	// CutShare is the share of first attempts whose reply is cut after
 	// commit, the same as a cut-reply@SHARE fault; CutShareSet says it was
@@ -97,22 +98,22 @@ func (s Spec) buildSoak(k SoakSpec) (*BuiltSoak, error) {
 // before anything is started or sent. started says idemcheck starts the
 // target, which the faults of its database link need; overTLS that the
 // target is https://, where a reply cut after commit cannot be made
-// (scenarios.SoakFault.OverTLS): the default cut share is then none, and
+// (runner.SoakFault.OverTLS): the default cut share is then none, and
 // a cut asked for is a usage error.
-func soakFaults(k SoakSpec, started, overTLS bool) ([]scenarios.SoakFault, error) {
+func soakFaults(k SoakSpec, started, overTLS bool) ([]runner.SoakFault, error) {
 	const f, cs = idemcheck.Field("Faults"), idemcheck.Field("CutShare")
 	if k.CutShare < 0 || k.CutShare > 1 {
 		return nil, usage(cs, "%s %v is out of range: use 0 to 1", cs, k.CutShare)
 	}
 	if overTLS && k.CutShareSet && k.CutShare > 0 {
-		cut := scenarios.SoakFault{Fault: faults.CutReply, Share: k.CutShare}
+		cut := runner.SoakFault{Fault: faults.CutReply, Share: k.CutShare}
 		return nil, usage(cs, "%s %v: %v", cs, k.CutShare, cut.OverTLS())
 	}
-	var out []scenarios.SoakFault
+	var out []runner.SoakFault
 	cutGiven := false
 	for i, spec := range k.Faults {
 		fi := idemcheck.Field(fmt.Sprintf("Faults[%d]", i))
-		sf, err := scenarios.ParseSoakFault(spec)
+		sf, err := runner.ParseSoakFault(spec)
 		if err != nil {
 			return nil, usage(fi, "%s %s: %w", fi, spec, err)
 		}
@@ -134,9 +135,9 @@ func soakFaults(k SoakSpec, started, overTLS bool) ([]scenarios.SoakFault, error
 		out = append(out, sf)
 	}
 	if !cutGiven && k.CutShare > 0 && !overTLS {
-		out = append([]scenarios.SoakFault{{Fault: faults.CutReply, Share: k.CutShare}}, out...)
+		out = append([]runner.SoakFault{{Fault: faults.CutReply, Share: k.CutShare}}, out...)
 	}
-	if err := scenarios.CheckSoakFaults(out, started, overTLS); err != nil {
+	if err := runner.CheckSoakFaults(out, started, overTLS); err != nil {
 		return nil, usage(f, "%s: %w", f, err)
 	}
 	return out, nil

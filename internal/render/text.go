@@ -408,7 +408,7 @@ type Progress struct {
 
 // Step is where a run is: the check, its round of Rounds, and the
 // attempts Sent so far of the whole run's Total. It has the fields of
-// scenarios.Progress, so a runner's callback converts one:
+// runner.Progress, so a runner's callback converts one:
 // p.Update(render.Step(s)), and this package needs nothing of scenarios.
 type Step struct {
 	Check         string

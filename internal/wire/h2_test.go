@@ -81,7 +81,7 @@ func tlsServer(t *testing.T, h http.Handler, h2 bool) (string, *tls.Config) {
 	t.Cleanup(srv.Close)
 	cfg := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	cfg.ServerName = "example.com"
-	// What scenarios.Runner passes: an HTTP/2 burst must override it.
+	// What runner.Runner passes: an HTTP/2 burst must override it.
 	cfg.NextProtos = []string{"http/1.1"}
 	return addrOf(t, srv), cfg
 }

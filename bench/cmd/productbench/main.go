@@ -49,7 +49,7 @@ import (
 	"github.com/idemcheck/idemcheck/bench"
 	"github.com/idemcheck/idemcheck/internal/linkemu"
 	"github.com/idemcheck/idemcheck/internal/wire"
-	"github.com/idemcheck/idemcheck/scenarios"
+	"github.com/idemcheck/idemcheck/runner"
 )
 
 // windows are the race windows whose share of bursts the tables show: a
@@ -419,7 +419,7 @@ func measure(ctx context.Context, cfg config, send, target string, c combo, burs
 			vt, bt = &tally{}, &tally{}
 		}
 		i := 0
-		between := func(p scenarios.Progress) {
+		between := func(p runner.Progress) {
 			// The product's burst gets the pause the other drivers get
 			// after theirs: the target tears its connections down (the
 			// harness closes them once it has read the replies) before

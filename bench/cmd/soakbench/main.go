@@ -41,6 +41,7 @@ import (
 	"github.com/idemcheck/idemcheck/examples/zoo"
 	"github.com/idemcheck/idemcheck/faults"
 	"github.com/idemcheck/idemcheck/history"
+	"github.com/idemcheck/idemcheck/runner"
 	"github.com/idemcheck/idemcheck/scenarios"
 	"github.com/idemcheck/idemcheck/targets"
 )
@@ -174,10 +175,10 @@ func throughput(ctx context.Context, doc *figures, runs int, d time.Duration, wo
 			return err
 		}
 		cfg := zoo.EndpointConfig("orders", pt)
-		sk := &scenarios.Soak{
+		sk := &runner.Soak{
 			Endpoint: cfg.Endpoint, Policy: cfg.Policy, Rate: rate, Duration: d, Seed: int64(i + 1), Workers: workers,
-			Faults:  []scenarios.SoakFault{{Fault: faults.CutReply, Share: 0.01}},
-			Effects: &scenarios.Effects{Pool: pt.DB.Pool, SQL: cfg.EffectSQL, Args: cfg.EffectArgs},
+			Faults:  []runner.SoakFault{{Fault: faults.CutReply, Share: 0.01}},
+			Effects: &runner.Effects{Pool: pt.DB.Pool, SQL: cfg.EffectSQL, Args: cfg.EffectArgs},
 		}
 		if noCount {
 			sk.Effects = nil
@@ -313,8 +314,8 @@ func memoryChild(ctx context.Context, attempts, workers int) error {
 	base := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 	e := scenarios.Endpoint{Base: base, Method: "POST", Path: idemcheck.MustTemplate("/orders"), Body: idemcheck.MustTemplate(body)}
 	tally := &assert.SoakTally{Policy: idemcheck.IETF()}
-	sk := &scenarios.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, Intents: intents, Seed: 1, Workers: workers,
-		Faults:  []scenarios.SoakFault{{Fault: faults.CutReply, Share: cutShare}},
+	sk := &runner.Soak{Endpoint: e, Policy: idemcheck.IETF(), Rate: rate, Duration: d, Intents: intents, Seed: 1, Workers: workers,
+		Faults:  []runner.SoakFault{{Fault: faults.CutReply, Share: cutShare}},
 		History: history.NewEncoder(hist), Counter: tally}
 	start := time.Now()
 	load, err := sk.Run(ctx)
