@@ -57,7 +57,7 @@
 // Every fault is reached from idemcheck itself, not only from this
 // package's tests: cut-reply by the lost-reply check, db-cut, db-cut-after
 // and db-hold by the checks that break a target on purpose, and every one
-// but those three by a soak (scenarios.SoakFault, `idemcheck soak
+// but those three by a soak (runner.SoakFault, `idemcheck soak
 // --fault`). A test in package scenarios fails for a fault that nothing
 // reaches.
 //

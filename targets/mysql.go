@@ -163,7 +163,7 @@ func (m *MySQLDB) Check(ctx context.Context, query string, args []string) error 
 }
 
 // EffectTimeoutDefault bounds the preflight run of a MySQL effect query,
-// as scenarios.EffectTimeout bounds each run after.
+// as runner.EffectTimeout bounds each run after.
 const EffectTimeoutDefault = 5 * time.Second
 
 // ownFunction returns the first of calls that names a function defined

@@ -31,7 +31,7 @@ import (
 
 // Powers are what idemcheck may do to a target it started: fault its
 // database link, and crash, restart and watch its process (or container).
-// The runner (scenarios.Runner) uses them for the checks that need them;
+// The runner (runner.Runner) uses them for the checks that need them;
 // *ProcessPowers and *ContainerPowers implement them.
 //
 // They are one interface, not one per power, because they come together:
