@@ -279,13 +279,12 @@ type barrier struct {
 	finished chan struct{}
 }
 
+// barrierHold is a write the barrier holds: a held statement, which
+// places it on its connection (conn and prior tell when the database has
+// answered it: dbConn.finished), and what the schedule says of it.
 type barrierHold struct {
-	h *hold
+	h *heldStatement
 	w HeldWrite
-	// conn and prior tell when the database has answered the write
-	// (dbConn.finished).
-	conn  *dbConn
-	prior int64
 }
 
 // Barrier arms a write barrier on the watched proxy (see the package's
@@ -343,16 +342,19 @@ func (b *barrier) poke() {
 }
 
 // hold takes conn's write ev, unless the barrier has released already.
-func (b *barrier) hold(conn int, pc *dbConn, ev wireEvent) *hold {
+func (b *barrier) hold(conn int, pc *dbConn, ev wireEvent) *heldStatement {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.released {
 		return nil
 	}
-	h := newHold(Landing{Kind: ev.writeKind, SQL: ev.sql, Time: now})
+	h := holdStatement(Landing{Kind: ev.writeKind, SQL: ev.sql, Time: now}, pc, ev.prior, b.toxic.hub.done)
 	h.delivered = true // decided by the barrier, never reported on Held
-	b.holds = append(b.holds, &barrierHold{h: h, w: HeldWrite{Conn: conn, SQL: ev.sql, Kind: ev.writeKind, Held: now}, conn: pc, prior: ev.prior})
+	// The barrier waits for its holder to act (turnWait), whatever ends
+	// meanwhile: a write forwarded as its connection ends was released.
+	h.ends = [2]<-chan struct{}{}
+	b.holds = append(b.holds, &barrierHold{h: h, w: HeldWrite{Conn: conn, SQL: ev.sql, Kind: ev.writeKind, Held: now}})
 	if b.firstHold.IsZero() {
 		b.firstHold = now
 	}
@@ -365,9 +367,7 @@ func (b *barrier) hold(conn int, pc *dbConn, ev wireEvent) *hold {
 func (b *barrier) liveHolds() int {
 	n := 0
 	for _, bh := range b.holds {
-		select {
-		case <-bh.h.done:
-		default:
+		if bh.h.state() == outcomeHeld {
 			n++
 		}
 	}
@@ -563,24 +563,15 @@ func (b *barrier) release(reason string, waiting, open int) {
 	holds := b.holds
 	b.mu.Unlock()
 	for _, bh := range holds {
-		select {
-		case bh.h.offers <- outcomeReleased:
-		default:
-		}
+		bh.h.offer(outcomeReleased)
 	}
 	order := 0
 	sched := Schedule{Attempts: b.opts.Attempts, Armed: b.armed, Released: time.Now(), Reason: reason, Waiting: waiting, Open: open}
 	for _, bh := range holds {
 		w := bh.w
-		done := false
-		select {
-		case <-bh.h.done:
-			done = true
-		case <-time.After(time.Second):
-			// The toxic was interrupted and not run again (its proxy is
-			// closing): the statement goes nowhere.
-		}
-		if done && bh.h.taken == outcomeReleased {
+		// Held still after turnWait: the toxic was interrupted and not run
+		// again (its proxy is closing), and the statement goes nowhere.
+		if bh.h.wait(turnWait) == outcomeReleased {
 			order++
 			w.Order, w.Released = order, sched.Released
 		}
@@ -622,18 +613,11 @@ func (b *barrier) releaseInTurn(reason string, waiting, open int, quiet, idleSet
 			stopped = prev.Next == TurnBurstEnded
 		}
 		w.Released = time.Now()
-		select {
-		case bh.h.offers <- outcomeReleased:
-		default:
-		}
-		select {
-		case <-bh.h.done:
-		case <-time.After(time.Second):
-			// The toxic was interrupted and not run again (its proxy is
-			// closing): the statement goes nowhere.
-		}
+		// Held still after turnWait: the toxic was interrupted and not run
+		// again (its proxy is closing), and the statement goes nowhere.
+		o := bh.h.decide(outcomeReleased, turnWait)
 		ws[i] = w
-		if isDone(bh.h.done) && bh.h.taken == outcomeReleased {
+		if o == outcomeReleased {
 			order++
 			ws[i].Order = order
 			prev = &ws[i]
@@ -646,15 +630,6 @@ func (b *barrier) releaseInTurn(reason string, waiting, open int, quiet, idleSet
 	b.mu.Lock()
 	b.sched = sched
 	b.mu.Unlock()
-}
-
-func isDone(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // turn waits until the write of bh, just released, has had its turn: the
@@ -679,7 +654,7 @@ func (b *barrier) turn(bh *barrierHold, quiet, idleSettle time.Duration) (finish
 	var valid *probeResult
 	for {
 		now := time.Now()
-		if finished.IsZero() && bh.conn.finished(bh.prior) {
+		if finished.IsZero() && bh.h.conn.finished(bh.h.prior) {
 			finished = now
 		}
 		b.mu.Lock()

@@ -1,9 +1,6 @@
 package faults
 
-import (
-	"errors"
-	"sync"
-)
+import "errors"
 
 // ErrHoldEnded is returned by HoldEvent.Release when the held message can no
 // longer be forwarded: its connection ended first (the target went away, or
@@ -36,7 +33,7 @@ type HoldEvent struct {
 	// idemcheck.LandedAutocommitWrite or LandedStatement (see Landing).
 	Landing string
 
-	h *hold
+	h *heldStatement
 }
 
 // Release forwards the held message and lets the connection run on. It
@@ -49,7 +46,7 @@ func (e HoldEvent) Release() error {
 	if e.h == nil {
 		return ErrHoldEnded
 	}
-	if o, _ := e.h.decide(outcomeReleased, e.h.ends()...); o != outcomeReleased {
+	if e.h.decide(outcomeReleased, decideWait) != outcomeReleased {
 		return ErrHoldEnded
 	}
 	return nil
@@ -59,8 +56,8 @@ func (e HoldEvent) Release() error {
 // stops the database's answer to it on its way back: the returned
 // AnswerHold's Held is closed once the database has answered the message
 // (its answer came back whole: a ReadyForQuery on PostgreSQL, an OK or
-// ERR on MySQL) and the answer was held, before the target received it.
-// A COMMIT or an autocommitted write held so has committed in the
+// ERR on MySQL) and the answer was held, before the target received any
+// of it. A COMMIT or an autocommitted write held so has committed in the
 // database while the target does not know it yet, so it has done nothing
 // after it, in this database or anywhere else (a key store in
 // Redis, a file, its memory). Forward or Drop the answer afterwards. Only
@@ -73,13 +70,12 @@ func (e HoldEvent) ReleaseHoldingAnswer() (*AnswerHold, error) {
 	if !e.h.conn.followed.Load() {
 		return nil, ErrAnswerNotFollowed
 	}
-	g := newAnswerGate(e.h.prior, e.h.conn.gone)
-	e.h.conn.gate.Store(g)
+	a := e.h.conn.holdAnswer(e.h.prior, false)
 	if err := e.Release(); err != nil {
-		e.h.conn.gate.CompareAndSwap(g, nil)
+		e.h.conn.answer.CompareAndSwap(a, nil)
 		return nil, err
 	}
-	return &AnswerHold{g: g}, nil
+	return &AnswerHold{a: a}, nil
 }
 
 // Cut drops the held message and closes its connection, both sides: the
@@ -92,105 +88,32 @@ func (e HoldEvent) Cut() error {
 	if e.h == nil {
 		return nil
 	}
-	if o, _ := e.h.decide(outcomeCut, e.h.ends()...); o == outcomeReleased {
+	if e.h.decide(outcomeCut, decideWait) == outcomeReleased {
 		return ErrHoldReleased
 	}
 	return nil
 }
 
-type outcome int
-
-const (
-	outcomeReleased outcome = iota + 1
-	outcomeCut
-	outcomeEnded
-)
-
-// hold is one held message. Its decision carries the first of Release and
-// Cut to the toxic's goroutine, which alone acts on the connection and then
-// resolves the hold.
-type hold struct {
+// heldStatement is a statement held on its way to the database, by a
+// db-hold (reported on Link.Held) or by a write barrier.
+type heldStatement struct {
+	*hold
 	event HoldEvent
-	decision[outcome]
 	// delivered is touched only by the toxic's goroutine: the event was
-	// received from Link.Held, or will never be (the Link closed).
+	// received from Link.Held, or will never be (the Link closed, or a
+	// barrier decides it).
 	delivered bool
-	// conn and prior place the held message on its connection, for
-	// ReleaseHoldingAnswer: its answer is the first numbered past prior
-	// (answerMark). conn is nil for a hold that cannot follow its answer.
+	// conn and prior place the held message on its connection: its answer
+	// is the first numbered past prior (answerMark), which
+	// ReleaseHoldingAnswer holds and a barrier in turn waits for.
 	conn  *dbConn
 	prior int64
-	// linkDone is closed when the hold's Link closes (nil for a hold no
-	// Link reports).
-	linkDone <-chan struct{}
 }
 
-// ends are what stop a wait for the hold's decision besides the decision
-// itself: its connection's end, its Link's close.
-func (h *hold) ends() []<-chan struct{} {
-	var e []<-chan struct{}
-	if h.conn != nil {
-		e = append(e, h.conn.gone)
-	}
-	if h.linkDone != nil {
-		e = append(e, h.linkDone)
-	}
-	return e
-}
-
-func newHold(l Landing) *hold {
-	h := &hold{decision: newDecision[outcome]()}
+// holdStatement holds the statement ev on conn, which ends with conn and
+// with the Link (linkDone).
+func holdStatement(l Landing, conn *dbConn, prior int64, linkDone <-chan struct{}) *heldStatement {
+	h := &heldStatement{hold: newHold(conn.gone, linkDone), conn: conn, prior: prior}
 	h.event = HoldEvent{Fault: l.Fault, SQL: l.SQL, Match: l.Match, Landing: l.Kind, h: h}
 	return h
-}
-
-// decision is what happens to a held thing (a message, a reply), which
-// two parties may offer at once (the harness's Release and Cut, a barrier,
-// the end of the connection): offers carries the first offer to the
-// goroutine that holds it, which acts and then resolves the decision with
-// what it did (taken), waking every decide.
-type decision[T any] struct {
-	offers chan T
-	done   chan struct{}
-	once   sync.Once
-	taken  T
-}
-
-func newDecision[T any]() decision[T] {
-	return decision[T]{offers: make(chan T, 1), done: make(chan struct{})}
-}
-
-// decide offers v and returns what was done (the first offer, unless the
-// holder resolved it otherwise), and whether it was done. It stops waiting
-// when one of ends closes first (the held thing's connection ended, its
-// Link closed): the holder may never act on an offer then, and a caller
-// must not wait on it for ever; the offer stays queued for a holder that
-// still comes to it.
-func (d *decision[T]) decide(v T, ends ...<-chan struct{}) (T, bool) {
-	select {
-	case d.offers <- v:
-	default: // another offer is already on its way; the first wins
-	}
-	var end [2]<-chan struct{}
-	copy(end[:], ends)
-	select {
-	case <-d.done:
-	case <-end[0]:
-	case <-end[1]:
-	}
-	select {
-	case <-d.done:
-		return d.taken, true
-	default:
-		var zero T
-		return zero, false
-	}
-}
-
-// resolve records what was done; only the first call counts.
-func (d *decision[T]) resolve(v T) {
-	d.once.Do(func() {
-		d.taken = v
-		close(d.done)
-	})
 }

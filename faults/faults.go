@@ -75,8 +75,19 @@
 // connection that starts TLS or GSS encryption through them
 // is closed rather than let through unwatched.
 //
-// It imports the root package and internal/tcprelay only: never targets,
-// scenarios, assert or certify, which use it.
+// Every hold is one mechanism (hold.go): a statement held on its way to the
+// database (db-hold, the freeze at a statement, a write barrier's holds:
+// HoldEvent, Link.Barrier), the database's answer held on its way back
+// (HoldEvent.ReleaseHoldingAnswer's AnswerHold, and db-cut-after, a hold
+// of the answer decided as a cut before the statement goes) and a reply
+// held on the client link (ReplyHold) are each held by one goroutine and
+// decided by whoever comes first (the harness, a barrier, the connection's
+// end, the Link's close), ending released, cut or ended. No wait is
+// unbounded: a decision waits for its holder a bounded time, and a hold
+// nobody decides is cut after two minutes.
+//
+// It imports the root package, internal/tcprelay and internal/mysqlwire
+// only: never targets, scenarios, assert or certify, which use it.
 package faults
 
 import (

@@ -35,17 +35,12 @@ type dbConn struct {
 	ended   atomic.Bool
 	gone    chan struct{}
 	goneOne sync.Once
-	// followed: a replies toxic follows this connection's answers, so a
-	// gate set on it acts.
+	// followed: a replies toxic follows this connection's answers, so an
+	// answer hold set on it acts.
 	followed atomic.Bool
-	// gate, when set, holds the answer that brings replies past its after
-	// (HoldEvent.ReleaseHoldingAnswer).
-	gate atomic.Pointer[answerGate]
-	// cutAt, when not 0, is the number of the answer (answerMark) to the
-	// statement a db-cut-after let through: the database side passes
-	// every answer before it, withholds everything after those, and closes
-	// the connection once that answer has come whole (repliesToxic).
-	cutAt atomic.Int64
+	// answer, when set, holds the database's answer to one statement on
+	// its way back (HoldEvent.ReleaseHoldingAnswer, db-cut-after).
+	answer atomic.Pointer[answerHold]
 }
 
 func newDBConn() *dbConn { return &dbConn{gone: make(chan struct{})} }
@@ -60,7 +55,7 @@ func (t *watchToxic) newConn() *dbConn {
 }
 
 // end records that the connection was closed, by either direction, and
-// settles an answer gate still set on it: its answer will never come, so
+// ends an answer hold still set on it: its answer will never come, so
 // whoever decides it (AnswerHold.Drop after a kill) must not wait for it.
 func (c *dbConn) end() {
 	c.ended.Store(true)
@@ -69,45 +64,56 @@ func (c *dbConn) end() {
 			close(c.gone)
 		}
 	})
-	if g := c.gate.Swap(nil); g != nil {
-		g.resolve(false)
+	if a := c.answer.Swap(nil); a != nil {
+		a.resolve(outcomeEnded)
 	}
 }
 
-// answerGate holds the database's bytes that answer one statement: the
-// chunk in which the connection's replies pass after. held
-// is closed when that chunk is held; the decision is true to forward it,
-// false to drop it.
-type answerGate struct {
-	after int64
-	held  chan struct{}
-	decision[bool]
-	// gone is closed when the connection ends: no answer comes after it.
-	gone <-chan struct{}
+// answerHold holds the database's answer to one statement: the first
+// answer numbered past after (answerMark). The answers to the statements
+// before it pass; its own is withheld from its first byte, and once it has
+// come whole held is closed and the hold decided: released, its bytes go
+// on; cut, they are dropped, and the connection closed too when closes
+// (db-cut-after, whose hold is decided before the statement goes).
+type answerHold struct {
+	*hold
+	after  int64
+	held   chan struct{}
+	closes bool
 }
 
-func newAnswerGate(after int64, gone <-chan struct{}) *answerGate {
-	return &answerGate{after: after, held: make(chan struct{}), decision: newDecision[bool](), gone: gone}
+// holdAnswer sets a hold on the answer to the statement whose prior is
+// after; cut decides it now: a cut that closes the connection. It must be
+// set before the statement goes, so that no byte of the answer slips past.
+func (c *dbConn) holdAnswer(after int64, cut bool) *answerHold {
+	a := &answerHold{hold: newHold(c.gone), after: after, held: make(chan struct{}), closes: cut}
+	if cut {
+		a.offer(outcomeCut)
+	}
+	if old := c.answer.Swap(a); old != nil {
+		old.resolve(outcomeEnded)
+	}
+	return a
 }
 
 // AnswerHold is the database's answer to a released statement, held on
 // its way back to the target (HoldEvent.ReleaseHoldingAnswer).
-type AnswerHold struct{ g *answerGate }
+type AnswerHold struct{ a *answerHold }
 
 // Held is closed once the answer has come back from the database and is
 // held: the statement has run, and the target has not received its answer.
-func (a *AnswerHold) Held() <-chan struct{} { return a.g.held }
+func (a *AnswerHold) Held() <-chan struct{} { return a.a.held }
 
 // Forward lets the answer, and what follows it, reach the target. It
 // returns at once when the connection has ended.
-func (a *AnswerHold) Forward() { a.g.decide(true, a.g.gone) }
+func (a *AnswerHold) Forward() { a.a.decide(outcomeReleased, decideWait) }
 
 // Drop discards the answer, held or still to come (the target was killed,
 // say); what the database sends after it still passes. The first of
 // Forward and Drop decides. It returns at once when the connection has
 // ended (the target died before the database answered): nothing is left
 // to discard, and no answer will come to be held.
-func (a *AnswerHold) Drop() { a.g.decide(false, a.g.gone) }
+func (a *AnswerHold) Drop() { a.a.decide(outcomeCut, decideWait) }
 
 // finished reports whether the statement whose prior is prior (the
 // first sent after prior others that each get a ReadyForQuery on
@@ -123,7 +129,7 @@ func (c *dbConn) finished(prior int64) bool {
 // ReadyForQuery messages, MySQL's answers by command), so that a write
 // barrier that releases held writes one at a time knows when the database
 // has answered the one it let go. Unless it cuts after an answer or holds
-// one (an answer gate), it changes nothing: every byte passes at once. On
+// one (an answer hold), it changes nothing: every byte passes at once. On
 // MySQL it also feeds the connection's scanner the server's bytes, which
 // the client's side needs (the greeting's capabilities): a MySQL link puts
 // it on every proxy that watches.
@@ -147,6 +153,9 @@ type repliesToxic struct {
 type repliesState struct {
 	conn *dbConn
 	scan answerScanner
+	// withheld is what an answer hold keeps of the answer it holds, until
+	// that answer has come whole.
+	withheld []byte
 }
 
 // pgRepliesState follows PostgreSQL's backend messages (pgAnswers).
@@ -192,79 +201,85 @@ func (t *repliesToxic) Pipe(stub *toxics.ToxicStub) {
 				return
 			}
 			marks, next := st.scan.answers(c.Data)
-			if at := st.conn.cutAt.Load(); at > 0 {
-				if !t.cutAnswer(stub, st, c.Data, marks, next, at) {
+			if a := st.conn.answer.Load(); a != nil {
+				if !t.withholdAnswer(stub, st, c.Data, marks, next, a) {
 					return
 				}
 				continue
 			}
 			if len(marks) > 0 {
-				got := marks[len(marks)-1].n
-				st.conn.replies.Store(got)
+				st.conn.replies.Store(marks[len(marks)-1].n)
 				t.up.poke()
-				if g := st.conn.gate.Load(); g != nil && got > g.after && st.conn.gate.CompareAndSwap(g, nil) {
-					forward, ok := holdAnswer(stub, g)
-					if !ok {
-						return
-					}
-					if !forward {
-						continue
-					}
-				}
 			}
 			stub.Output <- c
 		}
 	}
 }
 
-// holdAnswer holds the chunk that answers g's statement until g is decided,
-// and reports whether to forward it; ok is false when the toxic was
-// interrupted meanwhile (the chunk is then dropped).
-func holdAnswer(stub *toxics.ToxicStub, g *answerGate) (forward, ok bool) {
-	close(g.held)
-	select {
-	case v := <-g.offers:
-		g.resolve(v)
-		return v, true
-	case <-stub.Interrupt:
-		g.resolve(false)
-		return false, false
+// send passes b on, if there is anything to pass.
+func send(stub *toxics.ToxicStub, b []byte) {
+	if len(b) > 0 {
+		stub.Output <- &stream.StreamChunk{Data: b, Timestamp: time.Now()}
 	}
 }
 
-// cutAnswer passes the part of b that answers the statements sent before
-// the one a db-cut-after let through (answer number at), and withholds the
-// rest: once that statement's own answer has come whole, the database has
-// run it (and, outside a transaction block, committed it), and the
-// connection is closed, both sides, before a byte of its answer reached
-// the target. marks and next are what the answerScanner read in b. It
-// reports false once the connection is closed.
-func (t *repliesToxic) cutAnswer(stub *toxics.ToxicStub, st *repliesState, b []byte, marks []answerMark, next, at int64) bool {
+// withholdAnswer passes the part of b that answers the statements sent before
+// a's, and withholds a's answer; once that answer has come whole (the
+// database has run the statement and, outside a transaction block,
+// committed it), a is decided and the toxic does what it says. marks and
+// next are what the answerScanner read in b. It reports false once the
+// connection is closed, or the toxic interrupted (the answer is dropped).
+func (t *repliesToxic) withholdAnswer(stub *toxics.ToxicStub, st *repliesState, b []byte, marks []answerMark, next int64, a *answerHold) bool {
 	pass := 0
-	for _, m := range marks {
-		if m.n >= at {
-			// The cut statement's answer: withheld, and the end of it ends
-			// the connection.
-			if pass > 0 {
-				stub.Output <- &stream.StreamChunk{Data: b[:pass], Timestamp: time.Now()}
-			}
+	for i, m := range marks {
+		if m.n <= a.after {
+			// An answer to an earlier statement: it passes.
+			pass = m.end
 			st.conn.replies.Store(m.n)
+			continue
+		}
+		send(stub, b[:pass])
+		st.withheld = append(st.withheld, b[pass:m.end]...)
+		st.conn.replies.Store(m.n)
+		t.up.poke()
+		close(a.held)
+		o, ok := a.await(stub.Interrupt)
+		if !ok {
+			o = outcomeCut
+		}
+		a.resolve(o)
+		st.conn.answer.CompareAndSwap(a, nil)
+		held := st.withheld
+		st.withheld = nil
+		switch {
+		case o == outcomeCut && a.closes:
 			st.conn.end()
 			t.up.poke()
 			stub.Close()
 			drain(stub)
 			return false
+		case o == outcomeReleased:
+			send(stub, held)
 		}
-		// An answer to an earlier statement: it passes.
-		pass = m.end
-		st.conn.replies.Store(m.n)
+		if !ok {
+			return false
+		}
+		last := marks[len(marks)-1].n
+		if last > m.n {
+			st.conn.replies.Store(last)
+			t.up.poke()
+		}
+		send(stub, b[marks[i].end:])
+		return true
 	}
-	if next < at {
+	if len(marks) > 0 {
+		t.up.poke()
+	}
+	if next <= a.after {
 		pass = len(b) // the bytes after the last answer answer an earlier statement too
 	}
-	if pass > 0 {
-		stub.Output <- &stream.StreamChunk{Data: b[:pass], Timestamp: time.Now()}
-	}
+	send(stub, b[:pass])
+	st.withheld = append(st.withheld, b[pass:]...)
 	return true
 }
 

@@ -58,8 +58,8 @@ func (e ReplyEvent) Release() error {
 		return ErrReplyEnded
 	}
 	// The relay goroutine that delivered the event waits for the decision
-	// or the proxy's close, and resolves it either way: no end to add.
-	if pass, _ := e.r.decide(true); !pass {
+	// or the proxy's close, and resolves it either way.
+	if e.r.decide(outcomeReleased, decideWait) != outcomeReleased {
 		return ErrReplyEnded
 	}
 	return nil
@@ -69,16 +69,16 @@ func (e ReplyEvent) Release() error {
 // client receives nothing.
 func (e ReplyEvent) Cut() error {
 	if e.r != nil {
-		e.r.decide(false)
+		e.r.decide(outcomeCut, decideWait)
 	}
 	return nil
 }
 
-// heldReply is one held reply: its decision is true to pass it, false to
-// cut it.
-type heldReply struct{ decision[bool] }
+// heldReply is one held reply: released, it passes; cut, the connection
+// closes without a byte to the client; ended, the proxy closed first.
+type heldReply struct{ *hold }
 
-func newHeldReply() *heldReply { return &heldReply{newDecision[bool]()} }
+func (rh *ReplyHold) newHeldReply() *heldReply { return &heldReply{newHold(rh.done)} }
 
 // NewReplyHold starts a ReplyHold on 127.0.0.1 in front of upstream. The
 // upstream is dialled per client connection, so the target need not run yet.
@@ -157,24 +157,23 @@ func (rh *ReplyHold) relayConn(_ uint64, client net.Conn) {
 	armed := rh.armed
 	rh.mu.Unlock()
 	if armed != nil {
-		h := newHeldReply()
+		h := rh.newHeldReply()
 		ev := ReplyEvent{Bytes: n, r: h}
 		select {
 		case rh.held <- ev:
 			// The harness decides; a target that ends its connection
 			// meanwhile does not change what the client gets.
-			select {
-			case d := <-h.offers:
-				h.resolve(d)
-			case <-rh.done:
-				h.resolve(false)
+			o, ok := h.await(rh.done)
+			if !ok {
+				o = outcomeEnded
 			}
+			h.resolve(o)
 		case <-armed:
-			h.resolve(true) // disarmed before anyone took the event: pass
+			h.resolve(outcomeReleased) // disarmed before anyone took the event: pass
 		case <-rh.done:
-			h.resolve(false)
+			h.resolve(outcomeEnded)
 		}
-		if !h.taken {
+		if h.taken != outcomeReleased {
 			return // Cut: both sides close, nothing reached the client
 		}
 	}

@@ -251,7 +251,7 @@ type watchState struct {
 	// pend holds the bytes read and not yet forwarded: an incomplete
 	// message, or a held one and what came after it.
 	pend     []byte
-	held     *hold
+	held     *heldStatement
 	heldSize int
 	// id numbers the connection on its proxy, from 1; ended: it was
 	// closed and no longer counts as live.
@@ -372,10 +372,11 @@ func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 			if l, acts := r.land(ev); acts {
 				if r.action == actionCutAfter {
 					// The matching message reaches the database too, which
-					// runs it; its answer is the database side's to cut
-					// (repliesToxic.cutAnswer), set before the message
-					// goes so that no byte of the answer can slip past.
-					st.conn.cutAt.Store(ev.prior + 1)
+					// runs it; its answer is held on the database side, the
+					// hold decided now as a cut that closes the connection
+					// (dbConn.holdAnswer), set before the message goes so
+					// that no byte of the answer can slip past.
+					st.conn.holdAnswer(ev.prior, true)
 					pass += size
 					forward(stub, st, pass)
 					pass = 0
@@ -389,8 +390,7 @@ func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 					drain(stub)
 					return false
 				}
-				st.held, st.heldSize = newHold(l), size
-				st.held.conn, st.held.prior, st.held.linkDone = st.conn, ev.prior, t.hub.done
+				st.held, st.heldSize = holdStatement(l, st.conn, ev.prior, t.hub.done), size
 				return true
 			}
 		}
@@ -419,30 +419,17 @@ func (t *watchToxic) waitHold(stub *toxics.ToxicStub, st *watchState) bool {
 	if !h.delivered {
 		deliver, linkDone = t.hub.held, t.hub.done
 	}
+	bound := h.bound()
+	defer bound.Stop()
 	select {
 	case deliver <- h.event:
 		h.delivered = true
 	case <-linkDone:
 		h.delivered = true // nobody will receive it; the close of the connections follows
 	case o := <-h.offers:
-		select {
-		case <-t.hub.done:
-			// The Link is closing its connections, this one included:
-			// forwarding now would report a release that never reaches
-			// the database.
-			o = outcomeEnded
-		default:
-		}
-		if o == outcomeReleased {
-			forward(stub, st, st.heldSize)
-			st.held = nil
-			h.resolve(outcomeReleased)
-			return t.advance(stub, st)
-		}
-		t.closeConn(stub, st)
-		h.resolve(o)
-		drain(stub)
-		return false
+		return t.settle(stub, st, o)
+	case <-bound.C:
+		return t.settle(stub, st, outcomeCut) // nobody decided in time
 	case c := <-stub.Input:
 		if c == nil {
 			// The target closed its side (it was killed, say) while its
@@ -456,6 +443,30 @@ func (t *watchToxic) waitHold(stub *toxics.ToxicStub, st *watchState) bool {
 		return false
 	}
 	return true
+}
+
+// settle acts on the decision o for the held message, resolves its hold
+// and reports false when the connection has been closed.
+func (t *watchToxic) settle(stub *toxics.ToxicStub, st *watchState, o outcome) bool {
+	h := st.held
+	select {
+	case <-t.hub.done:
+		// The Link is closing its connections, this one included:
+		// forwarding now would report a release that never reaches
+		// the database.
+		o = outcomeEnded
+	default:
+	}
+	if o == outcomeReleased {
+		forward(stub, st, st.heldSize)
+		st.held = nil
+		h.resolve(outcomeReleased)
+		return t.advance(stub, st)
+	}
+	t.closeConn(stub, st)
+	h.resolve(o)
+	drain(stub)
+	return false
 }
 
 // forward passes the first n pending bytes. The slice handed on is never
