@@ -21,7 +21,8 @@ var ErrAnswerNotFollowed = errors.New("faults: the held message's proxy does not
 // reply. Exactly one of Release or Cut decides what happens to it; until
 // then the connection stays held (new bytes from the target queue behind the
 // held message). If the target closes its connection first, the message is
-// dropped and the database connection closed, as Cut would do.
+// dropped and the database connection closed, as Cut would do. A hold
+// nobody decides within an hour is cut.
 type HoldEvent struct {
 	// Fault is the db-hold fault (normalized) whose proxy held the message.
 	Fault Fault

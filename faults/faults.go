@@ -84,7 +84,7 @@
 // decided by whoever comes first (the harness, a barrier, the connection's
 // end, the Link's close), ending released, cut or ended. No wait is
 // unbounded: a decision waits for its holder a bounded time, and a hold
-// nobody decides is cut after two minutes.
+// nobody decides is cut after an hour.
 //
 // It imports the root package, internal/tcprelay and internal/mysqlwire
 // only: never targets, scenarios, assert or certify, which use it.

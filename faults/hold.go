@@ -46,8 +46,10 @@ const (
 	// again (its proxy is closing), so the write goes nowhere.
 	turnWait = time.Second
 	// holdBound bounds how long a holder keeps a thing nobody decides: a
-	// harness that never decides leaves no connection held for ever.
-	holdBound = 2 * time.Minute
+	// harness that never decides leaves no connection held for ever. It is
+	// far beyond any hold a check makes on purpose (a freeze past the
+	// target's lease lasts the lease and a margin).
+	holdBound = time.Hour
 )
 
 // hold is one held thing's state. offers carries the first offer to the

@@ -97,7 +97,8 @@ func (c *dbConn) holdAnswer(after int64, cut bool) *answerHold {
 }
 
 // AnswerHold is the database's answer to a released statement, held on
-// its way back to the target (HoldEvent.ReleaseHoldingAnswer).
+// its way back to the target (HoldEvent.ReleaseHoldingAnswer). An answer
+// nobody decides within an hour of its release is dropped.
 type AnswerHold struct{ a *answerHold }
 
 // Held is closed once the answer has come back from the database and is

@@ -41,7 +41,8 @@ type ReplyHold struct {
 
 // ReplyEvent reports a reply held at its first byte. Exactly one of Release
 // or Cut decides what happens to it; if the target ends its connection
-// first, the client's side is closed without a byte.
+// first, the client's side is closed without a byte. A reply nobody
+// decides within an hour is cut.
 type ReplyEvent struct {
 	// Bytes is how many reply bytes the proxy holds (the first read).
 	Bytes int

@@ -39,7 +39,8 @@
 //   - db-cut-after (cut after a COMMIT's answer reached the link, before
 //     the target read it): at the matching EventCommand (a COMMIT, or an
 //     autocommitted write: any with an Effect), let it through
-//     and record its Command.ID as the connection's cutAt. The server
+//     and set a hold on its answer (faults' answer hold, decided as a cut
+//     before the command goes), at its Command.ID: cutAt. The server
 //     side then forwards answers up to the End of the EventAnswer of the
 //     command before (answers follow each other with no byte between:
 //     the one to cutAt starts where the one before ended, at its own
