@@ -423,6 +423,62 @@ func TestDBHoldAnswerForward(t *testing.T) {
 	assert.Equal(t, 1, s.rows(t, id))
 }
 
+// An answer that spans many chunks is held from its first byte: when the
+// hold reports it, the target has not received a row of it. Forward then
+// lets all of it through, in order.
+func TestDBHoldAnswerWithheldFromItsFirstByte(t *testing.T) {
+	s := newShop(t)
+	addr, err := s.link.WatchedAddr()
+	require.NoError(t, err)
+	dsn, err := RewriteDSN(s.dsn, addr)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	disarm, err := s.link.Arm(DBHold("generate_series", 1))
+	require.NoError(t, err)
+	defer disarm()
+	type result struct {
+		rows int
+		err  error
+	}
+	first := make(chan struct{})
+	done := make(chan result, 1)
+	go func() {
+		rows, err := conn.Query(ctx, "SELECT repeat('x', 1000) FROM generate_series(1, 2000)")
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		n := 0
+		for rows.Next() {
+			if n == 0 {
+				close(first)
+			}
+			n++
+		}
+		done <- result{rows: n, err: rows.Err()}
+	}()
+	ans, err := held(t, s.link).ReleaseHoldingAnswer()
+	require.NoError(t, err)
+	awaitAnswer(t, ans)
+	select {
+	case <-first:
+		t.Fatal("a row of the held answer reached the target")
+	default:
+	}
+	ans.Forward()
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		assert.Equal(t, 2000, r.rows)
+	case <-time.After(testTimeout):
+		t.Fatal("the query never returned after Forward")
+	}
+}
+
 // The kill path: the target goes away while the answer to its COMMIT is
 // held. The row stays committed; the target never learnt it.
 func TestDBHoldAnswerDrop(t *testing.T) {

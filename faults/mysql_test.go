@@ -262,6 +262,60 @@ func TestMySQLDBHoldAnswer(t *testing.T) {
 	require.NoError(t, waitErr(t, done))
 }
 
+// On MySQL too an answer that spans many chunks is held from its first
+// byte: the target has not read a row of it when the hold reports it.
+func TestMySQLDBHoldAnswerWithheldFromItsFirstByte(t *testing.T) {
+	s := newMyShop(t)
+	db := s.through(t, None, false)
+	disarm, err := s.link.Arm(DBHold("REPEAT", 1))
+	require.NoError(t, err)
+	defer disarm()
+	type result struct {
+		rows int
+		err  error
+	}
+	first := make(chan struct{})
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		rows, err := db.QueryContext(ctx, "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 50) SELECT REPEAT('x', 1000) FROM s a, s b WHERE b.n <= 40")
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			if n == 0 {
+				close(first)
+			}
+			n++
+		}
+		done <- result{rows: n, err: rows.Err()}
+	}()
+	a, err := held(t, s.link).ReleaseHoldingAnswer()
+	require.NoError(t, err)
+	select {
+	case <-a.Held():
+	case <-time.After(testTimeout):
+		t.Fatal("the answer was not held")
+	}
+	select {
+	case <-first:
+		t.Fatal("a row of the held answer reached the target")
+	default:
+	}
+	a.Forward()
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		assert.Equal(t, 2000, r.rows)
+	case <-time.After(testTimeout):
+		t.Fatal("the query never returned after Forward")
+	}
+}
+
 // Capabilities of a greeting: CONNECT_WITH_DB, PROTOCOL_41, TRANSACTIONS,
 // SECURE_CONNECTION, PLUGIN_AUTH; and SSL.
 const (
