@@ -1,7 +1,7 @@
 // Package ordersmysql is the orders reference on MySQL or MariaDB, written
 // as a service on those databases is: database/sql and the Go MySQL
-// driver, REPEATABLE READ (InnoDB's default), and one variant with the
-// classic bug.
+// driver, REPEATABLE READ (InnoDB's default), and variants with the
+// classic bugs.
 //
 // POST /orders creates an order under an Idempotency-Key. The reference
 // claims the key with an INSERT into a table whose primary key is the
@@ -18,6 +18,9 @@
 // constraint: copies that all look before any inserts all create an
 // order. idemcheck's concurrent-burst reports it (duplicate-effect).
 //
+// separate-key-store and lease-no-fencing are written in a leased flow
+// (leased.go): a claim committed on its own under a lease, then the work.
+//
 // GET /orders?customerId=ID lists a customer's orders ({"data": [...]}),
 // for idemcheck --effect-http; GET /healthz answers once the tables exist.
 package ordersmysql
@@ -30,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,19 +54,25 @@ const (
 	NoFingerprint = "no-fingerprint"
 )
 
+// variants are the names New takes.
+var variants = []string{Reference, CheckThenInsert, NoFingerprint, SeparateKeyStore, LeaseNoFencing}
+
 // Server is the orders API on one database.
 type Server struct {
 	db      *sql.DB
 	variant string
+	lease   time.Duration // the leased flow's
 	mux     *http.ServeMux
 }
 
-// schema creates the tables; the variant's key table has no unique
-// constraint, which is its bug.
+// schema creates the tables; check-then-insert's key table has no unique
+// constraint, which is its bug. token and locked_until are the leased
+// flow's claim.
 func schema(variant string) []string {
 	keys := `CREATE TABLE IF NOT EXISTS idempotency_keys (
 		client VARCHAR(64) NOT NULL, idem_key VARCHAR(255) NOT NULL, fingerprint CHAR(64) NOT NULL,
-		status_code INT NOT NULL DEFAULT 0, body TEXT, PRIMARY KEY (client, idem_key)) ENGINE=InnoDB`
+		status_code INT NOT NULL DEFAULT 0, body TEXT, token CHAR(36) NULL, locked_until DATETIME(6) NULL,
+		PRIMARY KEY (client, idem_key)) ENGINE=InnoDB`
 	if variant == CheckThenInsert {
 		keys = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 			client VARCHAR(64) NOT NULL, idem_key VARCHAR(255) NOT NULL, fingerprint CHAR(64) NOT NULL,
@@ -74,13 +84,24 @@ func schema(variant string) []string {
 }
 
 // New opens dsn (the Go driver's form, user:pw@tcp(host:port)/db),
-// creates the tables and returns the server.
+// creates the tables and returns the server, its claims leased for
+// DefaultLease.
 func New(ctx context.Context, dsn, variant string) (*Server, error) {
+	return NewLeased(ctx, dsn, variant, DefaultLease)
+}
+
+// NewLeased is New with the leased flow's claims held for lease (the
+// reference's claim lives in its transaction, which the database rolls
+// back when the process dies, so it needs none).
+func NewLeased(ctx context.Context, dsn, variant string, lease time.Duration) (*Server, error) {
 	if variant == "" {
 		variant = Reference
 	}
-	if variant != Reference && variant != CheckThenInsert && variant != NoFingerprint {
-		return nil, fmt.Errorf("unknown variant %q: use %s, %s or %s", variant, Reference, CheckThenInsert, NoFingerprint)
+	if !slices.Contains(variants, variant) {
+		return nil, fmt.Errorf("unknown variant %q: use one of %s", variant, strings.Join(variants, ", "))
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("the lease must be positive, not %v", lease)
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -99,7 +120,7 @@ func New(ctx context.Context, dsn, variant string) (*Server, error) {
 			return nil, fmt.Errorf("creating the tables: %w", err)
 		}
 	}
-	s := &Server{db: db, variant: variant, mux: http.NewServeMux()}
+	s := &Server{db: db, variant: variant, lease: lease, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /orders", s.create)
 	s.mux.HandleFunc("GET /orders", s.list)
 	s.mux.HandleFunc("GET /healthz", apikit.Healthz)
@@ -172,8 +193,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.variant == CheckThenInsert {
+	switch s.variant {
+	case CheckThenInsert:
 		s.createCheckThenInsert(w, r, req)
+		return
+	case SeparateKeyStore, LeaseNoFencing:
+		s.createLeased(w, r, req)
 		return
 	}
 	for range 3 {

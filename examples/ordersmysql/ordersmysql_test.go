@@ -37,11 +37,23 @@ var checks = []string{idemcheck.CheckConcurrentBurst, idemcheck.CheckSequentialR
 // throwaway MariaDB (--db-engine mysql), effects counted in it in SQL.
 func certifyCmd(t *testing.T, variant string, checks []string) *certify.Result {
 	t.Helper()
+	return certifyLeased(t, variant, checks, 0)
+}
+
+// certifyLeased is certifyCmd with the target's claims leased for lease
+// (-lease) and the policy saying so (--lease); 0 leaves both unset.
+func certifyLeased(t *testing.T, variant string, checks []string, lease time.Duration) *certify.Result {
+	t.Helper()
 	mysqltest.Server(t) // skips where MariaDB is missing, outside CI
 	pol, err := idemcheck.Preset("ietf")
 	require.NoError(t, err)
+	command := bin.Path(t) + " -variant " + variant
+	if lease > 0 {
+		command += " -lease " + lease.String()
+		pol.Lease = lease
+	}
 	b, err := config.Build(config.Spec{
-		Command: bin.Path(t) + " -variant " + variant, DBEngine: "mysql", Instances: 1,
+		Command: command, DBEngine: "mysql", Instances: 1,
 		Method: "POST", Path: "/orders", Body: `{"customerId":"{{intent}}","totalCents":4000}`,
 		Policy: pol, EffectSQL: "SELECT count(*) FROM orders WHERE customer_id = ?", EffectArgs: []string{"{{intent}}"},
 		Checks: checks, Options: quick(),
@@ -115,6 +127,31 @@ func TestCheckThenInsertOnMariaDBFails(t *testing.T) {
 		kinds[a.Kind] = true
 	}
 	assert.True(t, kinds[idemcheck.DuplicateEffect], "%+v", r.Anomalies)
+}
+
+// The leased variants are caught by the check that breaks their half of
+// the flow, with duplicate-effect: separate-key-store killed between its
+// order's COMMIT and its key's, lease-no-fencing frozen past its lease at
+// its work's START TRANSACTION. The reference, leased for the policy,
+// passes lease-fencing (it ran: neither skipped nor inconclusive).
+func TestLeasedVariantsOnMariaDB(t *testing.T) {
+	for _, tc := range []struct{ variant, check string }{
+		{ordersmysql.SeparateKeyStore, idemcheck.CheckCrashLease},
+		{ordersmysql.LeaseNoFencing, idemcheck.CheckLeaseFencing},
+		{ordersmysql.Reference, idemcheck.CheckLeaseFencing},
+	} {
+		r := certifyLeased(t, tc.variant, []string{tc.check}, time.Second).Report
+		if tc.variant == ordersmysql.Reference {
+			require.Len(t, r.Checks, 1)
+			assert.Equal(t, idemcheck.Pass, r.Checks[0].Status, "%s: %s: %+v", tc.variant, r.Checks[0].Reason, r.Anomalies)
+			continue
+		}
+		found := false
+		for _, a := range r.Anomalies {
+			found = found || a.Check == tc.check && a.Kind == idemcheck.DuplicateEffect
+		}
+		assert.True(t, found, "%s: %s reports duplicate-effect: %+v", tc.variant, tc.check, r.Anomalies)
+	}
 }
 
 // By URL, effects read back through the API (--effect-http), and counted

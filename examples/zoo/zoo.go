@@ -100,10 +100,10 @@ func (e Entry) SigningScheme() string {
 var signedVariants = []webhooks.Variant{webhooks.Reference, webhooks.CheckThenInsert, webhooks.DedupeDelivery, webhooks.SignedAfterWork}
 
 // Args are the flags that start the entry's binary: its variant, for
-// orders the zoo's short lease, and its own flags.
+// the orders APIs the zoo's short lease, and its own flags.
 func (e Entry) Args() string {
 	args := "-variant " + e.Variant
-	if e.App == "orders" {
+	if e.App == "orders" || e.App == "ordersmysql" {
 		args += " -lease " + Lease.String()
 	}
 	if e.Flags != "" {
@@ -179,7 +179,9 @@ func Entries() []Entry {
 	// barrier.
 	out = append(out, Entry{App: "ordersmysql", Variant: ordersmysql.Reference},
 		Entry{App: "ordersmysql", Variant: ordersmysql.CheckThenInsert, Check: idemcheck.CheckConcurrentBurst, Anomaly: string(idemcheck.DuplicateEffect)},
-		Entry{App: "ordersmysql", Variant: ordersmysql.NoFingerprint, Check: idemcheck.CheckPayloadMismatch, Anomaly: string(idemcheck.PayloadMismatchAccepted)})
+		Entry{App: "ordersmysql", Variant: ordersmysql.NoFingerprint, Check: idemcheck.CheckPayloadMismatch, Anomaly: string(idemcheck.PayloadMismatchAccepted)},
+		Entry{App: "ordersmysql", Variant: ordersmysql.SeparateKeyStore, Check: idemcheck.CheckCrashLease, Anomaly: string(idemcheck.DuplicateEffect)},
+		Entry{App: "ordersmysql", Variant: ordersmysql.LeaseNoFencing, Check: idemcheck.CheckLeaseFencing, Anomaly: string(idemcheck.DuplicateEffect)})
 	// The queue-backed payments API, answering 202 while a River worker
 	// makes the payment later: certified with PaymentsSettle.
 	for _, v := range payments.Variants() {
@@ -356,6 +358,7 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 	case "ordersmysql":
 		cfg.Policy = idemcheck.IETF()
 		cfg.Policy.ReplayHeader = "Idempotent-Replayed"
+		cfg.Policy.Lease = Lease
 		cfg.Endpoint.Path = idemcheck.MustTemplate("/orders")
 		cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customerId":"{{intent}}","totalCents":4000}`)
 		cfg.EffectSQL = "SELECT count(*) FROM orders WHERE customer_id = ?"

@@ -7,6 +7,11 @@
 //
 //	go run ./bench/cmd/schedbench [-rounds 20] [-runs 3] [-busy 0] [-only races|references] [-variants orders/check-then-insert,...] [-references orders/reference,...]
 //
+// The orders API on MariaDB is measured by naming it: -variants
+// ordersmysql/check-then-insert -references ordersmysql/reference (on a
+// throwaway MariaDB of its own, behind the link that reads the MySQL
+// protocol).
+//
 // Every target is an example binary in a process of its own, on a database
 // of its own, certified through certify exactly as `idemcheck
 // certify --cmd` does (two instances behind the round-robin balancer, as
@@ -51,6 +56,7 @@ var raceVariants = []struct{ app, variant, check string }{
 	{"orders", "in-memory-lock", idemcheck.CheckConcurrentBurst},
 	{"orders", "upsert-claim", idemcheck.CheckConcurrentBurst},
 	{"webhooks", "check-then-insert", idemcheck.CheckWebhookRedeliver},
+	{"ordersmysql", "check-then-insert", idemcheck.CheckConcurrentBurst},
 }
 
 func run() error {
@@ -176,7 +182,11 @@ func certifyFull(ctx context.Context, bins *zoo.Bins, e zoo.Entry, timed bool) (
 
 func certifyWith(ctx context.Context, bins *zoo.Bins, e zoo.Entry, checks []string, o scenarios.Options, timed bool) (*certify.Result, error) {
 	command := filepath.Join(bins.Dir, e.App) + " " + e.Args()
-	pt, err := targets.StartProcessTarget(ctx, targets.ProcessOptions{Command: command, Instances: 2})
+	po := targets.ProcessOptions{Command: command, Instances: 2}
+	if e.App == "ordersmysql" {
+		po.Engine = targets.EngineMySQL
+	}
+	pt, err := targets.StartProcessTarget(ctx, po)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 // Command ordersmysql serves the orders reference on MySQL or MariaDB
 // (package ordersmysql), or one of its variants (check-then-insert,
-// no-fingerprint):
+// no-fingerprint, separate-key-store, lease-no-fencing):
 //
-//	PORT=8080 MYSQL_DSN='user:pw@tcp(127.0.0.1:3306)/shop' ordersmysql [-variant check-then-insert]
+//	PORT=8080 MYSQL_DSN='user:pw@tcp(127.0.0.1:3306)/shop' ordersmysql [-variant check-then-insert] [-lease 30s]
+//
+// -lease is how long the leased variants (separate-key-store,
+// lease-no-fencing) hold a claim before a retry may take it over.
 //
 // ORDERS_VARIANT names the variant too (the flag wins), for its container
 // image, whose command line idemcheck --image does not set.
@@ -39,7 +42,8 @@ func run() error {
 	if def == "" {
 		def = ordersmysql.Reference
 	}
-	variant := flag.String("variant", def, "reference, check-then-insert or no-fingerprint (default $ORDERS_VARIANT, else reference)")
+	variant := flag.String("variant", def, "reference, check-then-insert, no-fingerprint, separate-key-store or lease-no-fencing (default $ORDERS_VARIANT, else reference)")
+	lease := flag.Duration("lease", ordersmysql.DefaultLease, "how long a claim of the leased variants is held before a retry may take it over")
 	flag.Parse()
 	dsn := os.Getenv("MYSQL_DSN")
 	if dsn == "" {
@@ -51,7 +55,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start, cancel := context.WithTimeout(ctx, time.Minute)
-	s, err := ordersmysql.New(start, dsn, *variant)
+	s, err := ordersmysql.NewLeased(start, dsn, *variant, *lease)
 	cancel()
 	if err != nil {
 		return err
