@@ -19,6 +19,7 @@ import (
 var goImports = map[string]string{
 	"certify": "github.com/idemcheck/idemcheck/certify", "idemcheck": "github.com/idemcheck/idemcheck",
 	"idemchecktest": "github.com/idemcheck/idemcheck/idemchecktest", "scenarios": "github.com/idemcheck/idemcheck/scenarios",
+	"runner":  "github.com/idemcheck/idemcheck/runner",
 	"targets": "github.com/idemcheck/idemcheck/targets", "faults": "github.com/idemcheck/idemcheck/faults", "pgxpool": "github.com/jackc/pgx/v5/pgxpool",
 	"context": "context", "fmt": "fmt", "http": "net/http", "url": "net/url", "testing": "testing", "time": "time",
 }
