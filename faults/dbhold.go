@@ -33,6 +33,8 @@ type HoldEvent struct {
 	// Landing is the kind of the held statement: idemcheck.LandedCommit,
 	// idemcheck.LandedAutocommitWrite or LandedStatement (see Landing).
 	Landing string
+	// Conn numbers the connection it came from (see Landing.Conn).
+	Conn int
 
 	h *heldStatement
 }
@@ -115,6 +117,6 @@ type heldStatement struct {
 // with the Link (linkDone).
 func holdStatement(l Landing, conn *dbConn, prior int64, linkDone <-chan struct{}) *heldStatement {
 	h := &heldStatement{hold: newHold(conn.gone, linkDone), conn: conn, prior: prior}
-	h.event = HoldEvent{Fault: l.Fault, SQL: l.SQL, Match: l.Match, Landing: l.Kind, h: h}
+	h.event = HoldEvent{Fault: l.Fault, SQL: l.SQL, Match: l.Match, Landing: l.Kind, Conn: l.Conn, h: h}
 	return h
 }

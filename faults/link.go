@@ -327,7 +327,13 @@ func (l *Link) watchedToxic() *watchToxic {
 // did not); after it returns the fault never acts, so a landing it does not
 // report never happens. It may be called more than once. For db-latency it
 // returns the zero Landing.
-func (l *Link) Arm(f Fault) (disarm func() Landing, err error) {
+//
+// With carrying, a db-cut or db-hold on the effect write (no match of its
+// own) meets and counts only the effect writes of transactions that sent
+// one of these byte strings, in a statement or its parameters: the writes
+// of one intent (its key, the values its effect is counted by), whichever
+// connection makes them, and none of the other work on the link.
+func (l *Link) Arm(f Fault, carrying ...[]byte) (disarm func() Landing, err error) {
 	n, ts, err := toxicsFor(f)
 	if err != nil {
 		return nil, err
@@ -346,6 +352,11 @@ func (l *Link) Arm(f Fault) (disarm func() Landing, err error) {
 			r, err := newWatchRule(match, toInt64(t.Attributes["nth"]), fmt.Sprint(t.Attributes["action"]), n)
 			if err != nil {
 				return nil, err
+			}
+			for _, m := range carrying {
+				if len(m) > 0 {
+					r.marks = append(r.marks, bytes.Clone(m))
+				}
 			}
 			l.watch.armed.Store(r)
 			return func() Landing {

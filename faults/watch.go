@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,11 @@ type Landing struct {
 	// effect writes tells from it whether a handler's last write is a
 	// COMMIT or commits on its own.
 	LastKind string
+	// Conn numbers the database connection the statement came from, from
+	// 1 in the order the proxy accepted them (0: not known). A handler and
+	// a background worker of one target write through connections of
+	// their own, so it tells whose write the fault met.
+	Conn int
 }
 
 // Acted reports whether the fault acted.
@@ -63,11 +69,20 @@ func (l Landing) Acted() bool { return l.Kind != "" }
 // proxy for the proxy's life, or armed on a watched proxy for a while (its
 // nth then counts from the moment it was armed). re nil is the default
 // match: the effect write.
+//
+// marks, when set (Link.Arm's carrying), narrow the default match to the
+// effect writes of one intent: those whose transaction sent one of the
+// marks (its key, the values its effect is counted by) in a statement or
+// its parameters, on whichever connection. A target with a background
+// worker or a job queue writes other things through the same link at the
+// same time (a queue's polls, its bookkeeping, other intents' jobs), and
+// a fault that met those would break work that is not the intent's.
 type watchRule struct {
 	re     *regexp.Regexp
 	nth    int64
 	action string
 	fault  Fault
+	marks  [][]byte
 
 	mu      sync.Mutex
 	matches int64
@@ -88,18 +103,33 @@ func newWatchRule(match string, nth int64, action string, f Fault) (*watchRule, 
 	return r, nil
 }
 
-// match reports whether ev is a statement the rule counts.
-func (r *watchRule) match(ev wireEvent) bool {
+// match reports whether ev is a statement the rule counts; carried says
+// whether its transaction sent one of the rule's marks.
+func (r *watchRule) match(ev wireEvent, carried bool) bool {
 	if r.re == nil {
-		return ev.effect
+		return ev.effect && (len(r.marks) == 0 || carried)
 	}
 	return !ev.sync && r.re.MatchString(ev.sql)
 }
 
+// carries reports whether b holds one of the rule's marks.
+func (r *watchRule) carries(b []byte) bool {
+	for _, m := range r.marks {
+		if bytes.Contains(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// endsTransaction matches a statement that ends a transaction without
+// committing it: what it carried no longer counts.
+var endsTransaction = regexp.MustCompile(`(?i)^\s*(ROLLBACK|ABORT)\b`)
+
 // land counts a match and reports whether the rule acts on it, with the
 // landing it records. The landing is recorded before the toxic acts, so
 // whoever learns of the act (a connection error, a HoldEvent) finds it.
-func (r *watchRule) land(ev wireEvent) (Landing, bool) {
+func (r *watchRule) land(ev wireEvent, conn int) (Landing, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.off {
@@ -110,7 +140,7 @@ func (r *watchRule) land(ev wireEvent) (Landing, bool) {
 	if r.matches != r.nth {
 		return Landing{}, false
 	}
-	r.landing = Landing{Fault: r.fault, Kind: ev.kind, SQL: ev.sql, Match: int(r.matches), Time: time.Now()}
+	r.landing = Landing{Fault: r.fault, Kind: ev.kind, SQL: ev.sql, Match: int(r.matches), Time: time.Now(), Conn: conn}
 	return r.landing, true
 }
 
@@ -267,6 +297,10 @@ type watchState struct {
 	barrier *barrier
 	// conn is what this connection's two directions share.
 	conn *dbConn
+	// carried is the armed rule whose marks the connection's open
+	// transaction sent (nil: none): its effect write is that rule's
+	// intent's.
+	carried *watchRule
 }
 
 // NewState is called once for each connection: the watch toxic acts on
@@ -351,6 +385,21 @@ func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 			st.session = true
 			t.sessions.Add(1)
 		}
+		r := t.rule
+		if r == nil {
+			r = t.armed.Load()
+		}
+		if r != nil && len(r.marks) > 0 {
+			// The bytes up to the end of this message, since the last:
+			// whole messages, so a mark is never split between two.
+			end := pass + n
+			if res == scanEvent {
+				end += size
+			}
+			if r.carries(st.pend[pass:end]) {
+				st.carried = r
+			}
+		}
 		pass += n
 		switch res {
 		case scanMore:
@@ -364,12 +413,14 @@ func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 			drain(stub)
 			return false
 		}
-		r := t.rule
-		if r == nil {
-			r = t.armed.Load()
+		carried := r != nil && st.carried == r
+		if ev.effect || endsTransaction.MatchString(ev.sql) {
+			// The transaction ends with this statement; the next starts
+			// carrying nothing.
+			st.carried = nil
 		}
-		if r != nil && r.match(ev) {
-			if l, acts := r.land(ev); acts {
+		if r != nil && r.match(ev, carried) {
+			if l, acts := r.land(ev, st.id); acts {
 				if r.action == actionCutAfter {
 					// The matching message reaches the database too, which
 					// runs it; its answer is held on the database side, the

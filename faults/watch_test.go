@@ -57,7 +57,7 @@ func scanWith(r *watchRule, stream []byte, chunk int) (passed []byte, matches []
 			if res == scanMore {
 				break
 			}
-			if r.match(ev) {
+			if r.match(ev, false) {
 				matches = append(matches, seen{at: base + pass, sql: ev.sql, kind: ev.kind})
 			}
 			pass += size

@@ -42,8 +42,11 @@ import (
 type Powers interface {
 	// ArmDB puts a database-link fault on the target until disarm, which
 	// reports where a db-cut or db-hold acted (Landing.Acted false: it did
-	// not) and after which it never acts.
-	ArmDB(f faults.Fault) (disarm func() faults.Landing, err error)
+	// not) and after which it never acts. With carrying, a fault on the
+	// effect write meets only the writes of transactions that sent one of
+	// those byte strings: one intent's, whichever connection (a handler, a
+	// background worker) makes them (faults.Link.Arm).
+	ArmDB(f faults.Fault, carrying ...[]byte) (disarm func() faults.Landing, err error)
 	// Held delivers the hold events of armed db-hold faults.
 	Held() <-chan faults.HoldEvent
 	// Kill crashes the target (SIGKILL, every instance).

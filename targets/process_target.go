@@ -246,13 +246,14 @@ type linkPowers struct {
 	db   *Database
 }
 
-// ArmDB puts a fault on the target's database link; disarm reports where
-// it landed (see faults.Link.Arm).
-func (p linkPowers) ArmDB(f faults.Fault) (func() faults.Landing, error) {
+// ArmDB puts a fault on the target's database link, on the writes of
+// transactions carrying one of carrying if given; disarm reports where it
+// landed (see faults.Link.Arm).
+func (p linkPowers) ArmDB(f faults.Fault, carrying ...[]byte) (func() faults.Landing, error) {
 	if p.link == nil {
 		return nil, errors.New(NoLinkReason)
 	}
-	return p.link.Arm(f)
+	return p.link.Arm(f, carrying...)
 }
 
 // Barrier arms a write barrier on the target's database link for a burst

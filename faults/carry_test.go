@@ -1,0 +1,141 @@
+package faults
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemcheck/idemcheck"
+)
+
+// watchedConnMode is watchedConn with pgx sending statements as mode.
+func (s *shop) watchedConnMode(t *testing.T, mode pgx.QueryExecMode) *pgx.Conn {
+	t.Helper()
+	addr, err := s.link.WatchedAddr()
+	require.NoError(t, err)
+	dsn, err := RewriteDSN(s.dsn, addr)
+	require.NoError(t, err)
+	cfg, err := pgx.ParseConfig(dsn)
+	require.NoError(t, err)
+	cfg.DefaultQueryExecMode = mode
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func insertPayment(ctx context.Context, c *pgx.Conn, customer string, commit bool) error {
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO payments (customer) VALUES ($1)", customer); err != nil {
+		return err
+	}
+	if !commit {
+		return tx.Rollback(ctx)
+	}
+	return tx.Commit(ctx)
+}
+
+// A fault armed carrying an intent's marks meets that intent's effect
+// write only, whichever connection makes it: a queue's autocommitted
+// bookkeeping on another connection, another intent's transaction, and a
+// transaction that carried the mark but rolled back all pass; the worker's
+// commit of the intent's payment is cut, and the landing names its
+// connection. Armed without marks, the same fault meets the queue's first
+// write instead, which is what marks are for.
+func TestArmCarryingMeetsTheIntentsWritesOnly(t *testing.T) {
+	for _, m := range autocommitModes {
+		t.Run(m.name, func(t *testing.T) {
+			s := newShop(t)
+			ctx := context.Background()
+			_, err := s.direct.Exec(ctx, "CREATE TABLE payments (customer text NOT NULL); CREATE TABLE jobs (state text NOT NULL)")
+			require.NoError(t, err)
+			queue := s.watchedConnMode(t, m.mode)
+			worker := s.watchedConnMode(t, m.mode)
+			count := func(customer string) int {
+				var n int
+				require.NoError(t, s.direct.QueryRow(ctx, "SELECT count(*) FROM payments WHERE customer = $1", customer).Scan(&n))
+				return n
+			}
+
+			disarm, err := s.link.Arm(DBCut("", 1), []byte("intent-42"))
+			require.NoError(t, err)
+			_, err = queue.Exec(ctx, "INSERT INTO jobs (state) VALUES ($1)", "running")
+			require.NoError(t, err, "the queue's bookkeeping carries no mark")
+			require.NoError(t, insertPayment(ctx, queue, "intent-41", true), "another intent's write")
+			require.NoError(t, insertPayment(ctx, worker, "intent-42", false), "a rollback ends what the transaction carried")
+			_, err = worker.Exec(ctx, "INSERT INTO jobs (state) VALUES ($1)", "completed")
+			require.NoError(t, err, "the worker's next write carries nothing")
+			assert.Error(t, insertPayment(ctx, worker, "intent-42", true), "the intent's payment is cut")
+			l := disarm()
+			require.True(t, l.Acted())
+			assert.Equal(t, idemcheck.LandedCommit, l.Kind)
+			assert.Equal(t, 1, l.Match, "nothing else was counted")
+			assert.Equal(t, 2, l.Conn, "the worker's connection, the second through the proxy")
+			assert.Equal(t, 0, count("intent-42"))
+			assert.Equal(t, 1, count("intent-41"))
+
+			disarm, err = s.link.Arm(DBCut("", 1))
+			require.NoError(t, err)
+			_, err = queue.Exec(ctx, "INSERT INTO jobs (state) VALUES ($1)", "running")
+			assert.Error(t, err, "without marks the first effect write on the link is met, the queue's")
+			l = disarm()
+			require.True(t, l.Acted())
+			assert.Equal(t, 1, l.Conn)
+		})
+	}
+}
+
+// On MySQL as on PostgreSQL: in the text protocol (the mark spliced into
+// the statement) and as a prepared statement's parameter, a fault armed
+// carrying an intent's mark passes another intent's write and a rolled-back
+// one, and cuts the intent's own.
+func TestMySQLArmCarryingMeetsTheIntentsWritesOnly(t *testing.T) {
+	for _, text := range []bool{true, false} {
+		name := map[bool]string{true: "text", false: "prepared"}[text]
+		t.Run(name, func(t *testing.T) {
+			s := newMyShop(t)
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			_, err := s.direct.ExecContext(ctx, "CREATE TABLE payments (customer VARCHAR(64) NOT NULL) ENGINE=InnoDB")
+			require.NoError(t, err)
+			other, worker := s.through(t, None, text), s.through(t, None, text)
+			pay := func(db *sql.DB, customer string, commit bool) error {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, "INSERT INTO payments (customer) VALUES (?)", customer); err != nil {
+					_ = tx.Rollback()
+					return err
+				}
+				if !commit {
+					return tx.Rollback()
+				}
+				return tx.Commit()
+			}
+			disarm, err := s.link.Arm(DBCut("", 1), []byte("intent-42"))
+			require.NoError(t, err)
+			require.NoError(t, pay(other, "intent-41", true))
+			require.NoError(t, pay(worker, "intent-42", false))
+			_, err = s.write(worker, false)
+			require.NoError(t, err, "the worker's next write carries nothing")
+			assert.Error(t, pay(worker, "intent-42", true))
+			l := disarm()
+			require.True(t, l.Acted())
+			assert.Equal(t, idemcheck.LandedCommit, l.Kind)
+			assert.Equal(t, 1, l.Match)
+			var n int
+			require.NoError(t, s.direct.QueryRowContext(ctx, "SELECT count(*) FROM payments WHERE customer = 'intent-42'").Scan(&n))
+			assert.Equal(t, 0, n)
+		})
+	}
+}
