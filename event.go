@@ -120,7 +120,10 @@ type Event struct {
 	LogTail string `json:"log_tail,omitempty"`
 	// Detail says in a sentence what happened, for the reader.
 	Detail string `json:"detail,omitempty"`
-	// Conn numbers a target connection on the database link (WriteHeld).
+	// Conn numbers a target connection on the database link, from 1 in
+	// the order the link accepted them: the connection a held write
+	// (WriteHeld) or a database fault's statement (FaultLanded) came from,
+	// which tells a handler's write from a background worker's.
 	Conn int `json:"conn,omitempty"`
 	// Order is a held write's place in the release (WriteHeld), or how
 	// many writes were released together (WritesReleased).

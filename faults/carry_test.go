@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -136,6 +137,52 @@ func TestMySQLArmCarryingMeetsTheIntentsWritesOnly(t *testing.T) {
 			var n int
 			require.NoError(t, s.direct.QueryRowContext(ctx, "SELECT count(*) FROM payments WHERE customer = 'intent-42'").Scan(&n))
 			assert.Equal(t, 0, n)
+		})
+	}
+}
+
+// Released freezing, a held COMMIT's answer freezes the link once held:
+// another connection's write, sent then, does not reach the database
+// while the answer is held (as nothing does from a process killed at that
+// instant). After Drop it never runs and its connection is closed; after
+// Forward it runs.
+func TestReleaseHoldingAnswerFreezingKeepsTheOtherConnections(t *testing.T) {
+	for _, drop := range []bool{true, false} {
+		t.Run(map[bool]string{true: "drop", false: "forward"}[drop], func(t *testing.T) {
+			s := newShop(t)
+			other := s.watchedConn(t)
+			ev, errc, conn, id := holdCommitWatched(t, s)
+			ans, err := ev.ReleaseHoldingAnswerFreezing()
+			require.NoError(t, err)
+			awaitAnswer(t, ans)
+			assert.Equal(t, 1, s.rows(t, id), "the COMMIT ran")
+
+			otherID := s.ids.Add(1)
+			otherErr := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				defer cancel()
+				_, err := other.Exec(ctx, "INSERT INTO orders VALUES ($1)", otherID)
+				otherErr <- err
+			}()
+			select {
+			case err := <-otherErr:
+				t.Fatalf("the other connection's write returned (%v) while the link was frozen", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			assert.Equal(t, 0, s.rows(t, otherID), "frozen: the other write has not reached the database")
+			if drop {
+				ans.Drop()
+				require.NoError(t, conn.PgConn().Conn().Close()) // the killed target's end
+				require.Error(t, waitErr(t, errc), "the commit never learnt its answer")
+				assert.Error(t, waitErr(t, otherErr), "dropped: the other connection is closed")
+				assert.Equal(t, 0, s.rows(t, otherID), "dropped: the other write never ran")
+				return
+			}
+			ans.Forward()
+			require.NoError(t, waitErr(t, errc))
+			require.NoError(t, waitErr(t, otherErr), "forwarded: the other write goes on")
+			assert.Equal(t, 1, s.rows(t, otherID))
 		})
 	}
 }

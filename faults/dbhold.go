@@ -67,18 +67,40 @@ func (e HoldEvent) Release() error {
 // the watched proxy (Link.WatchedAddr, Link.Arm) follows answers; on
 // another, it returns ErrAnswerNotFollowed and releases nothing.
 func (e HoldEvent) ReleaseHoldingAnswer() (*AnswerHold, error) {
+	return e.releaseHoldingAnswer(false)
+}
+
+func (e HoldEvent) releaseHoldingAnswer(freeze bool) (*AnswerHold, error) {
 	if e.h == nil || e.h.conn == nil {
 		return nil, ErrHoldEnded
 	}
 	if !e.h.conn.followed.Load() {
 		return nil, ErrAnswerNotFollowed
 	}
-	a := e.h.conn.holdAnswer(e.h.prior, false)
+	var freezes *watchToxic
+	if freeze {
+		freezes = e.h.watch
+	}
+	a := e.h.conn.holdAnswer(e.h.prior, false, freezes)
 	if err := e.Release(); err != nil {
 		e.h.conn.answer.CompareAndSwap(a, nil)
 		return nil, err
 	}
 	return &AnswerHold{a: a}, nil
+}
+
+// ReleaseHoldingAnswerFreezing is ReleaseHoldingAnswer for a kill at the
+// instant the database has committed: from the moment the answer is held,
+// nothing the target sends on any connection of the link reaches the
+// database, as nothing does from a process that died at that instant. A
+// queue's worker in the same process that would fetch the job just
+// committed (told of it by the commit's notification) is stopped the same
+// way, instead of marking the job running a few milliseconds before the
+// kill and leaving it stranded. Once the answer is decided the link thaws:
+// after Forward what it withheld goes on; after Drop (the target was
+// killed) it is discarded and the connections it came from are closed.
+func (e HoldEvent) ReleaseHoldingAnswerFreezing() (*AnswerHold, error) {
+	return e.releaseHoldingAnswer(true)
 }
 
 // Cut drops the held message and closes its connection, both sides: the
@@ -111,6 +133,9 @@ type heldStatement struct {
 	// ReleaseHoldingAnswer holds and a barrier in turn waits for.
 	conn  *dbConn
 	prior int64
+	// watch is the watch toxic that held it, whose connections
+	// ReleaseHoldingAnswerFreezing freezes (nil: a barrier's hold).
+	watch *watchToxic
 }
 
 // holdStatement holds the statement ev on conn, which ends with conn and

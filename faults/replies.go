@@ -80,13 +80,17 @@ type answerHold struct {
 	after  int64
 	held   chan struct{}
 	closes bool
+	// freezes, when set, is the watch toxic whose connections are frozen
+	// from the moment the answer is held until it is decided
+	// (HoldEvent.ReleaseHoldingAnswerFreezing).
+	freezes *watchToxic
 }
 
 // holdAnswer sets a hold on the answer to the statement whose prior is
 // after; cut decides it now: a cut that closes the connection. It must be
 // set before the statement goes, so that no byte of the answer slips past.
-func (c *dbConn) holdAnswer(after int64, cut bool) *answerHold {
-	a := &answerHold{hold: newHold(c.gone), after: after, held: make(chan struct{}), closes: cut}
+func (c *dbConn) holdAnswer(after int64, cut bool, freezes *watchToxic) *answerHold {
+	a := &answerHold{hold: newHold(c.gone), after: after, held: make(chan struct{}), closes: cut, freezes: freezes}
 	if cut {
 		a.offer(outcomeCut)
 	}
@@ -243,12 +247,19 @@ func (t *repliesToxic) withholdAnswer(stub *toxics.ToxicStub, st *repliesState, 
 		st.withheld = append(st.withheld, b[pass:m.end]...)
 		st.conn.replies.Store(m.n)
 		t.up.poke()
+		var fz *freeze
+		if a.freezes != nil {
+			fz = a.freezes.freezeAll()
+		}
 		close(a.held)
 		o, ok := a.await(stub.Interrupt)
 		if !ok {
 			o = outcomeCut
 		}
 		a.resolve(o)
+		if fz != nil {
+			a.freezes.thaw(fz, o != outcomeReleased)
+		}
 		st.conn.answer.CompareAndSwap(a, nil)
 		held := st.withheld
 		st.withheld = nil

@@ -252,6 +252,31 @@ type watchToxic struct {
 	// last is the connection whose state was made last: the downstream
 	// toxic of a watched proxy takes it (see repliesToxic).
 	last atomic.Pointer[dbConn]
+	// frozen, when set, keeps what every connection sends from the
+	// database until it thaws (HoldEvent.ReleaseHoldingAnswerFreezing).
+	frozen atomic.Pointer[freeze]
+}
+
+// freeze is one freeze of a watch toxic's connections: done is closed
+// when it thaws, drop set before that when what it kept is discarded.
+type freeze struct {
+	done chan struct{}
+	drop atomic.Bool
+}
+
+// freezeAll freezes every connection from now: what each sends is kept.
+func (t *watchToxic) freezeAll() *freeze {
+	f := &freeze{done: make(chan struct{})}
+	t.frozen.Store(f)
+	return f
+}
+
+// thaw ends f: what it kept goes on, or, with drop, is discarded and the
+// connections it came from are closed (their process was killed).
+func (t *watchToxic) thaw(f *freeze, drop bool) {
+	f.drop.Store(drop)
+	t.frozen.CompareAndSwap(f, nil)
+	close(f.done)
 }
 
 // poke tells the armed barrier, if any, that something happened on a
@@ -301,6 +326,9 @@ type watchState struct {
 	// transaction sent (nil: none): its effect write is that rule's
 	// intent's.
 	carried *watchRule
+	// frozen is the freeze that keeps what the connection sent since it
+	// began (nil: none).
+	frozen *freeze
 }
 
 // NewState is called once for each connection: the watch toxic acts on
@@ -339,6 +367,12 @@ func (t *watchToxic) closeConn(stub *toxics.ToxicStub, st *watchState) {
 func (t *watchToxic) Pipe(stub *toxics.ToxicStub) {
 	st := stub.State.(*watchState)
 	for {
+		if st.frozen != nil {
+			if !t.waitThaw(stub, st) {
+				return
+			}
+			continue
+		}
 		if st.held != nil {
 			if !t.waitHold(stub, st) {
 				return
@@ -357,10 +391,41 @@ func (t *watchToxic) Pipe(stub *toxics.ToxicStub) {
 				b.touch()
 			}
 			st.pend = append(st.pend, c.Data...)
+			if f := t.frozen.Load(); f != nil {
+				st.frozen = f
+				continue
+			}
 			if !t.advance(stub, st) {
 				return
 			}
 		}
+	}
+}
+
+// waitThaw keeps what the frozen connection sends until its freeze
+// thaws, then passes it on, or discards it and closes the connection. It
+// reports false when the connection has been closed (or the toxic
+// interrupted).
+func (t *watchToxic) waitThaw(stub *toxics.ToxicStub, st *watchState) bool {
+	select {
+	case <-st.frozen.done:
+		drop := st.frozen.drop.Load()
+		st.frozen = nil
+		if drop {
+			t.closeConn(stub, st)
+			drain(stub)
+			return false
+		}
+		return t.advance(stub, st)
+	case c := <-stub.Input:
+		if c == nil {
+			t.closeConn(stub, st)
+			return false
+		}
+		st.pend = append(st.pend, c.Data...)
+		return true
+	case <-stub.Interrupt:
+		return false
 	}
 }
 
@@ -427,7 +492,7 @@ func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 					// hold decided now as a cut that closes the connection
 					// (dbConn.holdAnswer), set before the message goes so
 					// that no byte of the answer can slip past.
-					st.conn.holdAnswer(ev.prior, true)
+					st.conn.holdAnswer(ev.prior, true, nil)
 					pass += size
 					forward(stub, st, pass)
 					pass = 0
@@ -442,6 +507,7 @@ func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 					return false
 				}
 				st.held, st.heldSize = holdStatement(l, st.conn, ev.prior, t.hub.done), size
+				st.held.watch = t
 				return true
 			}
 		}

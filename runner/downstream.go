@@ -43,7 +43,7 @@ func (s *session) providerLanding(a idemcheck.Attempt, f provider.Fault, acted b
 		return
 	}
 	if acted {
-		s.landed(a, f.Name(), idemcheck.LandedProviderCall, "", time.Now(), "")
+		s.landed(a, f.Name(), idemcheck.LandedProviderCall, "", time.Now(), "", 0)
 		return
 	}
 	missed := "the target called no provider double while the attempt ran"
@@ -54,7 +54,7 @@ func (s *session) providerLanding(a idemcheck.Attempt, f provider.Fault, acted b
 			missed += ", though their URLs were in " + strings.Join(names, ", ")
 		}
 	}
-	s.landed(a, f.Name(), "", "", time.Time{}, missed)
+	s.landed(a, f.Name(), "", "", time.Time{}, missed, 0)
 }
 
 // dropCalls forgets the calls made since the last take: the pre-flight's,

@@ -29,7 +29,7 @@ func (s *session) held(ctx context.Context, st scenarios.Step, addr string, req 
 	if s.Powers == nil {
 		return fmt.Errorf("%s needs control of the target", first.Check)
 	}
-	disarm, err := s.Powers.ArmDB(st.DBFault)
+	disarm, err := s.armCarrying(st.DBFault)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *session) held(ctx context.Context, st scenarios.Step, addr string, req 
 			case <-time.After(time.Second):
 			}
 		}
-		s.landed(first, st.DBFault.String(), "", "", time.Time{}, missed)
+		s.landed(first, st.DBFault.String(), "", "", time.Time{}, missed, 0)
 		s.record(first, res)
 		return s.retryWhileInProgress(ctx, addr, req, retry, true)
 	case <-time.After(holdTimeout):
@@ -66,7 +66,7 @@ func (s *session) held(ctx context.Context, st scenarios.Step, addr string, req 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.landed(first, st.DBFault.String(), ev.Landing, ev.SQL, time.Now(), "")
+	s.landed(first, st.DBFault.String(), ev.Landing, ev.SQL, time.Now(), "", ev.Conn)
 	switch st.Send {
 	case scenarios.HoldCrash:
 		killed, err := s.kill(first, LandedHeldStatement, ev.SQL, "killed while its statement was held on the database link, before it reached the database")

@@ -54,7 +54,7 @@ func (s *session) arm(f faults.Fault) (func() faults.Landing, error) {
 	if s.Powers == nil {
 		return nil, fmt.Errorf("fault %s needs the target's database link", f.Name)
 	}
-	return s.Powers.ArmDB(f)
+	return s.armCarrying(f)
 }
 
 // scheduled records what a burst's write barrier did: each held write,
@@ -117,10 +117,11 @@ const eventSQL = 200
 // landed records in the history what a step's fault (named fault) did:
 // FaultLanded with where it acted (landing, sql, at), or, when landing is
 // "", FaultMissed with missed, a sentence saying what the fault waited for
-// in vain. a places it in its check, intent, round and step.
-func (s *session) landed(a idemcheck.Attempt, fault, landing, sql string, at time.Time, missed string) {
+// in vain. a places it in its check, intent, round and step; conn, when
+// known, numbers the database connection the statement came from.
+func (s *session) landed(a idemcheck.Attempt, fault, landing, sql string, at time.Time, missed string, conn int) {
 	ev := idemcheck.Event{Kind: idemcheck.FaultLanded, Time: at, Check: a.Check, Intent: a.Intent,
-		Round: a.Round, Step: a.Step, Fault: fault, Landing: landing, SQL: clip(sql, eventSQL)}
+		Round: a.Round, Step: a.Step, Fault: fault, Landing: landing, SQL: clip(sql, eventSQL), Conn: conn}
 	if landing == "" {
 		ev.Kind, ev.Time, ev.Detail = idemcheck.FaultMissed, time.Now(), missed
 	}
@@ -141,7 +142,7 @@ func (s *session) dbLanding(a idemcheck.Attempt, f faults.Fault, l faults.Landin
 	if s.last.Intent == a.Intent && s.last.Step == a.Step && s.last.Outcome == idemcheck.Replied {
 		missed += failedFirst(s.last.Status)
 	}
-	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, missed)
+	s.landed(a, f.String(), l.Kind, l.SQL, l.Time, missed, l.Conn)
 }
 
 // failedFirst adds to a database-link fault's miss that the attempt was
@@ -190,10 +191,10 @@ func (s *session) replyLanding(a idemcheck.Attempt, f faults.Fault, res wire.Res
 		// proxy accepted the connection, then could not reach the target.
 		missed = "no reply byte arrived before the connection ended (the target did not answer, or was not listening): " + errText(res)
 	default:
-		s.landed(a, f.String(), idemcheck.LandedReply, "", res.FirstByte, "")
+		s.landed(a, f.String(), idemcheck.LandedReply, "", res.FirstByte, "", 0)
 		return
 	}
-	s.landed(a, f.String(), "", "", time.Time{}, missed)
+	s.landed(a, f.String(), "", "", time.Time{}, missed, 0)
 }
 
 func errText(res wire.Result) string {

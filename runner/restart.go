@@ -195,19 +195,27 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st s
 	if !st.DBFault.IsNone() {
 		// Without it (no database link to act on) the kill waits for the
 		// reply alone.
-		if disarmDB, err = s.Powers.ArmDB(st.DBFault); err != nil {
+		if disarmDB, err = s.armCarrying(st.DBFault); err != nil {
 			return err
 		}
 	}
 	defer func() { disarmDB() }()
 
+	// Where the effect is a background worker's (WorkerWrite), the
+	// attempt's reply goes straight to the client, and the kill waits for
+	// the worker's write after it, up to the settle bound more.
+	worker := st.DBFaultAt == scenarios.WorkerWrite
+	to, bound := rh.Addr(), holdTimeout
+	if worker {
+		to, bound = addr, holdTimeout+s.Settle
+	}
 	firstDone := make(chan wire.Result, 1)
 	patient := s.patient()
-	go func() { firstDone <- patient.Do(ctx, rh.Addr(), req) }()
-	timeout := time.NewTimer(holdTimeout)
+	go func() { firstDone <- patient.Do(ctx, to, req) }()
+	timeout := time.NewTimer(bound)
 	defer timeout.Stop()
 
-	h, ended, err := s.awaitCommit(ctx, first, rh, firstDone, timeout.C)
+	h, ended, err := s.awaitCommit(ctx, first, rh, firstDone, timeout.C, worker)
 	defer func() {
 		if h.answer != nil {
 			h.answer.Drop()
@@ -224,6 +232,12 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st s
 		s.record(first, *ended)
 		s.event(idemcheck.FaultMissed, first, first.Fault, "", "",
 			"the first attempt ended before its reply or the answer to its effect write could be held: the target was not killed")
+		return s.retryWhileInProgress(ctx, addr, req, retry, false)
+	}
+	if h.missed {
+		disarmDB()
+		s.event(idemcheck.FaultMissed, first, first.Fault, "", "",
+			fmt.Sprintf("the attempt was accepted, and no write of its effect after it was held within %v: the target was not killed", bound))
 		return s.retryWhileInProgress(ctx, addr, req, retry, false)
 	}
 	detail := h.detailFmt
@@ -253,11 +267,15 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st s
 		}
 	}
 	if s.notDead(first, killErr) {
-		s.record(first, <-firstDone)
+		if !h.replied {
+			s.record(first, <-firstDone)
+		}
 		return s.retryWhileInProgress(ctx, addr, req, retry, false)
 	}
 	s.event(idemcheck.TargetKilled, first, first.Fault, h.landing, h.sql, detail)
-	s.record(first, <-firstDone)
+	if !h.replied {
+		s.record(first, <-firstDone)
+	}
 	if err := s.restart(ctx, first); err != nil {
 		return err
 	}
@@ -274,21 +292,28 @@ type commitHeld struct {
 	landing   string
 	sql       string
 	detailFmt string
+	// replied: the attempt was answered accepted and recorded before the
+	// kill (its effect is a worker's, written after the reply); missed:
+	// and no write of its effect was held within the bound.
+	replied, missed bool
 }
 
 // awaitCommit waits for the first of the two holds of killAfterCommit to
 // land, letting the held write through with its answer held on the way
 // back. It returns the attempt's result instead when the attempt ended
-// first. The caller drops the answer it returns, whatever else it returns.
-func (s *session) awaitCommit(ctx context.Context, first idemcheck.Attempt, rh *faults.ReplyHold, firstDone <-chan wire.Result, timeout <-chan time.Time) (h commitHeld, ended *wire.Result, err error) {
+// first; with afterReply (the effect is a worker's) an attempt answered
+// accepted is recorded and the wait goes on for the worker's write. The
+// caller drops the answer it returns, whatever else it returns.
+func (s *session) awaitCommit(ctx context.Context, first idemcheck.Attempt, rh *faults.ReplyHold, firstDone <-chan wire.Result, timeout <-chan time.Time, afterReply bool) (h commitHeld, ended *wire.Result, err error) {
 	var answered <-chan struct{} // closed once the answer is held
 	for {
 		select {
 		case ev := <-s.Powers.Held():
 			h.commit = &ev
-			s.event(idemcheck.FaultLanded, first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL,
-				fmt.Sprintf("the statement was held on the database link (match %d) and then let through, its answer held on the way back: the kill waits for the database to answer it", ev.Match))
-			answer, rerr := ev.ReleaseHoldingAnswer()
+			s.rec.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Time: time.Now(), Check: first.Check, Intent: first.Intent,
+				Round: first.Round, Step: first.Step, Fault: ev.Fault.String(), Landing: landingOf(ev.SQL), SQL: ev.SQL, Conn: ev.Conn,
+				Detail: fmt.Sprintf("the statement was held on the database link (match %d) and then let through, its answer held on the way back: the kill waits for the database to answer it", ev.Match)})
+			answer, rerr := ev.ReleaseHoldingAnswerFreezing()
 			if rerr != nil {
 				// The connection ended while held (the target died on
 				// its own), or its answer cannot be held: the reply
@@ -304,6 +329,9 @@ func (s *session) awaitCommit(ctx context.Context, first idemcheck.Attempt, rh *
 		case <-answered:
 			h.landing, h.sql = LandedAfterCommit, h.commit.SQL
 			h.detailFmt = "killed after the database had committed its statement %q and before the target received the answer (held on the database link): the target had done nothing after it"
+			if h.replied {
+				h.detailFmt = "killed after the database had committed the worker's statement %q (the attempt was accepted before it) and before the worker received the answer (held on the database link): the job was never marked done"
+			}
 			return h, nil, nil
 		case r := <-rh.Held():
 			h.reply, h.landing = &r, idemcheck.LandedReply
@@ -313,8 +341,19 @@ func (s *session) awaitCommit(ctx context.Context, first idemcheck.Attempt, rh *
 			}
 			return h, nil, nil
 		case res := <-firstDone:
+			if afterReply && res.Err == nil && s.Policy.Accepted(res.Status) {
+				s.record(first, res)
+				h.replied, firstDone = true, nil
+				continue
+			}
 			return h, &res, nil
 		case <-timeout:
+			if h.replied {
+				// The accepted work never wrote (or its write could not
+				// be held): nothing to kill after it.
+				h.missed = true
+				return h, nil, nil
+			}
 			return h, nil, fmt.Errorf("%s: the target neither answered nor had its effect write answered by the database within %v", first.Check, holdTimeout)
 		case <-ctx.Done():
 			return h, nil, ctx.Err()

@@ -20,6 +20,14 @@ import (
 // round sends one round of sc with a fresh intent. It reports whether one
 // of its bursts was loose.
 func (s *session) round(ctx context.Context, sc scenarios.Scenario, round int) (loose bool, err error) {
+	if breaks(sc) {
+		// Work still landing for the check's earlier intents (their
+		// background jobs) settles first: a kill or a cut now would strand
+		// it, where the round means to break its own intent's.
+		if err := s.settlePending(ctx); err != nil {
+			return false, err
+		}
+	}
 	in := s.newIntent(sc.Check, round)
 	// acted: an earlier step of the intent may have taken effect (it was
 	// answered with success, or its reply was cut, or its database write
@@ -97,6 +105,17 @@ func (s *session) round(ctx context.Context, sc scenarios.Scenario, round int) (
 	return loose, s.observe(ctx, in)
 }
 
+// breaks reports whether a round of sc kills the target or faults its
+// database link.
+func breaks(sc scenarios.Scenario) bool {
+	for _, st := range sc.Steps {
+		if st.Send.Holds() || st.Then.Has(scenarios.KillAndRestart) || !st.DBFault.IsNone() {
+			return true
+		}
+	}
+	return false
+}
+
 // newIntent starts the round's intent, with a fresh key, records it, and
 // clears what the session knows of the round before.
 func (s *session) newIntent(check string, round int) idemcheck.Intent {
@@ -129,6 +148,8 @@ func (s *session) resolve(check string, st scenarios.Step, round int) scenarios.
 		st.DBFault = s.nthByRound(check, st.DBFault, round, st.Send == scenarios.HoldKillAfterCommit)
 	case scenarios.LastWrite:
 		st.DBFault = withNth(st.DBFault, max(s.writes, 1))
+	case scenarios.WorkerWrite:
+		st.DBFault = withNth(st.DBFault, max(s.writes, 1)+1)
 	case scenarios.WorkStart:
 		if s.lastKind == idemcheck.LandedAutocommitWrite {
 			// A handler that never opens a transaction has no BEGIN to
@@ -253,6 +274,10 @@ func (s *session) oneByOne(ctx context.Context, st scenarios.Step, addr string, 
 			var res wire.Result
 			res, err = s.doRecorded(ctx, addr, req, base, count)
 			s.replyLanding(base, st.Fault, res)
+			if err == nil && st.DBFaultAt == scenarios.WorkerWrite {
+				// The worker's write comes after the accepted reply.
+				err = s.awaitOwed(ctx)
+			}
 		}
 		s.dbLanding(base, st.DBFault, disarm())
 		s.providerLanding(base, providerFault(st), pdisarm())
@@ -272,6 +297,10 @@ func (s *session) afterStep(ctx context.Context, st scenarios.Step, req wire.Req
 		}
 	}
 	if st.Then.Has(scenarios.KillAndRestart) {
+		// The intent's accepted work makes its effect before the kill.
+		if err := s.awaitOwed(ctx); err != nil {
+			return err
+		}
 		return s.killAndRestart(ctx, base)
 	}
 	return nil
@@ -306,7 +335,7 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 	if !count || s.Powers == nil || s.writes > 0 {
 		return s.client.Do(ctx, addr, req)
 	}
-	disarm, err := s.Powers.ArmDB(writeCounter)
+	disarm, err := s.armCarrying(writeCounter)
 	if err != nil {
 		return s.client.Do(ctx, addr, req)
 	}
@@ -331,6 +360,13 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 func (s *session) nthByRound(check string, f faults.Fault, round int, alternate bool) faults.Fault {
 	_, explicit := f.Params["match"]
 	nth := (round-1)%2 + 1
+	if !explicit && alternate && s.Settle > 0 && s.writes > 0 {
+		// Where effects land after the reply, the intent's writes after
+		// the attempt's own are its worker's (scenarios.WorkerWrite), whose
+		// window WorkerKilledAfterEffect breaks: a kill here stays on the
+		// attempt's writes, not on a reply the worker's job races.
+		nth = min(nth, s.writes)
+	}
 	if !explicit && !alternate {
 		nth = 1
 		if k := s.writes; k > 0 {

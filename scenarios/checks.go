@@ -351,6 +351,11 @@ var registry = []Check{
 			var scs []Scenario
 			if t.powers && t.noLink == "" {
 				scs = append(scs, FailedAttempt(o.FaultRounds), FailedAfterCommit(o.FaultRounds))
+				// Where effects land after the reply, the worker's write
+				// fails after its commit too.
+				if o.Settle > 0 {
+					scs = append(scs, WorkerFailedAfterCommit(o.FaultRounds))
+				}
 			}
 			if e.FailingBody != nil {
 				scs = append(scs, SavedError(o.FaultRounds))
@@ -404,8 +409,16 @@ var registry = []Check{
 		Name: idemcheck.CheckCrashAfterCommit,
 		Rule: "IETF Idempotency-Key draft, section 2.6: the key and its result are saved with the effect, atomically; a server " +
 			"killed after its effect committed and before its reply reached the client answers the retry with a replay, never a second effect.",
-		Faults:  true,
-		build:   faultRounds(CrashAfterCommit),
+		Faults: true,
+		build: func(o Options, e Endpoint, t access) []Scenario {
+			scs := faultRounds(CrashAfterCommit)(o, e, t)
+			// Where effects land after the reply, the worker dies after
+			// its effect committed too.
+			if o.Settle > 0 {
+				scs = append(scs, WorkerKilledAfterEffect(o.FaultRounds))
+			}
+			return scs
+		},
 		skipWhy: needsDBLink,
 	},
 	{

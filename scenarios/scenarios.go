@@ -161,6 +161,15 @@ const (
 	// it acts instead on the attempt's last effect write, the moment after
 	// the key is claimed and before the work is written.
 	WorkStart
+	// WorkerWrite makes DBFault (a db-cut-after or db-hold) act on the
+	// intent's first effect write after the attempt's own (as many as
+	// clean attempts were seen to make): where the attempt is answered
+	// accepted (202) and its effect is written later, the write of the
+	// background worker or job that makes it. The fault stays armed past
+	// the accepted reply until it acts or the settle bound ends; an
+	// attempt not answered accepted has no such write, and the fault is
+	// disarmed with its reply.
+	WorkerWrite
 )
 
 // Then is what a step does once its attempts were answered: nothing (the
@@ -421,6 +430,22 @@ func FailedAfterCommit(rounds int) Scenario {
 	}}
 }
 
+// WorkerFailedAfterCommit is FailedAfterCommit for effects that land
+// after the reply: the attempt is answered accepted, and the write that
+// makes its effect later (a background worker's or a job's: the intent's
+// first effect write after the attempt's own, WorkerWrite) reaches the
+// database, which commits it; the link is cut before its answer reaches
+// the worker. The worker sees a connection error, as if nothing happened,
+// and its queue runs the job again. Then the client retries. A worker
+// whose effect is keyed (it finds the effect made and writes nothing)
+// leaves one effect; one whose effect is not keyed makes a second.
+func WorkerFailedAfterCommit(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckFailedAttempt, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, DBFault: faults.DBCutAfter("", 1), DBFaultAt: WorkerWrite},
+		{Attempts: 1, Send: RetryWhileInProgress},
+	}}
+}
+
 // ProviderFailure breaks the target's first call to its payment provider
 // double, each round another way (provider.Faults: the charge made and its
 // reply cut, the reply held past the target's timeout, a 503), and then
@@ -473,6 +498,21 @@ func RestartReplay(rounds int) Scenario {
 func CrashAfterCommit(rounds int) Scenario {
 	return Scenario{Check: idemcheck.CheckCrashAfterCommit, Rounds: max(rounds, 2), Steps: []Step{
 		{Attempts: 1, Send: HoldKillAfterCommit, DBFault: faults.DBHold("", 1), DBFaultAt: NthByRound},
+		{Attempts: 1, Send: RetryWhileInProgress},
+	}}
+}
+
+// WorkerKilledAfterEffect is CrashAfterCommit for effects that land after
+// the reply: the attempt is answered accepted, the worker's write that
+// makes its effect (WorkerWrite) is let through, and the target is killed
+// once the database has answered it, before the worker learnt it: the
+// effect committed and its job was never marked done. The target
+// restarts, and the client retries: the retry replays, and the effect is
+// there once (a queue that runs the dead worker's job again must find it
+// made).
+func WorkerKilledAfterEffect(rounds int) Scenario {
+	return Scenario{Check: idemcheck.CheckCrashAfterCommit, Rounds: rounds, Steps: []Step{
+		{Attempts: 1, Send: HoldKillAfterCommit, DBFault: faults.DBHold("", 1), DBFaultAt: WorkerWrite},
 		{Attempts: 1, Send: RetryWhileInProgress},
 	}}
 }

@@ -312,9 +312,6 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	cfg.Options = c.Options
 	if e.App == "payments" {
 		cfg.Options.Settle = PaymentsSettle
-		if len(cfg.Checks) == 0 {
-			cfg.Checks = PaymentsChecks()
-		}
 	}
 	if c.ByURL {
 		cfg.Powers, cfg.Replicas = nil, 0
@@ -390,28 +387,6 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 // (--settle 10s): its worker writes 100-500 ms after the 202 and its jobs
 // are retried 1.5 s after their first attempt, well inside it.
 const PaymentsSettle = 10 * time.Second
-
-// PaymentsChecks are the checks the payments API is certified with: every
-// check but the four that kill its process or cut its database
-// connections (restart-replay, crash-after-commit, crash-lease,
-// failed-attempt). Those break the process's River client too, while its
-// workers still run the jobs of earlier rounds: River gives a job whose
-// worker died, or whose connection was cut under it, back to the queue
-// only once its rescuer finds it (RescueStuckJobsAfter, an hour by
-// default, looked for every 30 s), so the payment lands long after any
-// settle bound. Such rounds are inconclusive (no effect at the bound),
-// never lost, and the reference could not be clean.
-func PaymentsChecks() []string {
-	var out []string
-	for _, c := range scenarios.Names() {
-		switch c {
-		case idemcheck.CheckRestartReplay, idemcheck.CheckCrashAfterCommit, idemcheck.CheckCrashLease, idemcheck.CheckFailedAttempt:
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
-}
 
 // Options are the zoo's scenario sizes: every check, smaller rounds, and a
 // retry window longer than the short-ttl variant's key retention.

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/idemcheck/idemcheck"
 	"github.com/idemcheck/idemcheck/examples/zoo"
+	"github.com/idemcheck/idemcheck/history"
 	"github.com/idemcheck/idemcheck/targets"
 )
 
@@ -21,6 +24,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 1, "certify each entry this many times; an entry counts as expected only when every run was")
 	flag.BoolVar(&o.expectedOnly, "expected-only", false, "run only each buggy variant's expected check (references still run every check)")
 	flag.StringVar(&o.mode, "mode", "process", "process: idemcheck holds the target's processes and links (--cmd); url: it is given the address and database only (--url --db); both: each run in both modes")
+	flag.StringVar(&o.histories, "histories", "", "write the history of every run not as expected to this directory, a JSON Lines file each (idemcheck check reads it)")
 	flag.Parse()
 	if o.runs < 1 {
 		fmt.Fprintln(os.Stderr, "zoo: -runs must be 1 or more")
@@ -44,6 +48,7 @@ type options struct {
 	only         string
 	runs         int
 	expectedOnly bool
+	histories    string
 	mode         string
 }
 
@@ -133,6 +138,11 @@ func run(ctx context.Context, o options) error {
 					unreachable, out = last.Unreachable(), out+1
 				default:
 					fmt.Fprintf(os.Stderr, "zoo: %s, run %d: NOT as expected: found %v, inconclusive %v\n", name, r+1, last.Found, last.Inconclusive)
+					if o.histories != "" {
+						if err := keepHistory(o.histories, name, r+1, res.History); err != nil {
+							return err
+						}
+					}
 				}
 				if last.Skipped[e.Check] != "" && !e.Reference() {
 					break // skipped in every run alike
@@ -161,4 +171,22 @@ func run(ctx context.Context, o options) error {
 		os.Exit(1)
 	}
 	return nil
+}
+
+// keepHistory writes the history of an entry's run to dir, for a run not
+// as expected to be read again (idemcheck check, idemcheck report).
+func keepHistory(dir, name string, run int, h *idemcheck.History) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	file := strings.NewReplacer("/", "_", " ", "_", "(", "", ")", "").Replace(name)
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-run%d.jsonl", file, run)))
+	if err != nil {
+		return err
+	}
+	if err := history.Write(f, h); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
