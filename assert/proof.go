@@ -39,7 +39,10 @@ type checkEvidence struct {
 	// why the rounds that did not count did not, most frequent first
 	missed   map[string]int
 	landings map[string]int // where faults landed: "commit", "autocommit-write", ...
-	kills    int
+	// afterReply counts the database faults that landed after their
+	// attempt had been answered: on a background worker's write.
+	afterReply int
+	kills      int
 	// exits are the target's exits at a step no fault of idemcheck's
 	// broke: what followed tested a restarted target, not the scenario.
 	// faultExits are those at a step whose attempt went through a fault
@@ -152,6 +155,7 @@ func (ev *checkEvidence) round(ic *intentCheck, all []idemcheck.Attempt, events 
 	ev.attempts += len(all) - len(atts)
 	ev.tallyAttempts(atts, &r)
 	ev.tallyEvents(events, &r)
+	ev.afterReply += landedAfterReply(atts, events)
 	if r.faulted {
 		ev.tallyLink(atts, r)
 	}
@@ -455,7 +459,30 @@ func (ev *checkEvidence) landingSummary() string {
 		s = append(s, fmt.Sprintf("%s x%d", k, v))
 	}
 	sort.Strings(s)
+	if ev.afterReply > 0 {
+		s = append(s, fmt.Sprintf("%d of them a background worker's, after the attempt was answered", ev.afterReply))
+	}
 	return " (on " + strings.Join(s, ", ") + ")"
+}
+
+// landedAfterReply counts the database faults of a round (FaultLanded
+// with a connection) that acted after the attempt of their step had been
+// answered: the write they met was not the handler's, which had replied,
+// but a background worker's.
+func landedAfterReply(atts []idemcheck.Attempt, events []idemcheck.Event) int {
+	n := 0
+	for _, e := range events {
+		if e.Kind != idemcheck.FaultLanded || e.Conn == 0 {
+			continue
+		}
+		for _, a := range atts {
+			if a.Step == e.Step && a.Outcome == idemcheck.Replied && !a.End.IsZero() && e.Time.After(a.End) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // count writes n with its noun: "1 round", "3 rounds".

@@ -381,3 +381,21 @@ func TestTargetNotDeadLeavesTheRoundUncounted(t *testing.T) {
 	assert.Contains(t, c.Reason, "could not be confirmed dead")
 	assert.Equal(t, idemcheck.Inconclusive, r.Verdict)
 }
+
+// A database fault that landed after its attempt had been answered met a
+// background worker's write, not the handler's: the proof says how many.
+// One without a connection (a client-link fault) or before the reply does
+// not count.
+func TestProofNamesFaultsOnAWorkersWrite(t *testing.T) {
+	b := newHist(t, idemcheck.IETF(), failed)
+	in := b.intent(failed, 1, `1 0-1 202 {"paymentId":"A"}`, `2 2000-2001 202 {"paymentId":"A"} replayed`)
+	b.fault(in, "db-cut-after")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Time: t0.Add(300 * time.Millisecond), Intent: in, Check: failed, Step: 1,
+		Landing: idemcheck.LandedCommit, Conn: 3})
+	in2 := b.intent(failed, 1, `1 4000-4100 500 {"error":"connection lost"}`, `2 4200-4201 202 {"paymentId":"B"}`)
+	b.fault(in2, "db-cut-after")
+	b.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Time: t0.Add(4050 * time.Millisecond), Intent: in2, Check: failed, Step: 1,
+		Landing: idemcheck.LandedCommit, Conn: 2})
+	c := status(t, Report(&b.h), failed)
+	assert.Contains(t, c.Proof, "fault landed in 2 of 2 (on commit x2, 1 of them a background worker's, after the attempt was answered)")
+}

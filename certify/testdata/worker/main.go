@@ -12,6 +12,12 @@
 // It reads PORT, ADDR and DATABASE_URL as idemcheck hands them, REPLY_DELAY
 // (how long the handler waits after its commit, 200ms by default) and
 // COMMIT_DELAY (how long the worker's commit takes, 500ms by default).
+//
+// With WORKER_EFFECT=apart it carries a classic bug of workers: the order
+// is inserted and committed, and the job marked done in a second
+// transaction after it. A worker that fails between the two (its commit's
+// answer lost on a dropped connection) leaves the job to run again, and
+// it inserts a second order. Nothing in the worker fails on its own.
 package main
 
 import (
@@ -34,6 +40,8 @@ import (
 type server struct {
 	pool       *pgxpool.Pool
 	replyDelay time.Duration
+	// apart: the order commits apart from its job's done mark (the bug).
+	apart bool
 }
 
 func duration(name string, def time.Duration) time.Duration {
@@ -68,7 +76,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	s := &server{pool: pool, replyDelay: duration("REPLY_DELAY", 200*time.Millisecond)}
+	s := &server{pool: pool, replyDelay: duration("REPLY_DELAY", 200*time.Millisecond), apart: os.Getenv("WORKER_EFFECT") == "apart"}
 	go s.work(ctx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -190,6 +198,16 @@ func (s *server) work(ctx context.Context) {
 }
 
 func (s *server) run(ctx context.Context, id int64, customer string, cents int) error {
+	if s.apart {
+		// THE BUG: the order's commit and the job's done mark are two
+		// transactions; an error after the first leaves the job to run
+		// again.
+		if _, err := s.pool.Exec(ctx, `INSERT INTO orders (customer_id, total_cents) VALUES ($1, $2)`, customer, cents); err != nil {
+			return err
+		}
+		_, err := s.pool.Exec(ctx, `UPDATE jobs SET done = true WHERE id = $1`, id)
+		return err
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err
