@@ -82,32 +82,49 @@ func (s *session) armCarrying(f faults.Fault) (func() faults.Landing, error) {
 
 // awaitOwed waits, where effects land after the reply (Settle) and the
 // running round's intent was answered accepted, until its count holds
-// the effects it is owed (one for each key it was accepted under), or
-// the Settle bound passes: its background work has then made its
-// effect, and breaking the target now (a kill, a cut) cannot strand that
-// work instead of testing what the round tests. It records nothing: the
-// intent is counted when its check's intents settle.
+// the effects it is owed (one for each key it was accepted under), or the
+// Settle bound passes (awaitLanded).
 func (s *session) awaitOwed(ctx context.Context) error {
 	if s.Settle <= 0 || s.Effects == nil || !s.accepted.Load() || len(s.intents) == 0 {
 		return nil
 	}
+	c := toCount{in: s.intents[len(s.intents)-1], keys: slices.Clone(s.keys), accepted: true}
 	s.opsMu.Lock()
-	owed := int64(max(len(s.acceptedKeys), 1))
+	c.await = max(len(s.acceptedKeys), 1)
 	s.opsMu.Unlock()
-	in := s.intents[len(s.intents)-1]
-	keys := slices.Clone(s.keys)
+	return s.awaitLanded(ctx, []toCount{c})
+}
+
+// awaitLanded waits until every accepted intent of cs has the effects it
+// is owed, each at most the Settle bound from now: its background work
+// has then made its effect, and a kill now cannot strand that work
+// instead of breaking what the round breaks (a queue gives the job of a
+// worker killed mid-job back only once its rescuer finds it, an hour
+// later in River's defaults). It records nothing: the intents are
+// counted when their check's intents settle. It does not wait for a
+// quiet period: a later effect is the settle's and the recount's to see.
+func (s *session) awaitLanded(ctx context.Context, cs []toCount) error {
+	if s.Settle <= 0 || s.Effects == nil {
+		return nil
+	}
 	quiet := SettleQuiet(s.Settle)
 	deadline := time.Now().Add(s.Settle)
-	for {
-		o, err := s.Effects.CountKeys(ctx, in, keys)
-		if err != nil {
-			return err
+	for _, c := range cs {
+		if !c.accepted {
+			continue
 		}
-		if o.Effects >= owed || !time.Now().Before(deadline) {
-			return nil
-		}
-		if err := sleep(ctx, settlePoll(quiet)); err != nil {
-			return err
+		for {
+			o, err := s.Effects.CountKeys(ctx, c.in, c.keys)
+			if err != nil {
+				return err
+			}
+			if o.Effects >= int64(max(c.await, 1)) || !time.Now().Before(deadline) {
+				break
+			}
+			if err := sleep(ctx, settlePoll(quiet)); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }

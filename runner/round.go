@@ -20,11 +20,12 @@ import (
 // round sends one round of sc with a fresh intent. It reports whether one
 // of its bursts was loose.
 func (s *session) round(ctx context.Context, sc scenarios.Scenario, round int) (loose bool, err error) {
-	if breaks(sc) {
+	if kills(sc) {
 		// Work still landing for the check's earlier intents (their
-		// background jobs) settles first: a kill or a cut now would strand
-		// it, where the round means to break its own intent's.
-		if err := s.settlePending(ctx); err != nil {
+		// background jobs) lands first: a kill now would strand it, where
+		// the round means to break its own intent's. (A fault on the
+		// link meets only the round's intent's writes: see marks.go.)
+		if err := s.awaitLanded(ctx, s.pending); err != nil {
 			return false, err
 		}
 	}
@@ -105,11 +106,10 @@ func (s *session) round(ctx context.Context, sc scenarios.Scenario, round int) (
 	return loose, s.observe(ctx, in)
 }
 
-// breaks reports whether a round of sc kills the target or faults its
-// database link.
-func breaks(sc scenarios.Scenario) bool {
+// kills reports whether a round of sc kills the target.
+func kills(sc scenarios.Scenario) bool {
 	for _, st := range sc.Steps {
-		if st.Send.Holds() || st.Then.Has(scenarios.KillAndRestart) || !st.DBFault.IsNone() {
+		if st.Send == scenarios.HoldCrash || st.Send == scenarios.HoldKillAfterCommit || st.Then.Has(scenarios.KillAndRestart) {
 			return true
 		}
 	}
