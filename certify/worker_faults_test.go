@@ -33,6 +33,17 @@ func certifyWorker(t *testing.T, env []string, checks ...string) *certify.Result
 	return res
 }
 
+// assertSecondEffect fails unless res found a second effect, at once or
+// late.
+func assertSecondEffect(t *testing.T, res *certify.Result) {
+	t.Helper()
+	kinds := map[idemcheck.Kind]bool{}
+	for _, a := range res.Report.Anomalies {
+		kinds[a.Kind] = true
+	}
+	assert.True(t, kinds[idemcheck.DuplicateEffect] || kinds[idemcheck.LateDuplicateEffect], "found %v", kinds)
+}
+
 // workerLandings are the landings of the database faults that met a
 // background worker's write: those of the rounds whose first attempt was
 // answered accepted before the fault acted.
@@ -71,11 +82,7 @@ func TestWorkerFaultsThroughTheOwnedLink(t *testing.T) {
 
 	bad := certifyWorker(t, []string{"WORKER_EFFECT=apart"}, idemcheck.CheckFailedAttempt)
 	assert.Equal(t, idemcheck.Fail, bad.Report.Verdict)
-	kinds := map[idemcheck.Kind]bool{}
-	for _, a := range bad.Report.Anomalies {
-		kinds[a.Kind] = true
-	}
-	assert.True(t, kinds[idemcheck.DuplicateEffect] || kinds[idemcheck.LateDuplicateEffect], "found %v", kinds)
+	assertSecondEffect(t, bad)
 }
 
 // crash-after-commit kills the target once the database has committed the
@@ -101,9 +108,5 @@ func TestWorkerKilledBetweenItsEffectAndItsJobsEnd(t *testing.T) {
 
 	bad := certifyWorker(t, []string{"WORKER_EFFECT=apart"}, idemcheck.CheckCrashAfterCommit)
 	assert.Equal(t, idemcheck.Fail, bad.Report.Verdict)
-	kinds := map[idemcheck.Kind]bool{}
-	for _, a := range bad.Report.Anomalies {
-		kinds[a.Kind] = true
-	}
-	assert.True(t, kinds[idemcheck.DuplicateEffect] || kinds[idemcheck.LateDuplicateEffect], "found %v", kinds)
+	assertSecondEffect(t, bad)
 }

@@ -14,13 +14,22 @@ import (
 // proxy: the situation of a target started once with a fixed DSN.
 func (s *shop) watchedConn(t *testing.T) *pgx.Conn {
 	t.Helper()
+	return s.watchedConnMode(t, pgx.QueryExecModeCacheStatement)
+}
+
+// watchedConnMode is watchedConn with pgx sending statements as mode.
+func (s *shop) watchedConnMode(t *testing.T, mode pgx.QueryExecMode) *pgx.Conn {
+	t.Helper()
 	addr, err := s.link.WatchedAddr()
 	require.NoError(t, err)
 	dsn, err := RewriteDSN(s.dsn, addr)
 	require.NoError(t, err)
+	cfg, err := pgx.ParseConfig(dsn)
+	require.NoError(t, err)
+	cfg.DefaultQueryExecMode = mode
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn

@@ -13,24 +13,6 @@ import (
 	"github.com/idemcheck/idemcheck"
 )
 
-// watchedConnMode is watchedConn with pgx sending statements as mode.
-func (s *shop) watchedConnMode(t *testing.T, mode pgx.QueryExecMode) *pgx.Conn {
-	t.Helper()
-	addr, err := s.link.WatchedAddr()
-	require.NoError(t, err)
-	dsn, err := RewriteDSN(s.dsn, addr)
-	require.NoError(t, err)
-	cfg, err := pgx.ParseConfig(dsn)
-	require.NoError(t, err)
-	cfg.DefaultQueryExecMode = mode
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
 func insertPayment(ctx context.Context, c *pgx.Conn, customer string, commit bool) error {
 	tx, err := c.Begin(ctx)
 	if err != nil {
