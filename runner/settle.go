@@ -102,6 +102,18 @@ func (s *session) count(ctx context.Context, c toCount, sem chan struct{}) (idem
 func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, await bool, notBefore time.Time, sem chan struct{}) (idemcheck.Observation, error) {
 	bound := s.Settle
 	start := time.Now()
+	ops := c.ops
+	if !notBefore.IsZero() {
+		ops = nil // a recount reads no monitor: they were read when the intent settled
+	}
+	// Every poll reads the monitors before it counts: a monitor that says
+	// done was read before the count, so the count (a later read of the
+	// same database) holds what the monitor saw. Counted first, a worker
+	// that committed between the two reads would leave a count of none
+	// beside a monitor that says done: a lost effect that is not.
+	if err := s.readOperations(ctx, ops, sem); err != nil {
+		return idemcheck.Observation{}, err
+	}
 	o, err := s.count(ctx, c, sem)
 	if err != nil {
 		return o, err
@@ -110,14 +122,6 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 	owed := int64(1)
 	if await {
 		owed, st.Await = int64(max(c.await, 1)), max(c.await, 1)
-	}
-	ops := c.ops
-	if notBefore.IsZero() {
-		if err := s.readOperations(ctx, ops, sem); err != nil {
-			return o, err
-		}
-	} else {
-		ops = nil // a recount reads no monitor: they were read when the intent settled
 	}
 	changed := start
 	for {
@@ -136,11 +140,11 @@ func (s *session) settle(ctx context.Context, c toCount, quiet time.Duration, aw
 		if err := sleep(ctx, wait); err != nil {
 			return o, err
 		}
-		next, err := s.count(ctx, c, sem)
-		if err != nil {
+		if err := s.readOperations(ctx, ops, sem); err != nil {
 			return o, err
 		}
-		if err := s.readOperations(ctx, ops, sem); err != nil {
+		next, err := s.count(ctx, c, sem)
+		if err != nil {
 			return o, err
 		}
 		st.Polls++
