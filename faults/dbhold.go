@@ -84,21 +84,23 @@ func (e HoldEvent) releaseHoldingAnswer(freeze bool) (*AnswerHold, error) {
 	a := e.h.conn.holdAnswer(e.h.prior, false, freezes)
 	if err := e.Release(); err != nil {
 		e.h.conn.answer.CompareAndSwap(a, nil)
+		a.thaw(false)
 		return nil, err
 	}
 	return &AnswerHold{a: a}, nil
 }
 
 // ReleaseHoldingAnswerFreezing is ReleaseHoldingAnswer for a kill at the
-// instant the database has committed: from the moment the answer is held,
-// nothing the target sends on any connection of the link reaches the
-// database, as nothing does from a process that died at that instant. A
-// queue's worker in the same process that would fetch the job just
-// committed (told of it by the commit's notification) is stopped the same
-// way, instead of marking the job running a few milliseconds before the
-// kill and leaving it stranded. Once the answer is decided the link thaws:
-// after Forward what it withheld goes on; after Drop (the target was
-// killed) it is discarded and the connections it came from are closed.
+// instant the database has committed: from the moment the statement is
+// released, nothing else the target sends on any connection of the link
+// reaches the database, as nothing does from a process that died at that
+// instant. A queue's worker in the same process that would fetch the job
+// the statement commits (told of it by the commit's notification) is
+// stopped the same way, instead of marking the job running a few
+// milliseconds before the kill and leaving it stranded. Once the answer is
+// decided the link thaws: after Forward what it withheld goes on; after
+// Drop (the target was killed), or when the statement's connection ends,
+// it is discarded and the connections it came from are closed.
 func (e HoldEvent) ReleaseHoldingAnswerFreezing() (*AnswerHold, error) {
 	return e.releaseHoldingAnswer(true)
 }

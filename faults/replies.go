@@ -66,6 +66,7 @@ func (c *dbConn) end() {
 	})
 	if a := c.answer.Swap(nil); a != nil {
 		a.resolve(outcomeEnded)
+		a.thaw(true) // the connection died with its answer: so did its process
 	}
 }
 
@@ -80,17 +81,29 @@ type answerHold struct {
 	after  int64
 	held   chan struct{}
 	closes bool
-	// freezes, when set, is the watch toxic whose connections are frozen
-	// from the moment the answer is held until it is decided
-	// (HoldEvent.ReleaseHoldingAnswerFreezing).
-	freezes *watchToxic
+	// freeze, when set, keeps what every connection of watch sends from
+	// the moment the statement is released until its answer is decided
+	// or its connection ends (HoldEvent.ReleaseHoldingAnswerFreezing).
+	freeze *freeze
+	watch  *watchToxic
+}
+
+// thaw ends the hold's freeze, if any: what it kept goes on, or with drop
+// is discarded and its connections closed.
+func (a *answerHold) thaw(drop bool) {
+	if a.freeze != nil {
+		a.watch.thaw(a.freeze, drop)
+	}
 }
 
 // holdAnswer sets a hold on the answer to the statement whose prior is
 // after; cut decides it now: a cut that closes the connection. It must be
 // set before the statement goes, so that no byte of the answer slips past.
 func (c *dbConn) holdAnswer(after int64, cut bool, freezes *watchToxic) *answerHold {
-	a := &answerHold{hold: newHold(c.gone), after: after, held: make(chan struct{}), closes: cut, freezes: freezes}
+	a := &answerHold{hold: newHold(c.gone), after: after, held: make(chan struct{}), closes: cut}
+	if freezes != nil {
+		a.watch, a.freeze = freezes, freezes.freezeAll()
+	}
 	if cut {
 		a.offer(outcomeCut)
 	}
@@ -247,19 +260,13 @@ func (t *repliesToxic) withholdAnswer(stub *toxics.ToxicStub, st *repliesState, 
 		st.withheld = append(st.withheld, b[pass:m.end]...)
 		st.conn.replies.Store(m.n)
 		t.up.poke()
-		var fz *freeze
-		if a.freezes != nil {
-			fz = a.freezes.freezeAll()
-		}
 		close(a.held)
 		o, ok := a.await(stub.Interrupt)
 		if !ok {
 			o = outcomeCut
 		}
 		a.resolve(o)
-		if fz != nil {
-			a.freezes.thaw(fz, o != outcomeReleased)
-		}
+		a.thaw(o != outcomeReleased)
 		st.conn.answer.CompareAndSwap(a, nil)
 		held := st.withheld
 		st.withheld = nil

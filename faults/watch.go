@@ -253,7 +253,8 @@ type watchToxic struct {
 	// toxic of a watched proxy takes it (see repliesToxic).
 	last atomic.Pointer[dbConn]
 	// frozen, when set, keeps what every connection sends from the
-	// database until it thaws (HoldEvent.ReleaseHoldingAnswerFreezing).
+	// database until it thaws (HoldEvent.ReleaseHoldingAnswerFreezing):
+	// a statement held before it (the one released) is not kept.
 	frozen atomic.Pointer[freeze]
 }
 
@@ -262,6 +263,7 @@ type watchToxic struct {
 type freeze struct {
 	done chan struct{}
 	drop atomic.Bool
+	once sync.Once
 }
 
 // freezeAll freezes every connection from now: what each sends is kept.
@@ -274,9 +276,11 @@ func (t *watchToxic) freezeAll() *freeze {
 // thaw ends f: what it kept goes on, or, with drop, is discarded and the
 // connections it came from are closed (their process was killed).
 func (t *watchToxic) thaw(f *freeze, drop bool) {
-	f.drop.Store(drop)
-	t.frozen.CompareAndSwap(f, nil)
-	close(f.done)
+	f.once.Do(func() {
+		f.drop.Store(drop)
+		t.frozen.CompareAndSwap(f, nil)
+		close(f.done)
+	})
 }
 
 // poke tells the armed barrier, if any, that something happened on a
