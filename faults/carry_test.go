@@ -168,3 +168,47 @@ func TestReleaseHoldingAnswerFreezingKeepsTheOtherConnections(t *testing.T) {
 		})
 	}
 }
+
+// A freezing release first lets the statements other connections had in
+// flight finish: a statement that sleeps, then looks for the held
+// transaction's row in a snapshot of its own, runs wholly before the
+// COMMIT, and does not see it (as a queue's fetch in flight must not take
+// the job the commit makes). A plain release lets the COMMIT run while it
+// sleeps, and it sees the row.
+func TestReleaseHoldingAnswerFreezingLetsInFlightStatementsFinishFirst(t *testing.T) {
+	for _, freeze := range []bool{true, false} {
+		t.Run(map[bool]string{true: "freezing", false: "plain"}[freeze], func(t *testing.T) {
+			s := newShop(t)
+			ctx := context.Background()
+			_, err := s.direct.Exec(ctx, `CREATE FUNCTION later_sees(id int) RETURNS bool LANGUAGE plpgsql VOLATILE AS $$
+				BEGIN PERFORM pg_sleep(0.3); RETURN EXISTS (SELECT 1 FROM orders WHERE orders.id = later_sees.id); END $$`)
+			require.NoError(t, err)
+			other := s.watchedConn(t)
+			ev, errc, conn, id := holdCommitWatched(t, s)
+			seen := make(chan bool, 1)
+			go func() {
+				var b bool
+				_ = other.QueryRow(ctx, "SELECT later_sees($1)", id).Scan(&b)
+				seen <- b
+			}()
+			time.Sleep(50 * time.Millisecond) // the look-up is in flight
+			var ans *AnswerHold
+			if freeze {
+				ans, err = ev.ReleaseHoldingAnswerFreezing()
+			} else {
+				ans, err = ev.ReleaseHoldingAnswer()
+			}
+			require.NoError(t, err)
+			awaitAnswer(t, ans)
+			ans.Forward()
+			require.NoError(t, waitErr(t, errc))
+			select {
+			case b := <-seen:
+				assert.Equal(t, !freeze, b, "the in-flight look-up saw the committed row")
+			case <-time.After(testTimeout):
+				t.Fatal("the look-up never returned")
+			}
+			_ = conn
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package faults
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // ErrHoldEnded is returned by HoldEvent.Release when the held message can no
 // longer be forwarded: its connection ended first (the target went away, or
@@ -82,6 +85,12 @@ func (e HoldEvent) releaseHoldingAnswer(freeze bool) (*AnswerHold, error) {
 		freezes = e.h.watch
 	}
 	a := e.h.conn.holdAnswer(e.h.prior, false, freezes)
+	if freezes != nil {
+		// What the other connections sent before the freeze runs first:
+		// a queue's fetch in flight would otherwise run just after the
+		// commit, take the job it commits and strand it at the kill.
+		freezes.quiesce(e.h.conn, quiesceBound)
+	}
 	if err := e.Release(); err != nil {
 		e.h.conn.answer.CompareAndSwap(a, nil)
 		a.thaw(false)
@@ -89,6 +98,10 @@ func (e HoldEvent) releaseHoldingAnswer(freeze bool) (*AnswerHold, error) {
 	}
 	return &AnswerHold{a: a}, nil
 }
+
+// quiesceBound bounds the wait, before a freezing release, for the
+// statements other connections had in flight (a long one is let run on).
+const quiesceBound = time.Second
 
 // ReleaseHoldingAnswerFreezing is ReleaseHoldingAnswer for a kill at the
 // instant the database has committed: from the moment the statement is
@@ -100,7 +113,9 @@ func (e HoldEvent) releaseHoldingAnswer(freeze bool) (*AnswerHold, error) {
 // milliseconds before the kill and leaving it stranded. Once the answer is
 // decided the link thaws: after Forward what it withheld goes on; after
 // Drop (the target was killed), or when the statement's connection ends,
-// it is discarded and the connections it came from are closed.
+// it is discarded and the connections it came from are closed. Before the
+// statement goes, the statements the other connections had in flight are
+// let finish (a second at most): none of them runs after the commit.
 func (e HoldEvent) ReleaseHoldingAnswerFreezing() (*AnswerHold, error) {
 	return e.releaseHoldingAnswer(true)
 }

@@ -28,6 +28,10 @@ type dbConn struct {
 	// PostgreSQL the count of its ReadyForQuery messages, on MySQL the ID
 	// of the command it answered.
 	replies atomic.Int64
+	// sent numbers the answer the connection's last statement awaits (a
+	// wireEvent's prior plus one): every statement it sent has been
+	// answered once replies reaches it.
+	sent atomic.Int64
 	// my is the connection's MySQL protocol scanner, which both directions
 	// feed (nil on PostgreSQL).
 	my *mysqlwire.Scanner
@@ -41,13 +45,22 @@ type dbConn struct {
 	// answer, when set, holds the database's answer to one statement on
 	// its way back (HoldEvent.ReleaseHoldingAnswer, db-cut-after).
 	answer atomic.Pointer[answerHold]
+	// live is the watch toxic's set of open connections, this one among
+	// them until it ends (nil for a connection no watch toxic follows).
+	live *sync.Map
 }
+
+// idle reports whether every statement the connection sent has been
+// answered, or it has ended.
+func (c *dbConn) idle() bool { return c.ended.Load() || c.replies.Load() >= c.sent.Load() }
 
 func newDBConn() *dbConn { return &dbConn{gone: make(chan struct{})} }
 
 // newConn returns a connection's shared state for the toxic's engine.
 func (t *watchToxic) newConn() *dbConn {
 	c := newDBConn()
+	c.live = &t.open
+	t.open.Store(c, struct{}{})
 	if t.engine == EngineMySQL {
 		c.my = mysqlwire.New()
 	}
@@ -59,6 +72,9 @@ func (t *watchToxic) newConn() *dbConn {
 // whoever decides it (AnswerHold.Drop after a kill) must not wait for it.
 func (c *dbConn) end() {
 	c.ended.Store(true)
+	if c.live != nil {
+		c.live.Delete(c)
+	}
 	c.goneOne.Do(func() {
 		if c.gone != nil {
 			close(c.gone)

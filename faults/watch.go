@@ -252,6 +252,8 @@ type watchToxic struct {
 	// last is the connection whose state was made last: the downstream
 	// toxic of a watched proxy takes it (see repliesToxic).
 	last atomic.Pointer[dbConn]
+	// open holds the *dbConn of every open connection (quiesce).
+	open sync.Map
 	// frozen, when set, keeps what every connection sends from the
 	// database until it thaws (HoldEvent.ReleaseHoldingAnswerFreezing):
 	// a statement held before it (the one released) is not kept.
@@ -271,6 +273,28 @@ func (t *watchToxic) freezeAll() *freeze {
 	f := &freeze{done: make(chan struct{})}
 	t.frozen.Store(f)
 	return f
+}
+
+// quiesce waits, at most bound, until every open connection but except
+// has had every statement it sent answered: once the link is frozen,
+// nothing is then in flight at the database but what is released next.
+func (t *watchToxic) quiesce(except *dbConn, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		busy := false
+		t.open.Range(func(k, _ any) bool {
+			c := k.(*dbConn)
+			if c != except && !c.idle() {
+				busy = true
+				return false
+			}
+			return true
+		})
+		if !busy {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // thaw ends f: what it kept goes on, or, with drop, is discarded and the
@@ -453,6 +477,9 @@ func (t *watchToxic) advance(stub *toxics.ToxicStub, st *watchState) bool {
 		if !st.session && st.scan.session() {
 			st.session = true
 			t.sessions.Add(1)
+		}
+		if res == scanEvent {
+			st.conn.sent.Store(max(st.conn.sent.Load(), ev.prior+1))
 		}
 		r := t.rule
 		if r == nil {
