@@ -21,6 +21,26 @@ import (
 	"github.com/idemcheck/idemcheck/scenarios"
 )
 
+// monitoredConfig certifies srv's POST /payments with sequential-replay,
+// its status monitors followed (/status: succeeded or failed) and its
+// effects read back from GET /count/{intent}.
+func monitoredConfig(t *testing.T, srv *httptest.Server) certify.Config {
+	t.Helper()
+	t.Cleanup(srv.Close)
+	base, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	cfg := certify.Config{Settings: certify.Settings{Policy: idemcheck.IETF()}}
+	cfg.Policy.StatusPointer, cfg.Policy.StatusDone, cfg.Policy.StatusFailed = "/status", []string{"succeeded"}, []string{"failed"}
+	cfg.Endpoint.Base, cfg.Endpoint.Method = base, "POST"
+	cfg.Endpoint.Path = idemcheck.MustTemplate("/payments")
+	cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customer":"{{intent}}"}`)
+	readBack := idemcheck.MustTemplate("/count/{{intent}}")
+	cfg.EffectHTTP, cfg.EffectCount = &readBack, "/count"
+	cfg.Checks = []string{idemcheck.CheckSequentialReplay}
+	cfg.Options = scenarios.Defaults
+	return cfg
+}
+
 // A status monitor that says done while the effect never comes: the API
 // itself said the work was done, so once the count has been quiet the
 // settle stops waiting for the effect and the intent is judged short, a
@@ -41,18 +61,7 @@ func TestSettleDoneAndShortIsLost(t *testing.T) {
 			fmt.Fprint(w, `{"count":0}`) // the worker said done and wrote nothing
 		}
 	}))
-	t.Cleanup(srv.Close)
-	base, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	cfg := certify.Config{Settings: certify.Settings{Policy: idemcheck.IETF()}}
-	cfg.Policy.StatusPointer, cfg.Policy.StatusDone, cfg.Policy.StatusFailed = "/status", []string{"succeeded"}, []string{"failed"}
-	cfg.Endpoint.Base, cfg.Endpoint.Method = base, "POST"
-	cfg.Endpoint.Path = idemcheck.MustTemplate("/payments")
-	cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customer":"{{intent}}"}`)
-	readBack := idemcheck.MustTemplate("/count/{{intent}}")
-	cfg.EffectHTTP, cfg.EffectCount = &readBack, "/count"
-	cfg.Checks = []string{idemcheck.CheckSequentialReplay}
-	cfg.Options = scenarios.Defaults
+	cfg := monitoredConfig(t, srv)
 	cfg.Options.Rounds, cfg.Options.Settle = 1, 30*time.Second
 	res, err := certify.Run(context.Background(), cfg)
 	require.NoError(t, err)
@@ -110,18 +119,7 @@ func TestSettleCountsAfterTheMonitorSaidDone(t *testing.T) {
 			fmt.Fprintf(w, `{"count":%d}`, n)
 		}
 	}))
-	t.Cleanup(srv.Close)
-	base, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	cfg := certify.Config{Settings: certify.Settings{Policy: idemcheck.IETF()}}
-	cfg.Policy.StatusPointer, cfg.Policy.StatusDone, cfg.Policy.StatusFailed = "/status", []string{"succeeded"}, []string{"failed"}
-	cfg.Endpoint.Base, cfg.Endpoint.Method = base, "POST"
-	cfg.Endpoint.Path = idemcheck.MustTemplate("/payments")
-	cfg.Endpoint.Body = idemcheck.MustTemplate(`{"customer":"{{intent}}"}`)
-	readBack := idemcheck.MustTemplate("/count/{{intent}}")
-	cfg.EffectHTTP, cfg.EffectCount = &readBack, "/count"
-	cfg.Checks = []string{idemcheck.CheckSequentialReplay}
-	cfg.Options = scenarios.Defaults
+	cfg := monitoredConfig(t, srv)
 	cfg.Options.Rounds, cfg.Options.Settle = 2, 5*time.Second
 	res, err := certify.Run(context.Background(), cfg)
 	require.NoError(t, err)
