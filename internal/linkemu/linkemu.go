@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/idemcheck/idemcheck/internal/tcprelay"
@@ -60,14 +61,22 @@ var (
 // Profiles are the named links, for flags.
 var Profiles = []Profile{Loopback, LAN, WAN}
 
-// ByName returns the named profile.
+// ByName returns the named profile, or for BASE+JITTER (two durations,
+// such as 10ms+0s) a profile of that base delay and jitter named so.
 func ByName(name string) (Profile, error) {
 	for _, p := range Profiles {
 		if p.Name == name {
 			return p, nil
 		}
 	}
-	return Profile{}, fmt.Errorf("linkemu: unknown link %q: loopback, lan or wan", name)
+	if base, jitter, ok := strings.Cut(name, "+"); ok {
+		b, errB := time.ParseDuration(base)
+		j, errJ := time.ParseDuration(jitter)
+		if errB == nil && errJ == nil && b >= 0 && j >= 0 {
+			return Profile{Name: name, Base: b, Jitter: j}, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("linkemu: unknown link %q: loopback, lan, wan, or BASE+JITTER such as 10ms+0s", name)
 }
 
 // String is the link as the tables show it.

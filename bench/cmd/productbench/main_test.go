@@ -18,7 +18,7 @@ import (
 // One small combination per protocol end to end, straight to the target
 // and through an emulated link: every driver's bursts are counted from the
 // target's arrivals, the product's with its client release spread, and the
-// tables name every driver, what it sent as, and the bars.
+// tables name every driver, what it sent as, and the goals each link has.
 func TestMeasureAndRender(t *testing.T) {
 	const hold = 200 * time.Microsecond
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -33,7 +33,7 @@ func TestMeasureAndRender(t *testing.T) {
 	t.Cleanup(func() { tlsLn.Close() })
 	targets := map[bool]string{false: ln.Addr().String(), true: tlsLn.Addr().String()}
 
-	cfg := config{bursts: 3, linkBursts: 2, warmup: 1, pause: time.Millisecond, links: []linkemu.Profile{linkemu.Loopback, linkemu.LAN}}
+	cfg := config{bursts: 3, linkBursts: 2, warmup: 1, pause: time.Millisecond, links: []linkemu.Profile{linkemu.Loopback, linkemu.WAN}}
 	var order []combo
 	results := map[combo]map[string]*tally{}
 	for _, l := range cfg.links {
@@ -78,24 +78,40 @@ func TestMeasureAndRender(t *testing.T) {
 		assert.Contains(t, md, d)
 	}
 	assert.Contains(t, md, "#### Across loopback: no link, every driver sends to the target directly")
-	assert.Contains(t, md, "#### Across "+linkemu.LAN.String()+": every driver sends through one emulated link")
+	assert.Contains(t, md, "#### Across "+linkemu.WAN.String()+": every driver sends through one emulated link")
 	assert.Contains(t, md, "3 bursts per driver")
 	assert.Contains(t, md, "2 bursts per driver")
 	assert.Contains(t, md, "| holds 200µs | h2tls | 4 | idemcheck certify (product path) | h2 over TLS (single packet) | 2 |")
 	assert.Contains(t, md, "| holds 200µs | h2tls | 4 | goroutines on a barrier (net/http, warm) | HTTP/1.1 over TLS | 3 |")
-	assert.True(t, strings.Contains(md, "≤ 0.5x") && strings.Contains(md, "≤ 0.3x"), md)
-	// The bars and the windows are the direct pass's only.
-	lan := md[strings.Index(md, "#### Across lan"):]
-	assert.NotContains(t, lan, "≤ 0.3x")
-	assert.NotContains(t, lan, "< 10 us")
-	assert.Contains(t, lan, "first two < 200 us")
+	// The windows are the direct link's only; the goals come after every
+	// link, each link's own, the WAN's h2 over TLS against its loopback.
+	wan := md[strings.Index(md, "#### Across wan"):strings.Index(md, "#### Goals")]
+	assert.NotContains(t, wan, "< 10 us")
+	assert.Contains(t, wan, "first two < 200 us")
+	goals := md[strings.Index(md, "#### Goals"):]
+	for _, g := range []string{
+		"| loopback, http1: first-two gap no worse than vegeta's | holds 200µs | 4 |",
+		"| loopback, http1: share within 200 us no lower than vegeta's |",
+		"| loopback, h2: first-two gap at most 0.5x vegeta's |",
+		"| wan, h2: race (first two < 200 us) in at least 0.95 of bursts |",
+		"| wan, h2: whole-burst spread at most 0.4x vegeta's |",
+		"| wan, h2tls: whole-burst spread within 1.5x of its spread on loopback |",
+		"| wan, h2tls: race in at least 0.98 of bursts |",
+		"| wan, http1: race at least as often as vegeta's |",
+	} {
+		assert.Contains(t, goals, g)
+	}
+	assert.Equal(t, 8, strings.Count(goals, "\n| ")-1, "one row per goal, after the head: %s", goals)
 }
 
 func TestParseFlags(t *testing.T) {
 	links, err := parseLinks("loopback, wan")
 	require.NoError(t, err)
 	assert.Equal(t, []linkemu.Profile{linkemu.Loopback, linkemu.WAN}, links)
-	for _, bad := range []string{"", "lan,lan", "loopback,satellite"} {
+	links, err = parseLinks("10ms+0s")
+	require.NoError(t, err)
+	assert.Equal(t, []linkemu.Profile{{Name: "10ms+0s", Base: 10 * time.Millisecond}}, links, "a link of a base delay and no jitter")
+	for _, bad := range []string{"", "lan,lan", "loopback,satellite", "10ms+", "-1ms+0s", "10ms+4"} {
 		_, err := parseLinks(bad)
 		assert.Error(t, err, "%q", bad)
 	}
