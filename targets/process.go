@@ -367,6 +367,24 @@ func (p *Process) Instances() []*Instance {
 	return slices.Clone(p.instances)
 }
 
+// Kill crashes every instance at once: every one is stopped (SIGSTOP)
+// before any is killed (Instance.Kill), so none runs on after another
+// died. A queue's worker in a second instance would otherwise go on,
+// told by its broken connections or its database that the first one
+// died, and take the work the kill meant to leave undone.
+func (p *Process) Kill() error {
+	for _, in := range p.Instances() {
+		in.freeze()
+	}
+	var errs []error
+	for _, in := range p.Instances() {
+		// Every instance is confirmed dead, whatever became of the one
+		// before.
+		errs = append(errs, in.Kill())
+	}
+	return errors.Join(errs...)
+}
+
 // Exits returns the instances' unexpected ends since the last call, oldest
 // first: every time an instance that had got ready exited or died without
 // the harness asking (Kill, Restart and Close are never reported). Each is

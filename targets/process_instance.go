@@ -43,6 +43,26 @@ func (i *Instance) Kill() error {
 	return i.confirmDead()
 }
 
+// freeze stops the instance's process group with SIGSTOP, as Pause does,
+// before a kill: a stopped process sees nothing, another instance's death
+// included. It waits (bounded) until every process of the group has
+// stopped, and does nothing to an instance that is not running.
+func (i *Instance) freeze() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if _, err := i.running("freeze"); err != nil {
+		return
+	}
+	pid := i.cur.cmd.Process.Pid
+	if signalGroup(pid, sigStop) != nil {
+		return
+	}
+	deadline := time.Now().Add(processPauseTimeout)
+	for !groupStopped(pid) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Restart starts the instance again on the same port and waits until it
 // passes the readiness probe, bounded by ctx and the readiness timeout. A
 // running (or paused) instance is killed first, as by Kill. On error the

@@ -312,15 +312,8 @@ type ProcessPowers struct {
 	pt *ProcessTarget
 }
 
-// Kill crashes every instance of the target.
-func (p *ProcessPowers) Kill() error {
-	var errs []error
-	for _, in := range p.pt.Process.Instances() {
-		// Every instance is killed, whatever became of the one before.
-		errs = append(errs, in.Kill())
-	}
-	return errors.Join(errs...)
-}
+// Kill crashes every instance of the target at once (Process.Kill).
+func (p *ProcessPowers) Kill() error { return p.pt.Process.Kill() }
 
 // Restart starts every instance again on its port and waits until ready.
 func (p *ProcessPowers) Restart(ctx context.Context) error {

@@ -396,6 +396,30 @@ func TestProcessInstancesBehindBalancer(t *testing.T) {
 }
 
 // Close stops a paused instance too: it resumes it, so SIGTERM acts.
+// Every instance is sent its SIGKILL before any is waited for, so none
+// outlives another's death: each instance's watcher, which looks every
+// 2 ms whether the other is still there, is killed with it before it
+// can see the other gone. (A queue's worker in the second instance would
+// otherwise take the work the kill meant to leave undone.)
+func TestProcessKillCrashesEveryInstanceAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	command := fmt.Sprintf(`echo $$ > %[1]s/$PORT.pid
+( while :; do for f in %[1]s/*.pid; do [ "$f" = %[1]s/$PORT.pid ] && continue; kill -0 "$(cat "$f")" 2>/dev/null || touch %[1]s/outlived-$PORT; done; sleep 0.002; done ) &
+exec %[2]s`, dir, echoCommand(t))
+	p := startTarget(t, targets.ProcessConfig{Command: command, Instances: 2, DatabaseURL: "postgres://app@127.0.0.1:1/app"})
+	for _, in := range p.Instances() {
+		assert.Equal(t, []int{in.PID()}, readPIDFile(t, filepath.Join(dir, strconv.Itoa(in.Port())+".pid"), 1))
+	}
+	require.NoError(t, p.Kill())
+	for _, in := range p.Instances() {
+		requireGone(t, "instance", in.PID())
+	}
+	outlived, err := filepath.Glob(filepath.Join(dir, "outlived-*"))
+	require.NoError(t, err)
+	assert.Empty(t, outlived, "an instance saw another one dead before it died")
+}
+
 func TestProcessCloseStopsPausedInstance(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
