@@ -169,6 +169,39 @@ func TestReleaseHoldingAnswerFreezingKeepsTheOtherConnections(t *testing.T) {
 	}
 }
 
+// The held statement's connection ending does not thaw the link: a
+// target of several processes, the one that sent the statement killed
+// first, is not dead until its last process is, and what the others send
+// meanwhile stays frozen until the harness drops the answer.
+func TestReleaseHoldingAnswerFreezingOutlastsTheHeldConnection(t *testing.T) {
+	s := newShop(t)
+	other := s.watchedConn(t)
+	ev, errc, conn, _ := holdCommitWatched(t, s)
+	ans, err := ev.ReleaseHoldingAnswerFreezing()
+	require.NoError(t, err)
+	awaitAnswer(t, ans)
+	require.NoError(t, conn.PgConn().Conn().Close()) // the first process's end
+	require.Error(t, waitErr(t, errc), "the commit never learnt its answer")
+
+	otherID := s.ids.Add(1)
+	otherErr := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		_, err := other.Exec(ctx, "INSERT INTO orders VALUES ($1)", otherID)
+		otherErr <- err
+	}()
+	select {
+	case err := <-otherErr:
+		t.Fatalf("the other connection's write returned (%v) after the held connection ended", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	assert.Equal(t, 0, s.rows(t, otherID), "still frozen: the other write has not reached the database")
+	ans.Drop()
+	assert.Error(t, waitErr(t, otherErr), "dropped: the other connection is closed")
+	assert.Equal(t, 0, s.rows(t, otherID), "dropped: the other write never ran")
+}
+
 // A freezing release first lets the statements other connections had in
 // flight finish: a statement that sleeps, then looks for the held
 // transaction's row in a snapshot of its own, runs wholly before the
@@ -188,10 +221,14 @@ func TestReleaseHoldingAnswerFreezingLetsInFlightStatementsFinishFirst(t *testin
 			seen := make(chan bool, 1)
 			go func() {
 				var b bool
-				_ = other.QueryRow(ctx, "SELECT later_sees($1)", id).Scan(&b)
+				// One message (the simple protocol): in flight once active,
+				// never a prepared statement's parse seen before its run.
+				if err := other.QueryRow(ctx, "SELECT later_sees($1)", pgx.QueryExecModeSimpleProtocol, id).Scan(&b); err != nil {
+					t.Errorf("the look-up: %v", err)
+				}
 				seen <- b
 			}()
-			time.Sleep(50 * time.Millisecond) // the look-up is in flight
+			s.awaitActive(t, "SELECT later_sees") // the look-up is in flight
 			var ans *AnswerHold
 			if freeze {
 				ans, err = ev.ReleaseHoldingAnswerFreezing()
@@ -199,6 +236,7 @@ func TestReleaseHoldingAnswerFreezingLetsInFlightStatementsFinishFirst(t *testin
 				ans, err = ev.ReleaseHoldingAnswer()
 			}
 			require.NoError(t, err)
+			assert.Zero(t, ans.Unquiet(), "nothing was left in flight")
 			awaitAnswer(t, ans)
 			ans.Forward()
 			require.NoError(t, waitErr(t, errc))
@@ -210,5 +248,54 @@ func TestReleaseHoldingAnswerFreezingLetsInFlightStatementsFinishFirst(t *testin
 			}
 			_ = conn
 		})
+	}
+}
+
+// A statement in flight longer than the bound is let run on, and the
+// release says so: the kill's record can tell that a statement of another
+// connection may have run after the commit.
+func TestReleaseHoldingAnswerFreezingSaysWhatItDidNotWaitFor(t *testing.T) {
+	s := newShop(t)
+	ctx := context.Background()
+	other := s.watchedConn(t)
+	ev, errc, _, _ := holdCommitWatched(t, s)
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.Exec(ctx, "SELECT pg_sleep($1)", pgx.QueryExecModeSimpleProtocol, (QuiesceBound + 500*time.Millisecond).Seconds())
+		done <- err
+	}()
+	s.awaitActive(t, "SELECT pg_sleep") // the sleep is in flight
+	began := time.Now()
+	ans, err := ev.ReleaseHoldingAnswerFreezing()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(began), QuiesceBound, "the release waited for the statement in flight, up to the bound")
+	assert.Equal(t, 1, ans.Unquiet())
+	awaitAnswer(t, ans)
+	ans.Forward()
+	require.NoError(t, waitErr(t, errc))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(testTimeout):
+		t.Fatal("the sleep never returned")
+	}
+}
+
+// awaitActive waits until a session of the shop's database is running a
+// statement that starts with prefix.
+func (s *shop) awaitActive(t *testing.T, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		var n int
+		require.NoError(t, s.direct.QueryRow(context.Background(),
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND starts_with(query, $1)", prefix).Scan(&n))
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no session ran %q within %v", prefix, testTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

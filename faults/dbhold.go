@@ -85,23 +85,24 @@ func (e HoldEvent) releaseHoldingAnswer(freeze bool) (*AnswerHold, error) {
 		freezes = e.h.watch
 	}
 	a := e.h.conn.holdAnswer(e.h.prior, false, freezes)
+	unquiet := 0
 	if freezes != nil {
 		// What the other connections sent before the freeze runs first:
 		// a queue's fetch in flight would otherwise run just after the
 		// commit, take the job it commits and strand it at the kill.
-		freezes.quiesce(e.h.conn, quiesceBound)
+		unquiet = freezes.quiesce(e.h.conn, QuiesceBound)
 	}
 	if err := e.Release(); err != nil {
 		e.h.conn.answer.CompareAndSwap(a, nil)
 		a.thaw(false)
 		return nil, err
 	}
-	return &AnswerHold{a: a}, nil
+	return &AnswerHold{a: a, unquiet: unquiet}, nil
 }
 
-// quiesceBound bounds the wait, before a freezing release, for the
+// QuiesceBound bounds the wait, before a freezing release, for the
 // statements other connections had in flight (a long one is let run on).
-const quiesceBound = time.Second
+const QuiesceBound = time.Second
 
 // ReleaseHoldingAnswerFreezing is ReleaseHoldingAnswer for a kill at the
 // instant the database has committed: from the moment the statement is
@@ -112,10 +113,14 @@ const quiesceBound = time.Second
 // stopped the same way, instead of marking the job running a few
 // milliseconds before the kill and leaving it stranded. Once the answer is
 // decided the link thaws: after Forward what it withheld goes on; after
-// Drop (the target was killed), or when the statement's connection ends,
-// it is discarded and the connections it came from are closed. Before the
-// statement goes, the statements the other connections had in flight are
-// let finish (a second at most): none of them runs after the commit.
+// Drop (the target was killed) it is discarded and the connections it came
+// from are closed. The statement's connection ending does not thaw it: a
+// target of several processes is not dead until its last process is, and
+// another one's worker, its connections closed under it, would fetch the
+// job again (the freeze thaws on its own 10 s after that end if nothing
+// decides). Before the statement goes, the statements the other
+// connections had in flight are let finish (a second at most): none of
+// them runs after the commit.
 func (e HoldEvent) ReleaseHoldingAnswerFreezing() (*AnswerHold, error) {
 	return e.releaseHoldingAnswer(true)
 }

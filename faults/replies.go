@@ -82,7 +82,13 @@ func (c *dbConn) end() {
 	})
 	if a := c.answer.Swap(nil); a != nil {
 		a.resolve(outcomeEnded)
-		a.thaw(true) // the connection died with its answer: so did its process
+		// The connection died with its answer, and so did its process,
+		// but a target of several processes may not be dead yet: its
+		// freeze holds until the harness decides the answer (Drop once
+		// every process is dead), or, if it never does, for decideWait.
+		if a.freeze != nil {
+			time.AfterFunc(decideWait, func() { a.thaw(true) })
+		}
 	}
 }
 
@@ -132,7 +138,16 @@ func (c *dbConn) holdAnswer(after int64, cut bool, freezes *watchToxic) *answerH
 // AnswerHold is the database's answer to a released statement, held on
 // its way back to the target (HoldEvent.ReleaseHoldingAnswer). An answer
 // nobody decides within an hour of its release is dropped.
-type AnswerHold struct{ a *answerHold }
+type AnswerHold struct {
+	a       *answerHold
+	unquiet int
+}
+
+// Unquiet is, for a freezing release (ReleaseHoldingAnswerFreezing), how
+// many other connections still had a statement in flight when the wait
+// for them passed its bound and the statement was released anyway: their
+// statements may run after it. 0 when every one had been answered.
+func (a *AnswerHold) Unquiet() int { return a.unquiet }
 
 // Held is closed once the answer has come back from the database and is
 // held: the statement has run, and the target has not received its answer.
@@ -140,14 +155,20 @@ func (a *AnswerHold) Held() <-chan struct{} { return a.a.held }
 
 // Forward lets the answer, and what follows it, reach the target. It
 // returns at once when the connection has ended.
-func (a *AnswerHold) Forward() { a.a.decide(outcomeReleased, decideWait) }
+func (a *AnswerHold) Forward() {
+	a.a.decide(outcomeReleased, decideWait)
+	a.a.thaw(false)
+}
 
 // Drop discards the answer, held or still to come (the target was killed,
 // say); what the database sends after it still passes. The first of
 // Forward and Drop decides. It returns at once when the connection has
 // ended (the target died before the database answered): nothing is left
 // to discard, and no answer will come to be held.
-func (a *AnswerHold) Drop() { a.a.decide(outcomeCut, decideWait) }
+func (a *AnswerHold) Drop() {
+	a.a.decide(outcomeCut, decideWait)
+	a.a.thaw(true)
+}
 
 // finished reports whether the statement whose prior is prior (the
 // first sent after prior others that each get a ReadyForQuery on

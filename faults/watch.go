@@ -278,20 +278,20 @@ func (t *watchToxic) freezeAll() *freeze {
 // quiesce waits, at most bound, until every open connection but except
 // has had every statement it sent answered: once the link is frozen,
 // nothing is then in flight at the database but what is released next.
-func (t *watchToxic) quiesce(except *dbConn, bound time.Duration) {
+// It returns how many connections still had a statement in flight when
+// the bound passed (0 when none had).
+func (t *watchToxic) quiesce(except *dbConn, bound time.Duration) int {
 	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
-		busy := false
+	for {
+		busy := 0
 		t.open.Range(func(k, _ any) bool {
-			c := k.(*dbConn)
-			if c != except && !c.idle() {
-				busy = true
-				return false
+			if c := k.(*dbConn); c != except && !c.idle() {
+				busy++
 			}
 			return true
 		})
-		if !busy {
-			return
+		if busy == 0 || !time.Now().Before(deadline) {
+			return busy
 		}
 		time.Sleep(time.Millisecond)
 	}
