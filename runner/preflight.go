@@ -57,14 +57,17 @@ func ClientTLS(cfg *tls.Config, base *url.URL) *tls.Config {
 //
 // Any other answer, or a transport failure, lets the run go on: the checks
 // record and judge what the target does. The pre-flight is not recorded
-// in the history; its intent counts nothing the checks count.
+// in the history; its intent counts nothing the checks count. On a target
+// whose database link the harness holds, the effect writes it caused tell
+// the session how many writes the handler makes (do), before any check
+// chooses the write a fault acts on (nthByRound).
 func (s *session) preflight(ctx context.Context) error {
 	in := idemcheck.Intent{ID: fmt.Sprintf("ic-%s-0", s.run), Key: uuid.NewString()}
 	req, _ := s.request(in, "")
 	if err := s.pace.wait(ctx, 1); err != nil {
 		return err
 	}
-	res := s.client.Do(ctx, s.direct, req)
+	res := s.doCounting(ctx, s.direct, req, in)
 	// Its calls to provider doubles are not the checks' either.
 	s.dropCalls()
 	if err := ctx.Err(); err != nil {

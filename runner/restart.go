@@ -242,7 +242,7 @@ func (s *session) killAfterCommit(ctx context.Context, in idemcheck.Intent, st s
 	}
 	detail := h.detailFmt
 	if h.commit != nil {
-		detail = fmt.Sprintf(h.detailFmt, short(h.commit.SQL))
+		detail = fmt.Sprintf(h.detailFmt, short(h.commit.SQL)) + h.unquiet
 	}
 	killErr := s.Powers.Kill()
 	if killErr != nil && !errors.Is(killErr, targets.ErrNotDead) {
@@ -296,6 +296,9 @@ type commitHeld struct {
 	// kill (its effect is a worker's, written after the reply); missed:
 	// and no write of its effect was held within the bound.
 	replied, missed bool
+	// unquiet says, when the kill's write was let go while other
+	// connections still had statements in flight, how many.
+	unquiet string
 }
 
 // awaitCommit waits for the first of the two holds of killAfterCommit to
@@ -326,6 +329,9 @@ func (s *session) awaitCommit(ctx context.Context, first idemcheck.Attempt, rh *
 			}
 			h.answer = answer
 			answered = answer.Held()
+			if n := answer.Unquiet(); n > 0 {
+				h.unquiet = fmt.Sprintf("; %d other connection(s) of the target still had a statement in flight at the database after %v and were let run on, so a statement of theirs may have run after this one", n, faults.QuiesceBound)
+			}
 		case <-answered:
 			h.landing, h.sql = LandedAfterCommit, h.commit.SQL
 			h.detailFmt = "killed after the database had committed its statement %q and before the target received the answer (held on the database link): the target had done nothing after it"

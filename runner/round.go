@@ -332,10 +332,24 @@ var writeCounter = faults.DBCut("", 1<<31)
 // retry starts afresh. Later attempts may take another path (a takeover
 // writes more) and are not counted.
 func (s *session) do(ctx context.Context, addr string, req wire.Request, count bool) wire.Result {
-	if !count || s.Powers == nil || s.writes > 0 {
+	if !count || len(s.intents) == 0 {
 		return s.client.Do(ctx, addr, req)
 	}
-	disarm, err := s.armCarrying(writeCounter)
+	return s.doCounting(ctx, addr, req, s.intents[len(s.intents)-1])
+}
+
+// doCounting sends req for in and, until the session knows how many
+// effect writes the handler makes, counts those the attempt caused (the
+// writes carrying in's marks where effects land after the reply).
+func (s *session) doCounting(ctx context.Context, addr string, req wire.Request, in idemcheck.Intent) wire.Result {
+	if s.Powers == nil || s.writes > 0 {
+		return s.client.Do(ctx, addr, req)
+	}
+	var marks [][]byte
+	if s.Settle > 0 {
+		marks = s.marks(in)
+	}
+	disarm, err := s.Powers.ArmDB(writeCounter, marks...)
 	if err != nil {
 		return s.client.Do(ctx, addr, req)
 	}
@@ -360,12 +374,13 @@ func (s *session) do(ctx context.Context, addr string, req wire.Request, count b
 func (s *session) nthByRound(check string, f faults.Fault, round int, alternate bool) faults.Fault {
 	_, explicit := f.Params["match"]
 	nth := (round-1)%2 + 1
-	if !explicit && alternate && s.Settle > 0 && s.writes > 0 {
+	if !explicit && alternate && s.Settle > 0 {
 		// Where effects land after the reply, the intent's writes after
 		// the attempt's own are its worker's (scenarios.WorkerWrite), whose
 		// window WorkerKilledAfterEffect breaks: a kill here stays on the
-		// attempt's writes, not on a reply the worker's job races.
-		nth = min(nth, s.writes)
+		// attempt's writes (the first, until they were counted), not on a
+		// reply the worker's job races.
+		nth = min(nth, max(s.writes, 1))
 	}
 	if !explicit && !alternate {
 		nth = 1

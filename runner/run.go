@@ -222,16 +222,23 @@ func (r *Runner) Run(ctx context.Context, scs []scenarios.Scenario, h *idemcheck
 	}
 	s.pace = newPacer(r.Rate, largest)
 	// A run whose every check was skipped sends nothing, not even this.
-	if r.Preflight && len(scs) > 0 {
-		if err := s.preflight(ctx); err != nil {
+	// Where effects land after the reply, on a target whose database link
+	// the harness holds, the pre-flight is sent even when not asked for:
+	// the writes it makes are the handler's own, before any worker's, and
+	// a kill after the handler's last write needs to know which that is
+	// (nthByRound). Its answer then stops nothing.
+	preflighted := false
+	if (r.Preflight || r.Settle > 0 && r.Powers != nil) && len(scs) > 0 {
+		if err := s.preflight(ctx); err != nil && (r.Preflight || ctx.Err() != nil) {
 			return err
 		}
+		preflighted = true
 	}
 	// Whether the database link carries the target's database traffic is
 	// known once it was ready and, with a pre-flight, had answered a
 	// request: the header records what was skipped for it.
 	ok, why := r.DBLinkFaults()
-	if !ok && !r.Preflight && r.NoDBLinkFaults == "" && scenarios.NoDBLink(r.Powers) == "" && len(scs) > 0 {
+	if !ok && !preflighted && r.NoDBLinkFaults == "" && scenarios.NoDBLink(r.Powers) == "" && len(scs) > 0 {
 		// A target may open its database connection on its first request:
 		// one plain request, as the pre-flight sends (not recorded, its
 		// answer not judged), before the link is judged.
@@ -251,16 +258,28 @@ func (r *Runner) Run(ctx context.Context, scs []scenarios.Scenario, h *idemcheck
 	if err := s.rec.run(hdr); err != nil {
 		return err
 	}
-	for _, sc := range scs {
+	for i, sc := range scs {
 		if err := s.scenario(ctx, sc); err != nil {
 			return err
+		}
+		// A check's effects are counted once they settled, after its
+		// last scenario: one settling wait per check, however many
+		// variations it sends. Its faults meet only each round's own
+		// intent's writes (marks.go), and a round that kills first lets
+		// the earlier intents' work land (round), so the variations need
+		// no wait between them.
+		if i+1 == len(scs) || scs[i+1].Check != sc.Check {
+			if err := s.settlePending(ctx); err != nil {
+				return s.explain(ctx, fmt.Errorf("count effects once settled: %w", err), idemcheck.Event{Check: sc.Check})
+			}
 		}
 	}
 	return s.end(ctx)
 }
 
 // scenario sends every round of sc, each again while its burst was
-// refused or loose, and counts the effects of its intents once settled.
+// refused or loose. Its intents' effects are counted with its check's
+// (settlePending).
 func (s *session) scenario(ctx context.Context, sc scenarios.Scenario) error {
 	for round := 1; round <= sc.Rounds; round++ {
 		looseRepeats, refusedRepeats := 0, 0
@@ -289,9 +308,6 @@ func (s *session) scenario(ctx context.Context, sc scenarios.Scenario) error {
 			}
 			s.total += sc.Attempts() / sc.Rounds
 		}
-	}
-	if err := s.settlePending(ctx); err != nil {
-		return s.explain(ctx, fmt.Errorf("count effects once settled: %w", err), idemcheck.Event{Check: sc.Check})
 	}
 	return nil
 }
