@@ -242,8 +242,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 
 // status answers GET /payments/{id}, the status monitor of an accepted
 // payment, to the client whose key it was made under: "pending" until
-// the worker wrote it, then "succeeded"; "failed" once its job was
-// discarded or cancelled.
+// the worker wrote it ("queued" while its job waits for a worker,
+// "processing" while a worker holds it), then "succeeded"; "failed" once
+// its job was discarded or cancelled.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	ctx, id := r.Context(), r.PathValue("id")
 	var tenant string
@@ -267,6 +268,10 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			err = nil
 		case err == nil && (job == "discarded" || job == "cancelled"):
 			state = "failed"
+		case err == nil && job == "running":
+			state = "processing"
+		case err == nil && job != "completed":
+			state = "queued"
 		}
 	}
 	if err != nil {

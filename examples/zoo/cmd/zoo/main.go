@@ -24,6 +24,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 1, "certify each entry this many times; an entry counts as expected only when every run was")
 	flag.BoolVar(&o.expectedOnly, "expected-only", false, "run only each buggy variant's expected check (references still run every check)")
 	flag.StringVar(&o.mode, "mode", "process", "process: idemcheck holds the target's processes and links (--cmd); url: it is given the address and database only (--url --db); both: each run in both modes")
+	flag.StringVar(&o.checks, "checks", "", "certify every entry with these checks (comma-separated) instead of its own list")
 	flag.StringVar(&o.histories, "histories", "", "write the history of every run not as expected to this directory, a JSON Lines file each (idemcheck check reads it)")
 	flag.Parse()
 	if o.runs < 1 {
@@ -50,6 +51,7 @@ type options struct {
 	expectedOnly bool
 	histories    string
 	mode         string
+	checks       string
 }
 
 // selects reports whether -only keeps the entry: it is empty, or the name
@@ -105,7 +107,10 @@ func run(ctx context.Context, o options) error {
 			continue
 		}
 		var checks []string
-		if o.expectedOnly && !e.Reference() {
+		switch {
+		case o.checks != "":
+			checks = strings.Split(o.checks, ",")
+		case o.expectedOnly && !e.Reference():
 			checks = []string{e.Check}
 		}
 		for _, byURL := range o.modes() {
