@@ -101,8 +101,11 @@ func (e HoldEvent) releaseHoldingAnswer(freeze bool) (*AnswerHold, error) {
 }
 
 // QuiesceBound bounds the wait, before a freezing release, for the
-// statements other connections had in flight (a long one is let run on).
-const QuiesceBound = time.Second
+// statements other connections had in flight (a longer one is let run on,
+// and the release says so: AnswerHold.Unquiet). A statement sent just
+// before the freeze may wait that long for a core on a loaded machine
+// before it takes its snapshot, and would then see the commit.
+const QuiesceBound = 5 * time.Second
 
 // ReleaseHoldingAnswerFreezing is ReleaseHoldingAnswer for a kill at the
 // instant the database has committed: from the moment the statement is
@@ -119,7 +122,7 @@ const QuiesceBound = time.Second
 // another one's worker, its connections closed under it, would fetch the
 // job again (the freeze thaws on its own 10 s after that end if nothing
 // decides). Before the statement goes, the statements the other
-// connections had in flight are let finish (a second at most): none of
+// connections had in flight are let finish (5 s at most): none of
 // them runs after the commit.
 func (e HoldEvent) ReleaseHoldingAnswerFreezing() (*AnswerHold, error) {
 	return e.releaseHoldingAnswer(true)
