@@ -312,9 +312,6 @@ func (b *Bins) Certify(ctx context.Context, e Entry, c Config) (*certify.Result,
 	cfg.Options = c.Options
 	if e.App == "payments" {
 		cfg.Options.Settle = PaymentsSettle
-		if len(cfg.Checks) == 0 {
-			cfg.Checks = PaymentsChecks()
-		}
 	}
 	if c.ByURL {
 		cfg.Powers, cfg.Replicas = nil, 0
@@ -390,26 +387,6 @@ func EndpointConfig(app string, pt *targets.ProcessTarget) certify.Config {
 // (--settle 10s): its worker writes 100-500 ms after the 202 and its jobs
 // are retried 1.5 s after their first attempt, well inside it.
 const PaymentsSettle = 10 * time.Second
-
-// PaymentsChecks are the checks the payments API is certified with: every
-// check but crash-after-commit. Its kill right after the handler's commit
-// (the key and the job committed, the target killed before it learnt it)
-// leaves the job unrun within the settle bound in some runs under load (4
-// of 20 by --cmd under two busy loops): River gives a job it had started
-// in a process that died back only once its rescuer finds it, an hour
-// later by default, so the round is inconclusive, never lost, and the
-// reference could not be clean in every run. The worker's own kill
-// (scenarios.WorkerKilledAfterEffect) is tested on a worker of
-// certify/testdata instead.
-func PaymentsChecks() []string {
-	var out []string
-	for _, c := range scenarios.Names() {
-		if c != idemcheck.CheckCrashAfterCommit {
-			out = append(out, c)
-		}
-	}
-	return out
-}
 
 // Options are the zoo's scenario sizes: every check, smaller rounds, and a
 // retry window longer than the short-ttl variant's key retention.
