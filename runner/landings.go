@@ -120,12 +120,18 @@ const eventSQL = 200
 // in vain. a places it in its check, intent, round and step; conn, when
 // known, numbers the database connection the statement came from.
 func (s *session) landed(a idemcheck.Attempt, fault, landing, sql string, at time.Time, missed string, conn int) {
-	ev := idemcheck.Event{Kind: idemcheck.FaultLanded, Time: at, Check: a.Check, Intent: a.Intent,
-		Round: a.Round, Step: a.Step, Fault: fault, Landing: landing, SQL: clip(sql, eventSQL), Conn: conn}
+	ev := landedEvent(a, fault, landing, sql, at, conn)
 	if landing == "" {
 		ev.Kind, ev.Time, ev.Detail = idemcheck.FaultMissed, time.Now(), missed
 	}
 	s.rec.event(ev)
+}
+
+// landedEvent is the fault-landed event of a's fault, landed on sql (at
+// its landing, on the database connection numbered conn) at at.
+func landedEvent(a idemcheck.Attempt, fault, landing, sql string, at time.Time, conn int) idemcheck.Event {
+	return idemcheck.Event{Kind: idemcheck.FaultLanded, Time: at, Check: a.Check, Intent: a.Intent,
+		Round: a.Round, Step: a.Step, Fault: fault, Landing: landing, SQL: clip(sql, eventSQL), Conn: conn}
 }
 
 // dbLanding records where a database-link fault armed for a step landed,

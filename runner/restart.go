@@ -313,9 +313,9 @@ func (s *session) awaitCommit(ctx context.Context, first idemcheck.Attempt, rh *
 		select {
 		case ev := <-s.Powers.Held():
 			h.commit = &ev
-			s.rec.event(idemcheck.Event{Kind: idemcheck.FaultLanded, Time: time.Now(), Check: first.Check, Intent: first.Intent,
-				Round: first.Round, Step: first.Step, Fault: ev.Fault.String(), Landing: landingOf(ev.SQL), SQL: ev.SQL, Conn: ev.Conn,
-				Detail: fmt.Sprintf("the statement was held on the database link (match %d) and then let through, its answer held on the way back: the kill waits for the database to answer it", ev.Match)})
+			landed := landedEvent(first, ev.Fault.String(), landingOf(ev.SQL), ev.SQL, time.Now(), ev.Conn)
+			landed.Detail = fmt.Sprintf("the statement was held on the database link (match %d) and then let through, its answer held on the way back: the kill waits for the database to answer it", ev.Match)
+			s.rec.event(landed)
 			answer, rerr := ev.ReleaseHoldingAnswerFreezing()
 			if rerr != nil {
 				// The connection ended while held (the target died on
