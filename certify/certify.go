@@ -203,22 +203,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // redactor is the run's redactor (Redactor, or a new one), taught the
-// settings' secrets before anything can quote them: the headers and
-// values named, the tenants' header names, the fixed header values; the
-// key header stays in clear.
+// settings' secrets before anything can quote them, as the runner teaches
+// it (runner.Teach), and the fixed header values; the key header stays
+// in clear.
 func (s *Settings) redactor() *idemcheck.Redactor {
 	red := s.Redactor
 	if red == nil {
 		red = idemcheck.NewRedactor()
 	}
-	red.ExemptHeader(s.Policy.KeyHeader)
-	red.AddHeader(s.Redact...)
-	red.AddSecret(s.Secrets...)
-	red.AddField(s.RedactFields...)
-	red.AddQuery(s.RedactQuery...)
-	for _, t := range s.Endpoint.Tenants {
-		red.AddHeader(t.Name)
-	}
+	runner.Teach(red, s.Policy, s.Endpoint, s.Redact, s.Secrets, s.RedactFields, s.RedactQuery)
 	for _, h := range slices.Concat(s.Endpoint.Header, s.Endpoint.Tenants) {
 		if !slices.ContainsFunc(idemcheck.TemplateNames, h.Value.Uses) {
 			// A fixed value is known before the first send (an error
