@@ -33,7 +33,8 @@
 //     payment (duplicate-effect);
 //   - unkeyed-effect: the worker writes its payment with no key, so the
 //     retry of its job after the receipt failed writes a second one, about
-//     two seconds after the 202 (late-duplicate-effect).
+//     two seconds after the 202 (duplicate-effect, or late-duplicate-effect
+//     when it lands after its check's counts settled).
 package payments
 
 import (
@@ -85,7 +86,7 @@ var variants = apikit.Variants[Variant, impl]{
 	{Name: Reference, Impl: impl{enqueue: (*Server).enqueueReference, keyed: true}},
 	{Name: EnqueueOutsideTx, Check: "concurrent-burst", Anomaly: "multiple-created", Impl: impl{enqueue: enqueueOutsideTx(true), keyed: true}},
 	{Name: NoUniqueJob, Check: "concurrent-burst", Anomaly: "duplicate-effect", Impl: impl{enqueue: enqueueOutsideTx(false), keyed: true}},
-	{Name: UnkeyedEffect, Check: "sequential-replay", Anomaly: "late-duplicate-effect", Impl: impl{enqueue: (*Server).enqueueReference}},
+	{Name: UnkeyedEffect, Check: "sequential-replay", Anomaly: "duplicate-effect", Impl: impl{enqueue: (*Server).enqueueReference}},
 }
 
 // Variants lists the reference and then every buggy variant.

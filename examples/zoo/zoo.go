@@ -493,7 +493,16 @@ func (r Row) Caught() bool {
 		}
 		return true
 	}
-	return slices.Contains(r.Found[r.Entry.Check], idemcheck.Kind(r.Entry.Anomaly))
+	return slices.ContainsFunc(r.Found[r.Entry.Check], func(k idemcheck.Kind) bool { return SameCatch(k, idemcheck.Kind(r.Entry.Anomaly)) })
+}
+
+// SameCatch reports whether found is the anomaly want names: the same
+// kind, or a late duplicate effect where a duplicate effect is wanted. A
+// second effect that lands after its check's counts settled (a job retried
+// after its commit, later than the quiet period) is the same bug as one
+// that lands before: which one a run shows depends on when the retry ran.
+func SameCatch(found, want idemcheck.Kind) bool {
+	return found == want || want == idemcheck.DuplicateEffect && found == idemcheck.LateDuplicateEffect
 }
 
 // Unreachable says why a buggy variant's bug was out of this run's reach:
