@@ -139,20 +139,7 @@ func TestReleaseHoldingAnswerFreezingKeepsTheOtherConnections(t *testing.T) {
 			awaitAnswer(t, ans)
 			assert.Equal(t, 1, s.rows(t, id), "the COMMIT ran")
 
-			otherID := s.ids.Add(1)
-			otherErr := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-				defer cancel()
-				_, err := other.Exec(ctx, "INSERT INTO orders VALUES ($1)", otherID)
-				otherErr <- err
-			}()
-			select {
-			case err := <-otherErr:
-				t.Fatalf("the other connection's write returned (%v) while the link was frozen", err)
-			case <-time.After(300 * time.Millisecond):
-			}
-			assert.Equal(t, 0, s.rows(t, otherID), "frozen: the other write has not reached the database")
+			otherID, otherErr := s.writeFrozen(t, other)
 			if drop {
 				ans.Drop()
 				require.NoError(t, conn.PgConn().Conn().Close()) // the killed target's end
@@ -183,20 +170,7 @@ func TestReleaseHoldingAnswerFreezingOutlastsTheHeldConnection(t *testing.T) {
 	require.NoError(t, conn.PgConn().Conn().Close()) // the first process's end
 	require.Error(t, waitErr(t, errc), "the commit never learnt its answer")
 
-	otherID := s.ids.Add(1)
-	otherErr := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		_, err := other.Exec(ctx, "INSERT INTO orders VALUES ($1)", otherID)
-		otherErr <- err
-	}()
-	select {
-	case err := <-otherErr:
-		t.Fatalf("the other connection's write returned (%v) after the held connection ended", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	assert.Equal(t, 0, s.rows(t, otherID), "still frozen: the other write has not reached the database")
+	otherID, otherErr := s.writeFrozen(t, other)
 	ans.Drop()
 	assert.Error(t, waitErr(t, otherErr), "dropped: the other connection is closed")
 	assert.Equal(t, 0, s.rows(t, otherID), "dropped: the other write never ran")
@@ -298,4 +272,27 @@ func (s *shop) awaitActive(t *testing.T, prefix string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// writeFrozen sends a write of a new order on other, a connection through
+// the frozen link, and checks for 300 ms that it neither returns nor
+// reaches the database; it returns the order's id and where the write's
+// error will come.
+func (s *shop) writeFrozen(t *testing.T, other *pgx.Conn) (int64, <-chan error) {
+	t.Helper()
+	id := s.ids.Add(1)
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		_, err := other.Exec(ctx, "INSERT INTO orders VALUES ($1)", id)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		t.Fatalf("the other connection's write returned (%v) while the link was frozen", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	assert.Equal(t, 0, s.rows(t, id), "frozen: the other write has not reached the database")
+	return id, errc
 }
