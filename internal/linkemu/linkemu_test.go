@@ -72,6 +72,11 @@ func TestByName(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, p, got)
 	}
-	_, err := ByName("moon")
-	assert.ErrorContains(t, err, "loopback, lan or wan")
+	got, err := ByName("10ms+0s")
+	require.NoError(t, err)
+	assert.Equal(t, Profile{Name: "10ms+0s", Base: 10 * time.Millisecond}, got, "a base delay and no jitter")
+	for _, bad := range []string{"moon", "10ms+", "+4ms", "-1ms+0s", "10ms+-1ms"} {
+		_, err = ByName(bad)
+		assert.ErrorContains(t, err, "loopback, lan, wan, or BASE+JITTER such as 10ms+0s", bad)
+	}
 }
