@@ -92,6 +92,10 @@ func TestReferencesAreClean(t *testing.T) {
 			continue
 		}
 		t.Run(e.Name(), func(t *testing.T) {
+			// Side by side (as many as -parallel, the cores by default):
+			// each reference is a target of its own on a database of its
+			// own, as `make zoo`'s processes run side by side.
+			t.Parallel()
 			if e.App == "ordersmysql" {
 				mysqltest.NeedBinary(t)
 			}
